@@ -1,0 +1,50 @@
+"""``python -m conformance --corpus DIR``: check every table, print a per-feature summary and ``N passed, M failed``."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections import defaultdict
+
+from conformance.runner import TableResult, run_corpus
+
+
+def summarize(results: list[TableResult]) -> list[str]:
+    by_tag: dict[str, list[int]] = defaultdict(lambda: [0, 0])
+    for r in results:
+        for tag in r.features or ["(untagged)"]:
+            by_tag[tag][0 if r.ok else 1] += 1
+    width = max((len(t) for t in by_tag), default=10)
+    lines = [f"{'feature':<{width}}  passed  failed"]
+    for tag in sorted(by_tag):
+        ok, bad = by_tag[tag]
+        lines.append(f"{tag:<{width}}  {ok:>6}  {bad:>6}")
+    return lines
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m conformance", description=__doc__)
+    parser.add_argument("--corpus", required=True, help="directory with manifest.json and tables/")
+    parser.add_argument("--table", action="append", help="check only this table (repeatable)")
+    parser.add_argument("-v", "--verbose", action="store_true", help="list every table, not only failures")
+    args = parser.parse_args(argv)
+    results = run_corpus(args.corpus, args.table)
+    out = sys.stdout
+    for r in results:
+        if r.failures or args.verbose:
+            out.write(f"{'FAIL' if r.failures else 'ok  '} {r.name} ({r.checks} checks)\n")
+            for f in r.failures[:20]:
+                out.write(f"     - {f}\n")
+            if len(r.failures) > 20:
+                out.write(f"     ... {len(r.failures) - 20} more\n")
+    out.write("\n".join(summarize(results)) + "\n\n")
+    passed = sum(r.ok for r in results)
+    failed = len(results) - passed
+    checks = sum(r.checks for r in results)
+    out.write(f"conformance: {len(results)} tables, {checks} checks\n")
+    out.write(f"{passed} passed, {failed} failed\n")
+    return 0 if failed == 0 and results else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,62 @@
+"""deltalog: a Delta Lake transaction-log engine."""
+
+from __future__ import annotations
+
+import logging
+
+from deltalog import actions
+from deltalog.errors import (
+    CheckpointError,
+    CommitStateUnknownError,
+    ConcurrentAppendError,
+    ConcurrentDeleteDeleteError,
+    ConcurrentDeleteReadError,
+    ConcurrentModificationError,
+    ConcurrentTransactionError,
+    CorruptLogError,
+    DeltaLogError,
+    FileAlreadyExistsError,
+    InvalidArgumentError,
+    MaxCommitAttemptsError,
+    MetadataChangedError,
+    ProtocolChangedError,
+    ProtocolError,
+    StorageError,
+    TableAlreadyExistsError,
+    TableNotFoundError,
+    UnsupportedFeatureError,
+    VersionNotFoundError,
+)
+from deltalog.log import DeltaLog, HistoryEntry
+from deltalog.snapshot import Snapshot
+
+__version__ = "0.1.0"
+
+logging.getLogger(__name__).addHandler(logging.NullHandler())
+
+__all__ = [
+    "CheckpointError",
+    "CommitStateUnknownError",
+    "ConcurrentAppendError",
+    "ConcurrentDeleteDeleteError",
+    "ConcurrentDeleteReadError",
+    "ConcurrentModificationError",
+    "ConcurrentTransactionError",
+    "CorruptLogError",
+    "DeltaLog",
+    "DeltaLogError",
+    "FileAlreadyExistsError",
+    "HistoryEntry",
+    "InvalidArgumentError",
+    "MaxCommitAttemptsError",
+    "MetadataChangedError",
+    "ProtocolChangedError",
+    "ProtocolError",
+    "Snapshot",
+    "StorageError",
+    "TableAlreadyExistsError",
+    "TableNotFoundError",
+    "UnsupportedFeatureError",
+    "VersionNotFoundError",
+    "actions",
+]

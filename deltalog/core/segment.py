@@ -1,0 +1,152 @@
+"""Choosing the files that rebuild one version: the newest complete checkpoint plus contiguous commits.
+
+Pure: it sees a listing (parsed names with sizes and times) and answers with a :class:`LogSegment` or a
+typed error. The ``_last_checkpoint`` hint never decides which checkpoint is used here; it only tells the
+caller where to start listing.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from deltalog.core.paths import Kind, LogPath
+from deltalog.errors import CorruptLogError, TableNotFoundError, VersionNotFoundError
+
+# Spark's ordering of checkpoint formats at one version: the greatest wins.
+_FORMAT_RANK = {Kind.CHECKPOINT: 0, Kind.MULTIPART: 1, Kind.UUID_CHECKPOINT: 2}
+
+
+@dataclass(frozen=True)
+class CheckpointRef:
+    """One complete checkpoint: a single file, a full set of parts, or a UUID-named V2 manifest."""
+
+    version: int
+    kind: Kind
+    files: tuple[LogPath, ...]
+
+    @property
+    def sort_key(self) -> tuple[int, int, int, str]:
+        return (self.version, _FORMAT_RANK[self.kind], len(self.files), self.files[0].name)
+
+
+@dataclass(frozen=True)
+class LogSegment:
+    version: int
+    checkpoint: CheckpointRef | None
+    commits: tuple[LogPath, ...]
+
+    @property
+    def files(self) -> tuple[LogPath, ...]:
+        return (self.checkpoint.files if self.checkpoint else ()) + self.commits
+
+    def describe(self) -> str:
+        """A short human account of what the segment replays, for error messages."""
+        parts = []
+        if self.checkpoint:
+            parts.append(self.checkpoint.files[0].name + (" (+ parts)" if len(self.checkpoint.files) > 1 else ""))
+        if self.commits:
+            first, last = self.commits[0].name, self.commits[-1].name
+            parts.append(first if first == last else f"{first} .. {last}")
+        return " + ".join(parts) or "nothing"
+
+
+def complete_checkpoints(paths: Iterable[LogPath]) -> list[CheckpointRef]:
+    """Every complete checkpoint in ``paths``, oldest first, best format last within a version.
+
+    0-byte files are skipped (an interrupted writer's leftovers would read as an empty table), and a
+    multi-part set counts only when all its parts, of one part count, are present.
+    """
+    out: list[CheckpointRef] = []
+    parts: dict[tuple[int, int], dict[int, LogPath]] = defaultdict(dict)
+    for p in paths:
+        if not p.is_checkpoint or p.size == 0:
+            continue
+        if p.kind is Kind.MULTIPART:
+            assert p.parts is not None and p.part is not None
+            parts[(p.version, p.parts)][p.part] = p
+        else:
+            out.append(CheckpointRef(p.version, p.kind, (p,)))
+    for (version, n), found in parts.items():
+        if len(found) == n:
+            out.append(CheckpointRef(version, Kind.MULTIPART, tuple(found[i] for i in range(1, n + 1))))
+    out.sort(key=lambda c: c.sort_key)
+    return out
+
+
+def commits_by_version(paths: Iterable[LogPath]) -> dict[int, LogPath]:
+    return {p.version: p for p in paths if p.kind is Kind.COMMIT}
+
+
+def latest_version(paths: Sequence[LogPath]) -> int | None:
+    versions = [p.version for p in paths if p.kind is Kind.COMMIT] + [
+        c.version for c in complete_checkpoints(paths)
+    ]
+    return max(versions) if versions else None
+
+
+def earliest_version(paths: Sequence[LogPath]) -> int | None:
+    """The oldest version the listing can rebuild: 0 with ``0.json``, else the oldest complete checkpoint."""
+    commits = commits_by_version(paths)
+    if 0 in commits:
+        return 0
+    cps = complete_checkpoints(paths)
+    return cps[0].version if cps else None
+
+
+def build_segment(paths: Sequence[LogPath], version: int | None = None, where: str = "_delta_log") -> LogSegment:
+    """The segment that rebuilds ``version`` (the latest when ``None``) from a listing.
+
+    Raises :class:`TableNotFoundError` for an empty listing, :class:`VersionNotFoundError` for a version
+    outside what the listing can rebuild, and :class:`CorruptLogError` naming the missing commit when the
+    commits after the chosen checkpoint have a gap.
+    """
+    commits = commits_by_version(paths)
+    checkpoints = complete_checkpoints(paths)
+    latest = latest_version(paths)
+    if latest is None:
+        raise TableNotFoundError(f"no Delta table at {where}: no commit or checkpoint files found")
+    earliest = earliest_version(paths)
+    target = latest if version is None else version
+    if target < 0 or target > latest:
+        raise VersionNotFoundError(
+            f"version {target} does not exist: the latest version is {latest}", earliest=earliest, latest=latest
+        )
+    usable = [c for c in checkpoints if c.version <= target]
+    checkpoint = usable[-1] if usable else None
+    start = checkpoint.version + 1 if checkpoint else 0
+    needed: list[LogPath] = []
+    for v in range(start, target + 1):
+        p = commits.get(v)
+        if p is None:
+            if checkpoint is None and not any(c <= v for c in commits):
+                raise VersionNotFoundError(
+                    f"version {target} cannot be reconstructed: the log starts later "
+                    f"(earliest reconstructable version is {earliest}); older commits were cleaned up",
+                    earliest=earliest,
+                    latest=latest,
+                )
+            before = max((c for c in commits if c < v), default=None)
+            after = min((c for c in commits if c > v), default=None)
+            around = ", ".join(
+                f"{label} {c:020d}.json" for label, c in (("after", before), ("before", after)) if c is not None
+            )
+            raise CorruptLogError(
+                f"commit {v:020d}.json is missing from {where}" + (f" ({around})" if around else "")
+                + f": version {target} cannot be rebuilt",
+                path=f"{where}/{v:020d}.json",
+            )
+        needed.append(p)
+    return LogSegment(target, checkpoint, tuple(needed))
+
+
+__all__ = [
+    "CheckpointRef",
+    "LogSegment",
+    "build_segment",
+    "commits_by_version",
+    "complete_checkpoints",
+    "earliest_version",
+    "latest_version",
+]

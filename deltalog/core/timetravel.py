@@ -1,0 +1,85 @@
+"""Commit timestamps and "as of" resolution.
+
+Without in-commit timestamps a commit's time is its file's modification time, which copies and clock skew
+can reorder; the protocol makes them monotonic (a time not after its predecessor's becomes predecessor + 1
+ms). With in-commit timestamps, versions from the enablement version on use ``commitInfo.inCommitTimestamp``,
+which writers keep strictly increasing.
+"""
+
+from __future__ import annotations
+
+import bisect
+import datetime as dt
+from collections.abc import Sequence
+
+from deltalog.errors import InvalidArgumentError, VersionNotFoundError
+
+
+def monotonize(times: Sequence[tuple[int, int]]) -> list[tuple[int, int]]:
+    """(version, time ms) pairs in ascending version order, made strictly increasing in time."""
+    out: list[tuple[int, int]] = []
+    prev: int | None = None
+    for version, t in times:
+        if prev is not None and t <= prev:
+            t = prev + 1
+        out.append((version, t))
+        prev = t
+    return out
+
+
+def to_epoch_ms(value: str | dt.datetime | dt.date | int | float) -> int:
+    """Milliseconds since the epoch for a user's timestamp. Naive values are UTC, never this machine's zone."""
+    if isinstance(value, bool):
+        raise InvalidArgumentError(f"not a timestamp: {value!r}")
+    if isinstance(value, (int, float)):
+        return int(value)
+    if isinstance(value, str):
+        text = value.strip()
+        if text.endswith("Z") or text.endswith("z"):
+            text = text[:-1] + "+00:00"
+        try:
+            value = dt.datetime.fromisoformat(text.replace(" ", "T", 1) if len(text) > 10 else text)
+        except ValueError:
+            raise InvalidArgumentError(f"not an ISO-8601 timestamp: {value!r}") from None
+    if isinstance(value, dt.date) and not isinstance(value, dt.datetime):
+        value = dt.datetime(value.year, value.month, value.day)
+    if value.tzinfo is None:
+        value = value.replace(tzinfo=dt.timezone.utc)
+    return int(value.timestamp() * 1000)
+
+
+def version_at(timeline: Sequence[tuple[int, int]], ts_ms: int, allow_after_latest: bool = False) -> int:
+    """The latest version whose commit time is ``<= ts_ms`` in an ascending, monotonic timeline.
+
+    A time after the latest commit is an error unless ``allow_after_latest``: as in Delta Spark, "as of" a
+    moment the log has not reached yet is more often a clock or zone mistake than a wish for the latest.
+    """
+    if not timeline:
+        raise VersionNotFoundError("the table has no commits to travel to")
+    times = [t for _, t in timeline]
+    i = bisect.bisect_right(times, ts_ms)
+    if i == 0:
+        first_v, first_t = timeline[0]
+        raise VersionNotFoundError(
+            f"timestamp {format_ms(ts_ms)} is before the earliest available commit "
+            f"(version {first_v} at {format_ms(first_t)})",
+            earliest=first_v,
+            latest=timeline[-1][0],
+        )
+    if i == len(times) and ts_ms > times[-1] and not allow_after_latest:
+        last_v, last_t = timeline[-1]
+        raise VersionNotFoundError(
+            f"timestamp {format_ms(ts_ms)} is after the latest commit (version {last_v} at {format_ms(last_t)})",
+            earliest=timeline[0][0],
+            latest=last_v,
+        )
+    return timeline[i - 1][0]
+
+
+def format_ms(ms: int) -> str:
+    return dt.datetime.fromtimestamp(ms / 1000, tz=dt.timezone.utc).isoformat(timespec="milliseconds").replace(
+        "+00:00", "Z"
+    )
+
+
+__all__ = ["format_ms", "monotonize", "to_epoch_ms", "version_at"]

@@ -1,0 +1,154 @@
+"""The error tree.
+
+Every error deltalog raises derives from :class:`DeltaLogError`, so a caller can catch one name. The
+subclasses say what a program can do next: a :class:`CorruptLogError` will not go away by retrying, a
+:class:`StorageError` with ``retryable=True`` may. Messages name the file (and line) at fault because
+the person reading them has to go and look at that file.
+"""
+
+from __future__ import annotations
+
+
+class DeltaLogError(Exception):
+    """Root of every deltalog error."""
+
+
+class TableNotFoundError(DeltaLogError):
+    """The location holds no Delta table (no ``_delta_log`` commits or checkpoints)."""
+
+
+class TableAlreadyExistsError(DeltaLogError):
+    """Version 0 already exists where a new table was to be created."""
+
+
+class VersionNotFoundError(DeltaLogError):
+    """A requested version or timestamp lies outside what the log can reconstruct.
+
+    ``earliest`` and ``latest`` give the reconstructable range so a caller can clamp and retry.
+    """
+
+    def __init__(self, message: str, *, earliest: int | None = None, latest: int | None = None) -> None:
+        super().__init__(message)
+        self.earliest = earliest
+        self.latest = latest
+
+
+class InvalidArgumentError(DeltaLogError, ValueError):
+    """A caller passed something that cannot mean anything for this table (an unknown column, a bad value)."""
+
+
+class ProtocolError(DeltaLogError):
+    """The log breaks, or goes beyond, the Delta protocol as this engine implements it."""
+
+
+class UnsupportedFeatureError(ProtocolError):
+    """The table needs a reader (or writer) feature or protocol version this engine refuses."""
+
+    def __init__(self, message: str, *, feature: str | None = None, path: str | None = None) -> None:
+        super().__init__(message)
+        self.feature = feature
+        self.path = path
+
+
+class CorruptLogError(ProtocolError):
+    """The log cannot be replayed: malformed JSON, a gap, a truncated checkpoint, missing protocol/metadata."""
+
+    def __init__(self, message: str, *, path: str | None = None, line: int | None = None) -> None:
+        super().__init__(message)
+        self.path = path
+        self.line = line
+
+
+class StorageError(DeltaLogError):
+    """The store failed; ``retryable`` says whether the same call may succeed later."""
+
+    def __init__(self, message: str, *, path: str | None = None, retryable: bool = False) -> None:
+        super().__init__(message)
+        self.path = path
+        self.retryable = retryable
+
+
+class FileAlreadyExistsError(StorageError):
+    """``put_if_absent`` found the name taken: another writer won it."""
+
+    def __init__(self, message: str, *, path: str | None = None) -> None:
+        super().__init__(message, path=path, retryable=False)
+
+
+class CommitStateUnknownError(DeltaLogError):
+    """A commit attempt failed in a way that leaves open whether it landed."""
+
+
+class ConcurrentModificationError(DeltaLogError):
+    """Another writer's commit conflicts logically with this transaction."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        winning_version: int | None = None,
+        winning_commit_info: dict[str, object] | None = None,
+        conflicting_file: str | None = None,
+        conflicting_partition: dict[str, str | None] | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.winning_version = winning_version
+        self.winning_commit_info = winning_commit_info
+        self.conflicting_file = conflicting_file
+        self.conflicting_partition = conflicting_partition
+
+
+class ConcurrentAppendError(ConcurrentModificationError):
+    """A winner added files into what this transaction read."""
+
+
+class ConcurrentDeleteReadError(ConcurrentModificationError):
+    """A winner removed a file this transaction read."""
+
+
+class ConcurrentDeleteDeleteError(ConcurrentModificationError):
+    """A winner removed a file this transaction also removes."""
+
+
+class MetadataChangedError(ConcurrentModificationError):
+    """A winner changed the table metadata."""
+
+
+class ProtocolChangedError(ConcurrentModificationError):
+    """A winner changed the protocol in a way this transaction cannot follow."""
+
+
+class ConcurrentTransactionError(ConcurrentModificationError):
+    """A winner updated an application transaction id (or domain) this transaction depends on."""
+
+
+class MaxCommitAttemptsError(DeltaLogError):
+    """The commit gave up after its configured number of attempts."""
+
+
+class CheckpointError(DeltaLogError):
+    """A checkpoint could not be written or validated."""
+
+
+__all__ = [
+    "CheckpointError",
+    "CommitStateUnknownError",
+    "ConcurrentAppendError",
+    "ConcurrentDeleteDeleteError",
+    "ConcurrentDeleteReadError",
+    "ConcurrentModificationError",
+    "ConcurrentTransactionError",
+    "CorruptLogError",
+    "DeltaLogError",
+    "FileAlreadyExistsError",
+    "InvalidArgumentError",
+    "MaxCommitAttemptsError",
+    "MetadataChangedError",
+    "ProtocolChangedError",
+    "ProtocolError",
+    "StorageError",
+    "TableAlreadyExistsError",
+    "TableNotFoundError",
+    "UnsupportedFeatureError",
+    "VersionNotFoundError",
+]

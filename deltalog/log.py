@@ -1,0 +1,253 @@
+"""One table: a store plus the pure core, wired together.
+
+``DeltaLog`` lists, reads and hands bytes to the core; it holds no table state of its own, so any number
+of snapshots (and, later, transactions) can be taken from one instance concurrently.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
+
+from deltalog.checkpoint.reader import CheckpointReader
+from deltalog.core import last_checkpoint as hints
+from deltalog.core.features import check_readable
+from deltalog.core.paths import LAST_CHECKPOINT, LOG_DIR, Kind, LogPath, commit_name, parse, version_prefix
+from deltalog.core.replay import BaseState, CommitData, replay
+from deltalog.core.segment import (
+    LogSegment,
+    build_segment,
+    complete_checkpoints,
+    earliest_version,
+    latest_version,
+)
+from deltalog.core.timetravel import monotonize, to_epoch_ms, version_at
+from deltalog.errors import CorruptLogError, TableNotFoundError, VersionNotFoundError
+from deltalog.snapshot import Snapshot
+from deltalog.storage.base import LogStore
+from deltalog.storage.uri import store_for
+
+log = logging.getLogger(__name__)
+
+Timestamp = Any  # str (ISO-8601), datetime, date, or epoch milliseconds
+
+
+@dataclass(frozen=True)
+class HistoryEntry:
+    """One commit as history shows it: its version, its time (ms), and its commitInfo (raw JSON object)."""
+
+    version: int
+    timestamp: int
+    commit_info: dict[str, Any]
+
+    @property
+    def operation(self) -> str | None:
+        op = self.commit_info.get("operation")
+        return op if isinstance(op, str) else None
+
+
+class DeltaLog:
+    """Entry point for one Delta table."""
+
+    def __init__(self, store: LogStore, location: str, clock: Callable[[], float] = time.time) -> None:
+        self.store = store
+        self.location = location
+        self._clock = clock
+
+    @classmethod
+    def for_table(
+        cls,
+        location: str | os.PathLike[str],
+        storage_options: dict[str, Any] | None = None,
+        *,
+        clock: Callable[[], float] = time.time,
+    ) -> DeltaLog:
+        """Open the table at a path or URI (``file://``, ``memory://``, and the cloud schemes when installed)."""
+        store = store_for(location, storage_options)
+        return cls(store, store.root, clock=clock)
+
+    def now_ms(self) -> int:
+        return int(self._clock() * 1000)
+
+    # ------------------------------------------------------------------------------------------ listing
+    def list_log(self, from_version: int = 0) -> list[LogPath]:
+        """Parsed log files with version ``>= from_version``, sorted; unknown names are skipped."""
+        out = []
+        for info in self.store.list_from(f"{LOG_DIR}/{version_prefix(from_version)}"):
+            p = parse(info.name, info.size, info.mtime)
+            if p is not None:
+                out.append(p)
+        return out
+
+    def read_hint(self) -> hints.LastCheckpoint | None:
+        """``_last_checkpoint`` if present and sound; a warning and ``None`` otherwise."""
+        path = f"{LOG_DIR}/{LAST_CHECKPOINT}"
+        try:
+            data = self.store.read(path)
+        except FileNotFoundError:
+            return None
+        try:
+            return hints.parse(data)
+        except hints.HintError as exc:
+            log.warning("ignoring %s/%s: %s; listing the log instead", self.location, path, exc)
+            return None
+
+    def _listing_for(self, version: int | None) -> list[LogPath]:
+        hint = self.read_hint()
+        if hint is None or hint.version == 0 or (version is not None and version < hint.version):
+            return self.list_log(0)
+        paths = self.list_log(hint.version)
+        if not any(c.version == hint.version for c in complete_checkpoints(paths)):
+            log.warning(
+                "%s/_delta_log/_last_checkpoint names version %d but no complete checkpoint exists there; "
+                "listing the whole log",
+                self.location,
+                hint.version,
+            )
+            return self.list_log(0)
+        return paths
+
+    def segment(self, version: int | None = None) -> LogSegment:
+        paths = self._listing_for(version)
+        try:
+            return build_segment(paths, version, where=f"{self.location}/{LOG_DIR}")
+        except (VersionNotFoundError, TableNotFoundError):
+            if paths and paths[0].version > 0:
+                # A listing that started at the hint cannot tell about older versions: ask the full log.
+                return build_segment(self.list_log(0), version, where=f"{self.location}/{LOG_DIR}")
+            raise
+
+    def latest_version(self) -> int:
+        v = latest_version(self._listing_for(None))
+        if v is None:
+            raise TableNotFoundError(f"no Delta table at {self.location}: {LOG_DIR} has no commits")
+        return v
+
+    def earliest_version(self) -> int:
+        v = earliest_version(self.list_log(0))
+        if v is None:
+            raise TableNotFoundError(f"no Delta table at {self.location}: {LOG_DIR} has no commits")
+        return v
+
+    # ------------------------------------------------------------------------------------------ snapshots
+    def snapshot(self, version: int | None = None, timestamp: Timestamp | None = None) -> Snapshot:
+        """The table at ``version``, at the latest commit at or before ``timestamp``, or at the latest version."""
+        if version is not None and timestamp is not None:
+            raise ValueError("pass version or timestamp, not both")
+        if timestamp is not None:
+            version = self.version_at(timestamp)
+        segment = self.segment(version)
+        return self._replay(segment)
+
+    def _read_commits(self, segment: LogSegment) -> list[CommitData]:
+        paths = [f"{LOG_DIR}/{p.name}" for p in segment.commits]
+
+        def read(path: str) -> bytes:
+            try:
+                return self.store.read(path)
+            except FileNotFoundError:
+                raise CorruptLogError(f"{path} disappeared while the log was read", path=path) from None
+
+        if len(paths) > 4 and not self.store.capabilities.local:
+            with ThreadPoolExecutor(max_workers=16) as pool:
+                datas = list(pool.map(read, paths))
+        else:
+            datas = [read(p) for p in paths]
+        return [CommitData(p.version, path, d, p.mtime) for p, path, d in zip(segment.commits, paths, datas)]
+
+    def _replay(self, segment: LogSegment) -> Snapshot:
+        if segment.checkpoint is not None:
+            base = CheckpointReader(self.store).read_base(segment.checkpoint)
+        else:
+            base = BaseState(version=-1, source=f"{LOG_DIR}/{commit_name(0)}")
+        result = replay(base, self._read_commits(segment), self.store.root)
+        where = f"{self.location}/{LOG_DIR} ({segment.describe()})"
+        if result.protocol is not None:
+            check_readable(result.protocol, f"{self.location}/{result.protocol_source}")
+        if result.protocol is None:
+            raise CorruptLogError(f"no protocol action found in {where}: version {segment.version} is unreadable")
+        if result.metadata is None:
+            raise CorruptLogError(f"no metaData action found in {where}: version {segment.version} is unreadable")
+        result.version = segment.version
+        return Snapshot(self, segment, result, now_ms=self.now_ms())
+
+    # ------------------------------------------------------------------------------------------ time
+    def commit_timeline(self) -> list[tuple[int, int]]:
+        """(version, commit time ms) for every commit file present, ascending and monotonic.
+
+        In-commit timestamps are used from the version that enabled them on, file modification times
+        before that.
+        """
+        paths = self.list_log(0)
+        commits = [p for p in paths if p.kind is Kind.COMMIT]
+        if not commits:
+            raise TableNotFoundError(f"no Delta table at {self.location}: {LOG_DIR} has no commits")
+        timeline = monotonize([(p.version, p.mtime) for p in commits])
+        ict_from = self._ict_enablement_version()
+        if ict_from is None:
+            return timeline
+        out = []
+        for v, t in timeline:
+            if v >= ict_from:
+                ict = self._commit_info(v).get("inCommitTimestamp")
+                if isinstance(ict, int):
+                    t = ict
+            out.append((v, t))
+        return monotonize(out)
+
+    def _ict_enablement_version(self) -> int | None:
+        snap = self.snapshot()
+        conf = snap.configuration
+        if str(conf.get("delta.enableInCommitTimestamps", "false")).lower() != "true":
+            return None
+        v = conf.get("delta.inCommitTimestampEnablementVersion")
+        try:
+            return int(v) if v is not None else 0
+        except ValueError:
+            return 0
+
+    def version_at(self, timestamp: Timestamp, allow_after_latest: bool = False) -> int:
+        """The version "as of" ``timestamp``: the latest commit at or before it."""
+        ts = to_epoch_ms(timestamp)
+        timeline = self.commit_timeline()
+        earliest = self.earliest_version()
+        reachable = [(v, t) for v, t in timeline if v >= earliest]
+        return version_at(reachable, ts, allow_after_latest=allow_after_latest)
+
+    def _commit_info(self, version: int) -> dict[str, Any]:
+        path = f"{LOG_DIR}/{commit_name(version)}"
+        data = self.store.read(path)
+        for line_no, raw in enumerate(data.split(b"\n"), start=1):
+            if b'"commitInfo"' not in raw:
+                continue
+            try:
+                obj = orjson.loads(raw)
+            except orjson.JSONDecodeError as exc:
+                raise CorruptLogError(f"{path} line {line_no}: malformed JSON ({exc})", path=path, line=line_no) from None
+            info = obj.get("commitInfo") if isinstance(obj, dict) else None
+            if isinstance(info, dict):
+                return info
+        return {}
+
+    def history(self, limit: int | None = None) -> Iterator[HistoryEntry]:
+        """Commits newest first: version, time (ms, as time travel sees it) and commitInfo."""
+        timeline = self.commit_timeline()
+        count = 0
+        for version, ts in reversed(timeline):
+            if limit is not None and count >= limit:
+                return
+            yield HistoryEntry(version, ts, self._commit_info(version))
+            count += 1
+
+    def __repr__(self) -> str:
+        return f"DeltaLog({self.location!r})"
+
+
+__all__ = ["DeltaLog", "HistoryEntry"]

@@ -1,0 +1,265 @@
+"""Immutable table state at one version.
+
+Bulk state (live files, tombstones) is Arrow; everything small (protocol, metadata, txns, domains) is
+plain values. Everything that names a column to a user speaks logical names; the log's physical names stay
+inside.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator, Mapping
+from functools import cached_property
+from typing import TYPE_CHECKING, Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from deltalog.arrow_schema import to_arrow_schema
+from deltalog.core import actions as A
+from deltalog.core import properties
+from deltalog.core.codec import decode_dv
+from deltalog.core.features import supported_features
+from deltalog.core.partitions import PartitionValueError, conditions_from_where, parse_value
+from deltalog.core.replay import ReplayResult, live_txns
+from deltalog.core.schema import SchemaError, parse_schema, physical_names, top_level_fields
+from deltalog.core.segment import LogSegment
+from deltalog.errors import CorruptLogError, InvalidArgumentError
+
+if TYPE_CHECKING:
+    from deltalog.log import DeltaLog
+
+_DV_RENAMES = ["storage_type", "path_or_inline_dv", "offset", "size_in_bytes", "cardinality"]
+_OUTPUT = [
+    ("path", "path"),
+    ("partitionValues", "partition_values"),
+    ("size", "size"),
+    ("modificationTime", "modification_time"),
+    ("dataChange", "data_change"),
+    ("deletionVector", "deletion_vector"),
+    ("tags", "tags"),
+    ("baseRowId", "base_row_id"),
+    ("defaultRowCommitVersion", "default_row_commit_version"),
+    ("clusteringProvider", "clustering_provider"),
+]
+
+
+class Snapshot:
+    """The state of a table at :attr:`version`."""
+
+    def __init__(self, log: DeltaLog, segment: LogSegment, result: ReplayResult, now_ms: int | None = None) -> None:
+        assert result.protocol is not None and result.metadata is not None
+        self._log = log
+        self.segment = segment
+        self._result = result
+        self._now_ms = int(time.time() * 1000) if now_ms is None else now_ms
+
+    # ------------------------------------------------------------------------------------------ identity
+    @property
+    def log(self) -> DeltaLog:
+        return self._log
+
+    @property
+    def version(self) -> int:
+        return self._result.version
+
+    @property
+    def protocol(self) -> A.Protocol:
+        assert self._result.protocol is not None
+        return self._result.protocol
+
+    @property
+    def metadata(self) -> A.Metadata:
+        assert self._result.metadata is not None
+        return self._result.metadata
+
+    @property
+    def configuration(self) -> Mapping[str, str]:
+        return self.metadata.configuration
+
+    @property
+    def features(self) -> frozenset[str]:
+        """Table features the protocol supports (listed, or implied by legacy versions)."""
+        return supported_features(self.protocol)
+
+    @property
+    def reader_features(self) -> tuple[str, ...]:
+        return self.protocol.reader_features or ()
+
+    @cached_property
+    def schema_json(self) -> dict[str, Any]:
+        try:
+            return parse_schema(self.metadata.schema_string)
+        except SchemaError as exc:
+            src = self._result.metadata_source or "the log"
+            raise CorruptLogError(f"{src}: {exc}", path=self._result.metadata_source) from None
+
+    @cached_property
+    def schema(self) -> pa.Schema:
+        return to_arrow_schema(self.schema_json)
+
+    @property
+    def partition_columns(self) -> list[str]:
+        return list(self.metadata.partition_columns)
+
+    @property
+    def column_mapping_mode(self) -> str:
+        if "columnMapping" not in self.features:
+            return "none"  # the property means nothing unless the protocol supports the feature
+        return properties.column_mapping_mode(self.configuration)
+
+    @cached_property
+    def physical_names(self) -> dict[str, str]:
+        """Top-level logical column name -> the physical name the log and data files use."""
+        return physical_names(self.schema_json, self.column_mapping_mode)
+
+    # ------------------------------------------------------------------------------------------ small state
+    @cached_property
+    def txns(self) -> dict[str, A.Txn]:
+        """Application transactions that are live under ``delta.setTransactionRetentionDuration``."""
+        return live_txns(self._result.txns, properties.txn_retention_ms(self.configuration), self._now_ms)
+
+    def app_version(self, app_id: str) -> int | None:
+        txn = self.txns.get(app_id)
+        return None if txn is None else txn.version
+
+    @property
+    def domain_metadata(self) -> dict[str, A.DomainMetadata]:
+        return dict(self._result.domains)
+
+    @property
+    def commit_info(self) -> dict[str, Any] | None:
+        """The raw commitInfo of this version's commit, when the snapshot replayed that commit."""
+        return self._result.commit_info
+
+    # ------------------------------------------------------------------------------------------ files
+    @property
+    def num_files(self) -> int:
+        return self._result.files.num_files
+
+    def files(self, where: Mapping[str, Any] | None = None, stats: bool = False) -> pa.Table:
+        """Live files as Arrow, one row per add; ``where`` prunes by partition values (logical names).
+
+        ``where`` maps a column to a value (equality), a list (IN) or ``{op: value}`` (``<``, ``<=``, ``>``,
+        ``>=``, ``!=``, ``in``, ``not in``). A condition on a non-partition column cannot prune and keeps
+        every file; an unknown column is an :class:`InvalidArgumentError`.
+        """
+        table = self._result.files.adds(stats=stats)
+        if where:
+            table = table.filter(self.partition_mask(table, where))
+        return self._present(table, stats)
+
+    def add_actions(self, where: Mapping[str, Any] | None = None) -> Iterator[A.Add]:
+        """Live files as :class:`~deltalog.actions.Add` values (for building removes); stats included."""
+        table = self._result.files.adds(stats=True)
+        if where:
+            table = table.filter(self.partition_mask(table, where))
+        for row in table.to_pylist():
+            yield A.Add(
+                path=row["path"],
+                partition_values=dict(row["partitionValues"] or []),
+                size=row["size"],
+                modification_time=row["modificationTime"],
+                data_change=bool(row["dataChange"]),
+                stats=row["stats"],
+                tags=dict(row["tags"]) if row["tags"] is not None else None,
+                deletion_vector=decode_dv(row["deletionVector"]),
+                base_row_id=row["baseRowId"],
+                default_row_commit_version=row["defaultRowCommitVersion"],
+                clustering_provider=row["clusteringProvider"],
+            )
+
+    def tombstones(self) -> pa.Table:
+        """Removes still in the state (not yet filtered by retention), as Arrow in the log's field names."""
+        return self._result.files.tombstones()
+
+    def raw_files(self, stats: bool = False) -> pa.Table:
+        """Live adds in the log's own field names and physical partition keys (for checkpoints)."""
+        return self._result.files.adds(stats=stats)
+
+    def partition_mask(self, table: pa.Table, where: Mapping[str, Any]) -> pa.Array:
+        try:
+            conds = conditions_from_where(where)
+        except PartitionValueError as exc:
+            raise InvalidArgumentError(str(exc)) from None
+        columns = {f["name"]: f for f in top_level_fields(self.schema_json)}
+        mask = pa.array([True] * table.num_rows, pa.bool_())
+        partition = set(self.partition_columns)
+        for column in {c.column for c in conds}:
+            if column not in columns:
+                raise InvalidArgumentError(
+                    f"unknown column {column!r}; the table has {sorted(columns) or 'no columns'}"
+                )
+            if column not in partition or table.num_rows == 0:
+                continue  # data columns cannot prune by partition values
+            col_conds = [c for c in conds if c.column == column]
+            ctype = columns[column]["type"]
+            try:
+                typed = [
+                    type(c)(c.column, c.op, tuple(parse_value(ctype, v) for v in c.values)) for c in col_conds
+                ]
+            except PartitionValueError as exc:
+                raise InvalidArgumentError(f"column {column!r}: {exc}") from None
+            raw = pc.map_lookup(table.column("partitionValues"), self.physical_names[column], "first")
+            encoded = raw.combine_chunks().dictionary_encode() if isinstance(raw, pa.ChunkedArray) else raw.dictionary_encode()
+            uniques = encoded.dictionary.to_pylist()
+            keep_unique = []
+            for u in uniques:
+                try:
+                    value = parse_value(ctype, u)
+                except PartitionValueError:
+                    keep_unique.append(True)  # unparsable value: never prune what we cannot judge
+                    continue
+                keep_unique.append(all(c.matches(value) for c in typed))
+            null_keep = all(c.matches(None) for c in typed)
+            indices = encoded.indices
+            col_mask = pc.take(pa.array(keep_unique, pa.bool_()), indices) if uniques else pa.nulls(len(indices), pa.bool_())
+            col_mask = pc.fill_null(col_mask, null_keep)
+            mask = pc.and_(mask, col_mask)
+        return mask
+
+    def _present(self, table: pa.Table, stats: bool) -> pa.Table:
+        arrays = []
+        names = []
+        for src, dst in _OUTPUT:
+            col = table.column(src)
+            if src == "partitionValues":
+                col = self._logical_partition_keys(col)
+            elif src == "deletionVector":
+                col = _rename_struct(col, _DV_RENAMES)
+            arrays.append(col)
+            names.append(dst)
+        if stats:
+            arrays.append(table.column("stats"))
+            names.append("stats")
+        return pa.Table.from_arrays(arrays, names=names)
+
+    def _logical_partition_keys(self, col: pa.ChunkedArray) -> pa.ChunkedArray:
+        renames = {p: logical for logical, p in self.physical_names.items() if p != logical}
+        if not renames:
+            return col
+        chunks = []
+        for chunk in col.chunks:
+            keys = chunk.keys.to_pylist()
+            new_keys = pa.array([renames.get(k, k) for k in keys], pa.string())
+            chunks.append(
+                pa.MapArray.from_arrays(chunk.offsets, new_keys, chunk.items, type=chunk.type, mask=chunk.is_null())
+            )
+        return pa.chunked_array(chunks, type=col.type)
+
+    def __repr__(self) -> str:
+        return f"Snapshot(table={self._log.location!r}, version={self.version}, files={self.num_files})"
+
+
+def _rename_struct(col: pa.ChunkedArray, names: list[str]) -> pa.ChunkedArray:
+    chunks = []
+    for chunk in col.chunks:
+        fields = [pa.field(n, chunk.type.field(i).type) for i, n in enumerate(names)]
+        chunks.append(
+            pa.StructArray.from_arrays([chunk.field(i) for i in range(len(names))], fields=fields, mask=chunk.is_null())
+        )
+    target = pa.struct([pa.field(n, col.type.field(i).type) for i, n in enumerate(names)])
+    return pa.chunked_array(chunks, type=target)
+
+
+__all__ = ["Snapshot"]

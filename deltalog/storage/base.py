@@ -1,0 +1,81 @@
+"""The storage contract: bytes and names, never actions.
+
+Paths given to a store are relative to the table root and use ``/`` (``_delta_log/00000000000000000007.json``).
+Every store must provide atomic visibility (a file is whole or absent), mutual exclusion on
+``put_if_absent``, and listings that show a file once its write returned.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import BinaryIO, Protocol, runtime_checkable
+
+
+@dataclass(frozen=True)
+class FileInfo:
+    """One listed file: bare ``name`` within the listed directory, ``size`` in bytes, ``mtime`` in ms."""
+
+    name: str
+    size: int
+    mtime: int
+
+
+@dataclass(frozen=True)
+class Capabilities:
+    """What a store can promise; ``atomic_put_if_absent`` False means concurrent writers are unsafe."""
+
+    atomic_put_if_absent: bool
+    sorted_listing: bool = True
+    local: bool = False
+
+
+@runtime_checkable
+class LogStore(Protocol):
+    """What the engine needs from storage."""
+
+    @property
+    def root(self) -> str:
+        """The table root, as a display string with credentials removed."""
+        ...
+
+    @property
+    def capabilities(self) -> Capabilities: ...
+
+    def read(self, path: str) -> bytes:
+        """The whole file; :class:`FileNotFoundError` when it does not exist."""
+        ...
+
+    def open(self, path: str) -> BinaryIO:
+        """A seekable binary stream, for parquet readers that fetch footers and row groups."""
+        ...
+
+    def list_from(self, path: str) -> Iterator[FileInfo]:
+        """Files of ``path``'s directory whose names are ``>=`` its last segment, sorted by name.
+
+        A missing directory lists as empty. Subdirectories are not listed.
+        """
+        ...
+
+    def put_if_absent(self, path: str, data: bytes) -> None:
+        """Create ``path`` atomically; :class:`~deltalog.errors.FileAlreadyExistsError` when it exists."""
+        ...
+
+    def put(self, path: str, data: bytes) -> None:
+        """Create or overwrite ``path`` (for ``_last_checkpoint``)."""
+        ...
+
+    def delete(self, path: str) -> None:
+        """Delete ``path``; deleting a missing file is not an error."""
+        ...
+
+    def exists(self, path: str) -> bool: ...
+
+
+def split_dir(path: str) -> tuple[str, str]:
+    """(directory, last segment) of a store-relative path."""
+    head, _, tail = path.rpartition("/")
+    return head, tail
+
+
+__all__ = ["Capabilities", "FileInfo", "LogStore", "split_dir"]

@@ -1,0 +1,109 @@
+"""A store over any fsspec file system, for reading through URLs (``memory://``, ``file://``, ...).
+
+fsspec's generic ``pipe_file(mode="create")`` checks and then writes, which is not atomic across
+processes, so this store reports ``atomic_put_if_absent=False`` unless the file system is known to be
+process-local (``memory``), where a lock makes check-and-write atomic. Cloud stores with real conditional
+writes have their own classes.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from typing import Any, BinaryIO, cast
+
+from deltalog.errors import FileAlreadyExistsError
+from deltalog.storage.base import Capabilities, FileInfo, split_dir
+
+_MEMORY_LOCK = threading.Lock()
+
+
+def _mtime_ms(info: dict[str, Any]) -> int:
+    for key in ("mtime", "LastModified", "last_modified", "created"):
+        v = info.get(key)
+        if v is None:
+            continue
+        if hasattr(v, "timestamp"):
+            return int(v.timestamp() * 1000)
+        try:
+            return int(float(v) * 1000)
+        except (TypeError, ValueError):
+            continue
+    return 0
+
+
+class FsspecLogStore:
+    def __init__(self, fs: Any, root: str, display_root: str | None = None) -> None:
+        self._fs = fs
+        self._root = root.rstrip("/")
+        self._display = display_root or root
+        protocol = fs.protocol if isinstance(fs.protocol, str) else fs.protocol[0]
+        self._memory = protocol == "memory"
+
+    @property
+    def root(self) -> str:
+        return self._display
+
+    @property
+    def fs(self) -> Any:
+        return self._fs
+
+    @property
+    def capabilities(self) -> Capabilities:
+        return Capabilities(atomic_put_if_absent=self._memory)
+
+    def _abs(self, path: str) -> str:
+        return f"{self._root}/{path}" if path else self._root
+
+    def read(self, path: str) -> bytes:
+        return cast(bytes, self._fs.cat_file(self._abs(path)))
+
+    def open(self, path: str) -> BinaryIO:
+        return cast(BinaryIO, self._fs.open(self._abs(path), "rb"))
+
+    def exists(self, path: str) -> bool:
+        return bool(self._fs.exists(self._abs(path)))
+
+    def list_from(self, path: str) -> Iterator[FileInfo]:
+        directory, start = split_dir(path)
+        try:
+            entries = self._fs.ls(self._abs(directory), detail=True)
+        except FileNotFoundError:
+            return iter(())
+        out = []
+        for e in entries:
+            if e.get("type") != "file":
+                continue
+            name = e["name"].rstrip("/").rsplit("/", 1)[-1]
+            if name >= start:
+                out.append(FileInfo(name, int(e.get("size") or 0), _mtime_ms(e)))
+        out.sort(key=lambda f: f.name.encode())
+        return iter(out)
+
+    def put_if_absent(self, path: str, data: bytes) -> None:
+        full = self._abs(path)
+        if self._memory:
+            with _MEMORY_LOCK:
+                if self._fs.exists(full):
+                    raise FileAlreadyExistsError(f"{path} already exists", path=path)
+                self._fs.pipe_file(full, data)
+            return
+        try:
+            self._fs.pipe_file(full, data, mode="create")
+        except FileExistsError:
+            raise FileAlreadyExistsError(f"{path} already exists", path=path) from None
+
+    def put(self, path: str, data: bytes) -> None:
+        self._fs.pipe_file(self._abs(path), data)
+
+    def delete(self, path: str) -> None:
+        try:
+            self._fs.rm_file(self._abs(path))
+        except FileNotFoundError:
+            pass
+
+    def __repr__(self) -> str:
+        return f"FsspecLogStore({self._display!r})"
+
+
+__all__ = ["FsspecLogStore"]

@@ -1,0 +1,150 @@
+"""Local-disk store: put-if-absent is a fully written temp file linked into place.
+
+``os.link`` fails when the target exists and leaves it intact, so the loser of a race gets
+:class:`FileAlreadyExistsError` and the winner's bytes are never touched. ``os.rename``/``os.replace``
+would silently overwrite and are never used for log files.
+"""
+
+from __future__ import annotations
+
+import errno
+import logging
+import os
+import uuid
+from collections.abc import Iterator
+from typing import BinaryIO
+
+from deltalog.errors import FileAlreadyExistsError, StorageError
+from deltalog.storage.base import Capabilities, FileInfo, split_dir
+
+log = logging.getLogger(__name__)
+
+
+class LocalLogStore:
+    """A table on a POSIX file system."""
+
+    def __init__(self, root: str) -> None:
+        self._root = os.path.abspath(root)
+
+    @property
+    def root(self) -> str:
+        return self._root
+
+    @property
+    def capabilities(self) -> Capabilities:
+        return Capabilities(atomic_put_if_absent=True, local=True)
+
+    def _abs(self, path: str) -> str:
+        return os.path.join(self._root, *path.split("/"))
+
+    def read(self, path: str) -> bytes:
+        with open(self._abs(path), "rb") as f:
+            return f.read()
+
+    def open(self, path: str) -> BinaryIO:
+        return open(self._abs(path), "rb")
+
+    def exists(self, path: str) -> bool:
+        return os.path.exists(self._abs(path))
+
+    def list_from(self, path: str) -> Iterator[FileInfo]:
+        directory, start = split_dir(path)
+        full = self._abs(directory) if directory else self._root
+        try:
+            entries = list(os.scandir(full))
+        except FileNotFoundError:
+            return iter(())
+        out = []
+        for e in entries:
+            if e.name < start:
+                continue
+            try:
+                if not e.is_file():
+                    continue
+                st = e.stat()
+            except FileNotFoundError:  # deleted between scandir and stat
+                continue
+            out.append(FileInfo(e.name, st.st_size, st.st_mtime_ns // 1_000_000))
+        out.sort(key=lambda f: f.name.encode())
+        return iter(out)
+
+    def _write_temp(self, final: str, data: bytes) -> str:
+        directory, name = os.path.split(final)
+        os.makedirs(directory, exist_ok=True)
+        tmp = os.path.join(directory, f".{name}.{uuid.uuid4().hex}.tmp")
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+        try:
+            view = memoryview(data)
+            while view:
+                n = os.write(fd, view)
+                view = view[n:]
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        return tmp
+
+    def put_if_absent(self, path: str, data: bytes) -> None:
+        final = self._abs(path)
+        try:
+            tmp = self._write_temp(final, data)
+        except OSError as exc:
+            raise StorageError(f"cannot write a temporary file for {path}: {exc}", path=path) from exc
+        try:
+            os.link(tmp, final)
+        except FileExistsError:
+            raise FileAlreadyExistsError(f"{path} already exists", path=path) from None
+        except OSError as exc:
+            if exc.errno not in (errno.EPERM, errno.ENOTSUP, errno.EOPNOTSUPP, errno.EXDEV):
+                raise StorageError(f"cannot create {path}: {exc}", path=path) from exc
+            # No hard links here (some FUSE and SMB mounts): O_EXCL create is still exclusive.
+            self._exclusive_create(final, path, data)
+        finally:
+            try:
+                os.unlink(tmp)
+            except FileNotFoundError:
+                pass
+        self._fsync_dir(os.path.dirname(final))
+
+    def _exclusive_create(self, final: str, path: str, data: bytes) -> None:
+        log.warning("hard links unsupported under %s; using O_EXCL create for %s", self._root, path)
+        try:
+            fd = os.open(final, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+        except FileExistsError:
+            raise FileAlreadyExistsError(f"{path} already exists", path=path) from None
+        try:
+            os.write(fd, data)
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+    def put(self, path: str, data: bytes) -> None:
+        final = self._abs(path)
+        tmp = self._write_temp(final, data)
+        # Overwrite is the point here (``_last_checkpoint``); the temp file keeps readers from seeing a torn write.
+        os.replace(tmp, final)  # noqa: not a commit: overwriting is intended
+        self._fsync_dir(os.path.dirname(final))
+
+    def delete(self, path: str) -> None:
+        try:
+            os.unlink(self._abs(path))
+        except FileNotFoundError:
+            pass
+
+    @staticmethod
+    def _fsync_dir(directory: str) -> None:
+        try:
+            fd = os.open(directory, os.O_RDONLY)
+        except OSError:
+            return
+        try:
+            os.fsync(fd)
+        except OSError:
+            pass
+        finally:
+            os.close(fd)
+
+    def __repr__(self) -> str:
+        return f"LocalLogStore({self._root!r})"
+
+
+__all__ = ["LocalLogStore"]
