@@ -69,4 +69,12 @@ def error_for(entry: dict[str, Any], version: int) -> type[DeltaLogError] | None
     return None if state is None else state.get("error")
 
 
-__all__ = ["EMPTY_SCHEMA", "METADATA_WITHOUT_SCHEMA", "STATES", "TXN_EXPIRATION", "TXN_STATES", "applies", "error_for"]
+__all__ = [
+    "EMPTY_SCHEMA",
+    "METADATA_WITHOUT_SCHEMA",
+    "STATES",
+    "TXN_EXPIRATION",
+    "TXN_STATES",
+    "applies",
+    "error_for",
+]

@@ -157,10 +157,7 @@ class TableChecker:
             self.check(f"{label} txn {app}", snap.app_version(app), expected_txns.get(app))
 
     def _compare_details(self, files: Any, details: Iterable[dict[str, Any]], label: str) -> None:
-        by_path = {
-            row["path"]: row
-            for row in files.select(["path", "size", "stats"]).to_pylist()
-        }
+        by_path = {row["path"]: row for row in files.select(["path", "size", "stats"]).to_pylist()}
         for d in details:
             row = by_path.get(d["path"])
             if row is None:

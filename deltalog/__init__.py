@@ -5,6 +5,8 @@ from __future__ import annotations
 import logging
 
 from deltalog import actions
+from deltalog._version import __version__
+from deltalog.committer import RetryPolicy
 from deltalog.errors import (
     CheckpointError,
     CommitStateUnknownError,
@@ -17,6 +19,7 @@ from deltalog.errors import (
     DeltaLogError,
     FileAlreadyExistsError,
     InvalidArgumentError,
+    InvalidCommitError,
     MaxCommitAttemptsError,
     MetadataChangedError,
     ProtocolChangedError,
@@ -29,12 +32,16 @@ from deltalog.errors import (
 )
 from deltalog.log import DeltaLog, HistoryEntry
 from deltalog.snapshot import Snapshot
-
-__version__ = "0.1.0"
+from deltalog.transaction import CommitResult, Transaction
 
 logging.getLogger(__name__).addHandler(logging.NullHandler())
 
 __all__ = [
+    "CommitResult",
+    "RetryPolicy",
+    "Transaction",
+    "__version__",
+    "InvalidCommitError",
     "CheckpointError",
     "CommitStateUnknownError",
     "ConcurrentAppendError",

@@ -65,4 +65,58 @@ def to_arrow_schema(schema: dict[str, Any]) -> pa.Schema:
     return pa.schema([arrow_field(f) for f in schema.get("fields", [])])
 
 
-__all__ = ["arrow_field", "arrow_type", "to_arrow_schema"]
+__all__ = ["arrow_field", "arrow_type", "delta_field", "from_arrow_schema", "to_arrow_schema"]
+
+
+def _delta_type(t: pa.DataType) -> Any:
+    simple = {
+        pa.string(): "string",
+        pa.large_string(): "string",
+        pa.int64(): "long",
+        pa.int32(): "integer",
+        pa.int16(): "short",
+        pa.int8(): "byte",
+        pa.float32(): "float",
+        pa.float64(): "double",
+        pa.bool_(): "boolean",
+        pa.binary(): "binary",
+        pa.large_binary(): "binary",
+        pa.date32(): "date",
+        pa.null(): "void",
+    }
+    if t in simple:
+        return simple[t]
+    if pa.types.is_timestamp(t):
+        return "timestamp" if t.tz is not None else "timestamp_ntz"
+    if pa.types.is_decimal(t):
+        return f"decimal({t.precision},{t.scale})"
+    if pa.types.is_struct(t):
+        return {"type": "struct", "fields": [delta_field(t.field(i)) for i in range(t.num_fields)]}
+    if pa.types.is_map(t):
+        return {
+            "type": "map",
+            "keyType": _delta_type(t.key_type),
+            "valueType": _delta_type(t.item_type),
+            "valueContainsNull": t.item_field.nullable,
+        }
+    if pa.types.is_list(t) or pa.types.is_large_list(t):
+        return {"type": "array", "elementType": _delta_type(t.value_type), "containsNull": t.value_field.nullable}
+    if pa.types.is_dictionary(t):
+        return _delta_type(t.value_type)
+    raise UnsupportedFeatureError(f"Arrow type {t} has no Delta equivalent", feature=str(t))
+
+
+def delta_field(f: pa.Field) -> dict[str, Any]:
+    meta: dict[str, Any] = {}
+    for k, v in (f.metadata or {}).items():
+        key, text = k.decode(), v.decode()
+        try:
+            meta[key] = orjson.loads(text) if key.startswith("delta.") and text[:1] in "{[0123456789tf-" else text
+        except orjson.JSONDecodeError:
+            meta[key] = text
+    return {"name": f.name, "type": _delta_type(f.type), "nullable": f.nullable, "metadata": meta}
+
+
+def from_arrow_schema(schema: pa.Schema) -> dict[str, Any]:
+    """The Delta schema JSON for an Arrow schema (the inverse of :func:`to_arrow_schema`)."""
+    return {"type": "struct", "fields": [delta_field(f) for f in schema]}

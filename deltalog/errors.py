@@ -37,6 +37,14 @@ class InvalidArgumentError(DeltaLogError, ValueError):
     """A caller passed something that cannot mean anything for this table (an unknown column, a bad value)."""
 
 
+class InvalidCommitError(DeltaLogError, ValueError):
+    """An action list breaks a per-commit rule; nothing was written. ``rule`` names the rule."""
+
+    def __init__(self, message: str, *, rule: str) -> None:
+        super().__init__(message)
+        self.rule = rule
+
+
 class ProtocolError(DeltaLogError):
     """The log breaks, or goes beyond, the Delta protocol as this engine implements it."""
 
@@ -142,6 +150,7 @@ __all__ = [
     "DeltaLogError",
     "FileAlreadyExistsError",
     "InvalidArgumentError",
+    "InvalidCommitError",
     "MaxCommitAttemptsError",
     "MetadataChangedError",
     "ProtocolChangedError",

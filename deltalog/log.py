@@ -8,11 +8,12 @@ from __future__ import annotations
 
 import logging
 import os
+import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 
@@ -29,10 +30,14 @@ from deltalog.core.segment import (
     latest_version,
 )
 from deltalog.core.timetravel import monotonize, to_epoch_ms, version_at
-from deltalog.errors import CorruptLogError, TableNotFoundError, VersionNotFoundError
+from deltalog.errors import CorruptLogError, InvalidArgumentError, TableNotFoundError, VersionNotFoundError
 from deltalog.snapshot import Snapshot
 from deltalog.storage.base import LogStore
 from deltalog.storage.uri import store_for
+
+if TYPE_CHECKING:
+    from deltalog.committer import Outcome, RetryPolicy
+    from deltalog.transaction import CommitResult, Transaction
 
 log = logging.getLogger(__name__)
 
@@ -60,6 +65,9 @@ class DeltaLog:
         self.store = store
         self.location = location
         self._clock = clock
+        self._lock = threading.Lock()
+        self._latest: Snapshot | None = None
+        self._hooks: list[Callable[[CommitResult], None]] = []
 
     @classmethod
     def for_table(
@@ -138,13 +146,126 @@ class DeltaLog:
 
     # ------------------------------------------------------------------------------------------ snapshots
     def snapshot(self, version: int | None = None, timestamp: Timestamp | None = None) -> Snapshot:
-        """The table at ``version``, at the latest commit at or before ``timestamp``, or at the latest version."""
+        """The table at ``version``, at the latest commit at or before ``timestamp``, or at the latest version.
+
+        The latest snapshot is cached: asking again replays only the commits that arrived since.
+        """
         if version is not None and timestamp is not None:
-            raise ValueError("pass version or timestamp, not both")
+            raise InvalidArgumentError("pass version or timestamp, not both")
         if timestamp is not None:
             version = self.version_at(timestamp)
-        segment = self.segment(version)
-        return self._replay(segment)
+        if version is None:
+            return self._refresh_latest()
+        with self._lock:
+            cached = self._latest
+        if cached is not None and cached.version == version:
+            return cached
+        return self._replay(self.segment(version))
+
+    def _refresh_latest(self) -> Snapshot:
+        with self._lock:
+            cached = self._latest
+        snap: Snapshot | None = None
+        if cached is not None:
+            newer = [p for p in self.list_log(cached.version + 1) if p.kind is Kind.COMMIT]
+            expected = cached.version + 1
+            contiguous = []
+            for p in newer:
+                if p.version != expected:
+                    break
+                contiguous.append(p)
+                expected += 1
+            if not newer:
+                snap = cached
+            elif len(contiguous) == len(newer):
+                segment = LogSegment(newer[-1].version, None, tuple(contiguous))
+                snap = cached.advance(self._read_commits(segment))
+        if snap is None:
+            snap = self._replay(self.segment(None))
+        self._remember(snap)
+        return snap
+
+    def _remember(self, snap: Snapshot) -> None:
+        with self._lock:
+            if self._latest is None or snap.version >= self._latest.version:
+                self._latest = snap
+
+    # ------------------------------------------------------------------------------------------ writing
+    def create(
+        self,
+        schema: Any,
+        partition_columns: Sequence[str] = (),
+        configuration: Mapping[str, str] | None = None,
+        name: str | None = None,
+        description: str | None = None,
+    ) -> CommitResult:
+        """Create the table (version 0: protocol + metaData); :class:`TableAlreadyExistsError` if it exists.
+
+        ``schema`` is a ``pyarrow.Schema`` or a Delta schema string.
+        """
+        from deltalog.table_setup import create_table
+
+        return create_table(self, schema, partition_columns, configuration, name, description)
+
+    def start_transaction(
+        self,
+        isolation: str | None = None,
+        *,
+        app_id: str | None = None,
+        app_version: int | None = None,
+        retry: RetryPolicy | None = None,
+    ) -> Transaction:
+        """A transaction on the latest snapshot; with ``app_id``/``app_version`` it commits exactly once."""
+        from deltalog.transaction import Transaction
+
+        return Transaction(self, self.snapshot(), isolation, app_id=app_id, app_version=app_version, retry=retry)
+
+    def add_columns(self, fields: Any) -> CommitResult:
+        from deltalog.table_setup import add_columns
+
+        return add_columns(self, fields)
+
+    def set_properties(self, properties: Mapping[str, str]) -> CommitResult:
+        from deltalog.table_setup import set_properties
+
+        return set_properties(self, properties)
+
+    def unset_properties(self, keys: Sequence[str], if_exists: bool = True) -> CommitResult:
+        from deltalog.table_setup import unset_properties
+
+        return unset_properties(self, keys, if_exists)
+
+    def enable_feature(self, feature: str) -> CommitResult:
+        from deltalog.table_setup import enable_feature
+
+        return enable_feature(self, feature)
+
+    def on_commit(self, callback: Callable[[CommitResult], None]) -> Callable[[CommitResult], None]:
+        """Call ``callback(result)`` after every commit made through this log; errors in it are logged."""
+        self._hooks.append(callback)
+        return callback
+
+    def _notify(self, result: CommitResult) -> None:
+        for hook in list(self._hooks):
+            try:
+                hook(result)
+            except Exception:
+                log.exception("post-commit hook %r failed for version %s", hook, result.version)
+
+    def _committed(self, before: Snapshot, outcome: Outcome, data: bytes, result: CommitResult) -> None:
+        """Advance the cached snapshot by the winners and our commit, then run hooks; never raises."""
+        try:
+            assert result.version is not None
+            commits = [
+                *outcome.winner_data,
+                CommitData(result.version, f"{LOG_DIR}/{commit_name(result.version)}", data, self.now_ms()),
+            ]
+            versions = [c.version for c in commits]
+            if versions == list(range(before.version + 1, result.version + 1)):
+                self._remember(before.advance(commits))
+        except Exception:
+            log.exception("could not advance the cached snapshot after version %s", result.version)
+        self._notify(result)
 
     def _read_commits(self, segment: LogSegment) -> list[CommitData]:
         paths = [f"{LOG_DIR}/{p.name}" for p in segment.commits]
@@ -160,7 +281,9 @@ class DeltaLog:
                 datas = list(pool.map(read, paths))
         else:
             datas = [read(p) for p in paths]
-        return [CommitData(p.version, path, d, p.mtime) for p, path, d in zip(segment.commits, paths, datas)]
+        return [
+            CommitData(p.version, path, d, p.mtime) for p, path, d in zip(segment.commits, paths, datas, strict=False)
+        ]
 
     def _replay(self, segment: LogSegment) -> Snapshot:
         if segment.checkpoint is not None:
@@ -230,7 +353,9 @@ class DeltaLog:
             try:
                 obj = orjson.loads(raw)
             except orjson.JSONDecodeError as exc:
-                raise CorruptLogError(f"{path} line {line_no}: malformed JSON ({exc})", path=path, line=line_no) from None
+                raise CorruptLogError(
+                    f"{path} line {line_no}: malformed JSON ({exc})", path=path, line=line_no
+                ) from None
             info = obj.get("commitInfo") if isinstance(obj, dict) else None
             if isinstance(info, dict):
                 return info
@@ -239,12 +364,9 @@ class DeltaLog:
     def history(self, limit: int | None = None) -> Iterator[HistoryEntry]:
         """Commits newest first: version, time (ms, as time travel sees it) and commitInfo."""
         timeline = self.commit_timeline()
-        count = 0
-        for version, ts in reversed(timeline):
-            if limit is not None and count >= limit:
-                return
+        newest_first = list(reversed(timeline))
+        for version, ts in newest_first if limit is None else newest_first[:limit]:
             yield HistoryEntry(version, ts, self._commit_info(version))
-            count += 1
 
     def __repr__(self) -> str:
         return f"DeltaLog({self.location!r})"

@@ -8,7 +8,7 @@ inside.
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
@@ -19,9 +19,10 @@ from deltalog.arrow_schema import to_arrow_schema
 from deltalog.core import actions as A
 from deltalog.core import properties
 from deltalog.core.codec import decode_dv
-from deltalog.core.features import supported_features
+from deltalog.core.features import check_readable, supported_features
 from deltalog.core.partitions import PartitionValueError, conditions_from_where, parse_value
-from deltalog.core.replay import ReplayResult, live_txns
+from deltalog.core.paths import parse
+from deltalog.core.replay import BaseState, CommitData, ReplayResult, live_txns, replay
 from deltalog.core.schema import SchemaError, parse_schema, physical_names, top_level_fields
 from deltalog.core.segment import LogSegment
 from deltalog.errors import CorruptLogError, InvalidArgumentError
@@ -195,13 +196,15 @@ class Snapshot:
             col_conds = [c for c in conds if c.column == column]
             ctype = columns[column]["type"]
             try:
-                typed = [
-                    type(c)(c.column, c.op, tuple(parse_value(ctype, v) for v in c.values)) for c in col_conds
-                ]
+                typed = [type(c)(c.column, c.op, tuple(parse_value(ctype, v) for v in c.values)) for c in col_conds]
             except PartitionValueError as exc:
                 raise InvalidArgumentError(f"column {column!r}: {exc}") from None
             raw = pc.map_lookup(table.column("partitionValues"), self.physical_names[column], "first")
-            encoded = raw.combine_chunks().dictionary_encode() if isinstance(raw, pa.ChunkedArray) else raw.dictionary_encode()
+            encoded = (
+                raw.combine_chunks().dictionary_encode()
+                if isinstance(raw, pa.ChunkedArray)
+                else raw.dictionary_encode()
+            )
             uniques = encoded.dictionary.to_pylist()
             keep_unique = []
             for u in uniques:
@@ -213,7 +216,9 @@ class Snapshot:
                 keep_unique.append(all(c.matches(value) for c in typed))
             null_keep = all(c.matches(None) for c in typed)
             indices = encoded.indices
-            col_mask = pc.take(pa.array(keep_unique, pa.bool_()), indices) if uniques else pa.nulls(len(indices), pa.bool_())
+            col_mask = (
+                pc.take(pa.array(keep_unique, pa.bool_()), indices) if uniques else pa.nulls(len(indices), pa.bool_())
+            )
             col_mask = pc.fill_null(col_mask, null_keep)
             mask = pc.and_(mask, col_mask)
         return mask
@@ -246,6 +251,38 @@ class Snapshot:
                 pa.MapArray.from_arrays(chunk.offsets, new_keys, chunk.items, type=chunk.type, mask=chunk.is_null())
             )
         return pa.chunked_array(chunks, type=col.type)
+
+    def advance(self, commits: Sequence[CommitData]) -> Snapshot:
+        """The snapshot after ``commits`` (the next versions, in order), replaying only them.
+
+        The live-file table of this snapshot becomes the base; nothing is re-read from storage.
+        """
+        if not commits:
+            return self
+        if commits[0].version != self.version + 1:
+            raise ValueError(f"commits must start at version {self.version + 1}, not {commits[0].version}")
+        files = self._result.files
+        base = BaseState(
+            version=self.version,
+            source=self.segment.describe(),
+            protocol=self._result.protocol,
+            metadata=self._result.metadata,
+            txns=dict(self._result.txns),
+            domains=dict(self._result.domains),
+            adds=files.adds(stats=False),
+            adds_stats=lambda: files.adds(stats=True).column("stats"),
+            removes=files.tombstones,
+        )
+        result = replay(base, commits, self._log.store.root)
+        assert result.protocol is not None and result.protocol_source is not None
+        check_readable(result.protocol, f"{self._log.location}/{result.protocol_source}")
+        new_paths = []
+        for c in commits:
+            parsed = parse(c.path.rsplit("/", 1)[-1], len(c.data), c.mtime)
+            assert parsed is not None
+            new_paths.append(parsed)
+        segment = LogSegment(result.version, self.segment.checkpoint, self.segment.commits + tuple(new_paths))
+        return Snapshot(self._log, segment, result, now_ms=self._log.now_ms())
 
     def __repr__(self) -> str:
         return f"Snapshot(table={self._log.location!r}, version={self.version}, files={self.num_files})"

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import orjson
@@ -80,13 +81,21 @@ class _Collected:
             self.has_checkpoint_metadata = True
 
 
-def _open_parquet(store: LogStore, path: str) -> pq.ParquetFile:
+@contextmanager
+def _open_parquet(store: LogStore, path: str) -> Iterator[pq.ParquetFile]:
+    """A parquet reader over the store's stream, closed when the block ends."""
     try:
-        return pq.ParquetFile(store.open(path))
+        handle = store.open(path)
     except FileNotFoundError:
         raise CorruptLogError(f"checkpoint file {path} disappeared while reading", path=path) from None
-    except (pa.ArrowInvalid, OSError) as exc:
-        raise CorruptLogError(f"{path} is not a readable parquet checkpoint: {exc}", path=path) from None
+    try:
+        try:
+            pf = pq.ParquetFile(handle)
+        except (pa.ArrowInvalid, OSError) as exc:
+            raise CorruptLogError(f"{path} is not a readable parquet checkpoint: {exc}", path=path) from None
+        yield pf
+    finally:
+        handle.close()
 
 
 def _read_struct(pf: pq.ParquetFile, path: str, struct: str, fields: list[str]) -> pa.Table | None:
@@ -144,16 +153,16 @@ class CheckpointReader:
             if path.endswith(".json"):
                 self._read_json(path, collected, inline_adds, inline_removes)
             else:
-                pf = _open_parquet(self.store, path)
-                self._read_non_file(pf, path, collected)
-                table = _read_struct(pf, path, "add", ADD_COLUMNS_NO_STATS)
+                with _open_parquet(self.store, path) as pf:
+                    self._read_non_file(pf, path, collected)
+                    table = _read_struct(pf, path, "add", ADD_COLUMNS_NO_STATS)
                 if table is not None:
                     add_parts.append(conform(table, ADD_SCHEMA))
                 parquet_files.append(path)
         sidecar_files = [f"{LOG_DIR}/{SIDECAR_DIR}/{s.path.rsplit('/', 1)[-1]}" for s in collected.sidecars]
         for path in sidecar_files:
-            pf = _open_parquet(self.store, path)
-            table = _read_struct(pf, path, "add", ADD_COLUMNS_NO_STATS)
+            with _open_parquet(self.store, path) as pf:
+                table = _read_struct(pf, path, "add", ADD_COLUMNS_NO_STATS)
             if table is not None:
                 add_parts.append(conform(table, ADD_SCHEMA))
         if inline_adds:
@@ -203,7 +212,9 @@ class CheckpointReader:
             try:
                 obj = orjson.loads(raw)
             except orjson.JSONDecodeError as exc:
-                raise CorruptLogError(f"{path} line {line_no}: malformed JSON ({exc})", path=path, line=line_no) from None
+                raise CorruptLogError(
+                    f"{path} line {line_no}: malformed JSON ({exc})", path=path, line=line_no
+                ) from None
             for key, body in obj.items():
                 if key == "add":
                     adds.append(body)
@@ -216,19 +227,23 @@ class CheckpointReader:
         def load() -> pa.ChunkedArray:
             chunks: list[pa.Array] = []
             for path in files:
-                pf = _open_parquet(self.store, path)
-                stype = pf.schema_arrow.field("add").type if "add" in pf.schema_arrow.names else None
-                if stype is None:
-                    continue
-                if stype.get_field_index("stats") >= 0:
-                    table = _read_struct(pf, path, "add", ["path", "stats"])
-                    if table is not None:
-                        chunks.extend(table.column("stats").cast(pa.string()).chunks)
-                else:
-                    chunks.extend(_stats_from_parsed(pf, path).chunks)
+                with _open_parquet(self.store, path) as pf:
+                    if "add" not in pf.schema_arrow.names:
+                        continue
+                    stype = pf.schema_arrow.field("add").type
+                    if stype.get_field_index("stats") >= 0:
+                        table = _read_struct(pf, path, "add", ["path", "stats"])
+                        if table is not None:
+                            chunks.extend(table.column("stats").cast(pa.string()).chunks)
+                    else:
+                        chunks.extend(_stats_from_parsed(pf, path).chunks)
             if inline:
-                chunks.append(pa.array([s if s is None or isinstance(s, str) else orjson.dumps(s).decode()
-                                        for s in inline], pa.string()))
+                chunks.append(
+                    pa.array(
+                        [s if s is None or isinstance(s, str) else orjson.dumps(s).decode() for s in inline],
+                        pa.string(),
+                    )
+                )
             return pa.chunked_array(chunks, type=pa.string())
 
         return load
@@ -237,8 +252,8 @@ class CheckpointReader:
         def load() -> pa.Table:
             parts: list[pa.Table] = []
             for path in files:
-                pf = _open_parquet(self.store, path)
-                table = _read_struct(pf, path, "remove", [f.name for f in REMOVE_FIELDS])
+                with _open_parquet(self.store, path) as pf:
+                    table = _read_struct(pf, path, "remove", [f.name for f in REMOVE_FIELDS])
                 if table is not None:
                     parts.append(conform(table, REMOVE_SCHEMA))
             if inline:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Union
+from typing import Any
 
 
 @dataclass(frozen=True)
@@ -177,7 +177,7 @@ class Sidecar:
     tags: Mapping[str, str] | None = None
 
 
-Action = Union[Add, Remove, Metadata, Protocol, Txn, CommitInfo, Cdc, DomainMetadata, CheckpointMetadata, Sidecar]
+Action = Add | Remove | Metadata | Protocol | Txn | CommitInfo | Cdc | DomainMetadata | CheckpointMetadata | Sidecar
 
 __all__ = [
     "Action",

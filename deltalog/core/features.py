@@ -7,6 +7,9 @@ exposes them for the data reader to decide. Everything else is refused by name.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 from deltalog.core.actions import Protocol
 from deltalog.errors import UnsupportedFeatureError
 
@@ -87,9 +90,7 @@ def check_readable(protocol: Protocol, source: str) -> None:
                 path=source,
             )
         if name not in READER_FEATURES_FOR_REPLAY:
-            raise UnsupportedFeatureError(
-                f"reader feature {name!r} is not supported{where}", feature=name, path=source
-            )
+            raise UnsupportedFeatureError(f"reader feature {name!r} is not supported{where}", feature=name, path=source)
     missing = [n for n in reader or () if n not in (writer or ())]
     if missing:
         raise UnsupportedFeatureError(
@@ -104,6 +105,110 @@ __all__ = [
     "MAX_READER_VERSION",
     "MAX_WRITER_VERSION",
     "READER_FEATURES_FOR_REPLAY",
+    "WRITER_FEATURES_HONOURED",
+    "WRITER_FEATURES_IF_UNUSED",
     "check_readable",
+    "check_writable",
     "supported_features",
 ]
+
+
+# ------------------------------------------------------------------------------------------------ writing
+
+#: Writer features this engine honours whatever the table does with them.
+WRITER_FEATURES_HONOURED: frozenset[str] = frozenset(
+    {
+        "appendOnly",  # enforced when active: removes with dataChange are refused
+        "domainMetadata",  # domains are preserved and reconciled
+        "v2Checkpoint",  # commits are unaffected; checkpoints follow the table's policy
+        "timestampNtz",
+        "vacuumProtocolCheck",
+        "typeWidening",  # obligations arise only when a type is changed, which deltalog never does
+        "typeWidening-preview",
+        "variantType",
+        "variantType-preview",
+    }
+)
+
+#: Writer features honoured only while the table does not use them (the "use" test is in :func:`_uses`).
+WRITER_FEATURES_IF_UNUSED: frozenset[str] = frozenset(
+    {
+        "invariants",
+        "checkConstraints",
+        "generatedColumns",
+        "identityColumns",
+        "changeDataFeed",
+        "columnMapping",
+        "deletionVectors",
+        "inCommitTimestamp",
+    }
+)
+
+
+def _walk_fields(schema: Any) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = []
+    stack = [schema]
+    while stack:
+        t = stack.pop()
+        if not isinstance(t, dict):
+            continue
+        kind = t.get("type")
+        if kind == "struct":
+            for f in t.get("fields", []):
+                out.append(f)
+                stack.append(f.get("type"))
+        elif kind == "array":
+            stack.append(t.get("elementType"))
+        elif kind == "map":
+            stack.extend((t.get("keyType"), t.get("valueType")))
+    return out
+
+
+def _uses(feature: str, configuration: Mapping[str, str], schema: Any) -> bool:
+    """Whether the table actively uses a feature whose writer obligations deltalog does not implement."""
+    conf = {k.lower(): str(v).strip().lower() for k, v in configuration.items()}
+    meta_keys = [k for f in _walk_fields(schema) for k in (f.get("metadata") or {})]
+    if feature == "invariants":
+        return "delta.invariants" in meta_keys
+    if feature == "checkConstraints":
+        return any(k.startswith("delta.constraints.") for k in configuration)
+    if feature == "generatedColumns":
+        return "delta.generationExpression" in meta_keys
+    if feature == "identityColumns":
+        return any(k.startswith("delta.identity.") for k in meta_keys)
+    if feature == "changeDataFeed":
+        return "true" in (conf.get("delta.enablechangedatafeed"), conf.get("delta.enablechangedatacapture"))
+    if feature == "columnMapping":
+        return conf.get("delta.columnmapping.mode", "none") != "none"
+    if feature == "deletionVectors":
+        return conf.get("delta.enabledeletionvectors") == "true"
+    if feature == "inCommitTimestamp":
+        return conf.get("delta.enableincommittimestamps") == "true"
+    return True
+
+
+def check_writable(protocol: Protocol, configuration: Mapping[str, str], schema: Any, source: str) -> None:
+    """Refuse to write a table whose protocol asks for writer behaviour this engine does not implement.
+
+    Reading stays allowed: the refusal is about obligations on new commits (e.g. computing generated
+    columns, writing change data files, assigning row ids).
+    """
+    check_readable(protocol, source)
+    where = f" (protocol in {source})"
+    w = protocol.min_writer_version
+    if w > MAX_WRITER_VERSION:
+        raise UnsupportedFeatureError(
+            f"table requires writer version {w}; deltalog writes up to {MAX_WRITER_VERSION}{where}",
+            feature=f"writerVersion={w}",
+            path=source,
+        )
+    for name in sorted(supported_features(protocol)):
+        if name in WRITER_FEATURES_HONOURED:
+            continue
+        if name in WRITER_FEATURES_IF_UNUSED and not _uses(name, configuration, schema):
+            continue
+        raise UnsupportedFeatureError(
+            f"cannot write: the table uses writer feature {name!r}, which deltalog does not implement{where}",
+            feature=name,
+            path=source,
+        )

@@ -132,9 +132,7 @@ def _cast(col: pa.ChunkedArray, target: pa.DataType) -> pa.ChunkedArray:
                 else:
                     child = chunk.field(idx)
                     children.append(child if child.type == field.type else child.cast(field.type))
-            chunks.append(
-                pa.StructArray.from_arrays(children, fields=list(target), mask=pc.is_null(chunk))
-            )
+            chunks.append(pa.StructArray.from_arrays(children, fields=list(target), mask=pc.is_null(chunk)))
         return pa.chunked_array(chunks, type=target)
     return col.cast(target)
 

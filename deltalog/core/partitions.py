@@ -32,7 +32,11 @@ def _parse_timestamp(s: str, ntz: bool) -> dt.datetime:
     except ValueError:
         raise PartitionValueError(f"not a timestamp: {s!r}") from None
     if ntz:
-        return value.replace(tzinfo=None) if value.tzinfo is None else value.astimezone(dt.timezone.utc).replace(tzinfo=None)
+        return (
+            value.replace(tzinfo=None)
+            if value.tzinfo is None
+            else value.astimezone(dt.timezone.utc).replace(tzinfo=None)
+        )
     if value.tzinfo is None:
         # Legacy writers stored local wall time without a zone; UTC is the only reading that does not depend
         # on this machine's zone.
@@ -141,4 +145,11 @@ def typed_conditions(conds: Iterable[Condition], types: Mapping[str, Any]) -> li
     return [Condition(c.column, c.op, tuple(parse_value(types[c.column], v) for v in c.values)) for c in conds]
 
 
-__all__ = ["HIVE_NULL", "Condition", "PartitionValueError", "conditions_from_where", "parse_value", "typed_conditions"]
+__all__ = [
+    "HIVE_NULL",
+    "Condition",
+    "PartitionValueError",
+    "conditions_from_where",
+    "parse_value",
+    "typed_conditions",
+]

@@ -25,10 +25,7 @@ def canonical_path(path: str, root: str | None = None) -> str:
     if "://" in path or path.startswith("file:"):
         parts = urlsplit(path)
         decoded_path = unquote(parts.path)
-        if parts.scheme == "file":
-            absolute = decoded_path
-        else:
-            absolute = f"{parts.scheme}://{parts.netloc}{decoded_path}"
+        absolute = decoded_path if parts.scheme == "file" else f"{parts.scheme}://{parts.netloc}{decoded_path}"
     else:
         absolute = unquote(path)
     if root is not None:

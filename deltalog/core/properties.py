@@ -15,8 +15,18 @@ _UNITS_MS = {
     "day": 86_400_000,
     "week": 604_800_000,
 }
-_UNIT_ALIASES = {"ns": "nanosecond", "us": "microsecond", "ms": "millisecond", "s": "second", "sec": "second",
-                 "min": "minute", "mins": "minute", "h": "hour", "d": "day", "w": "week"}
+_UNIT_ALIASES = {
+    "ns": "nanosecond",
+    "us": "microsecond",
+    "ms": "millisecond",
+    "s": "second",
+    "sec": "second",
+    "min": "minute",
+    "mins": "minute",
+    "h": "hour",
+    "d": "day",
+    "w": "week",
+}
 _PART = re.compile(r"([+-]?\d+(?:\.\d+)?)\s*([a-zA-Z]+)")
 
 DEFAULT_LOG_RETENTION = "interval 30 days"
@@ -34,13 +44,13 @@ def parse_interval_ms(text: str) -> int:
     """
     s = text.strip().lower()
     if s.startswith("interval"):
-        s = s[len("interval"):].strip()
+        s = s[len("interval") :].strip()
     if not s:
         raise PropertyError(f"empty interval {text!r}")
     total = 0.0
     pos = 0
     for m in _PART.finditer(s):
-        if s[pos:m.start()].strip():
+        if s[pos : m.start()].strip():
             raise PropertyError(f"cannot parse interval {text!r}")
         pos = m.end()
         unit = _UNIT_ALIASES.get(m[2].lower(), m[2].lower())

@@ -129,12 +129,14 @@ def key_column(table: pa.Table, root: str | None) -> pa.Array:
     if pc.any(special).as_py():
         values = paths.to_pylist()
         flags = special.to_pylist()
-        paths = pa.array([canonical_path(p, root) if f else p for p, f in zip(values, flags)], pa.string())
+        paths = pa.array(
+            [canonical_path(p, root) if f else p for p, f in zip(values, flags, strict=False)], pa.string()
+        )
     dvs = table.column("deletionVector").combine_chunks()
     if dvs.null_count == len(dvs):
         return paths
     ids = [_dv_id(d) for d in dvs.to_pylist()]
-    out = [p if not i else f"{p}\x00{i}" for p, i in zip(paths.to_pylist(), ids)]
+    out = [p if not i else f"{p}\x00{i}" for p, i in zip(paths.to_pylist(), ids, strict=False)]
     return pa.array(out, pa.string())
 
 
@@ -245,4 +247,13 @@ def live_txns(txns: Mapping[str, A.Txn], retention_ms: int | None, now_ms: int) 
     return {k: t for k, t in txns.items() if t.last_updated is not None and t.last_updated > cutoff}
 
 
-__all__ = ["BaseState", "CommitData", "FileState", "ReplayResult", "key_column", "key_of", "live_txns", "replay"]
+__all__ = [
+    "BaseState",
+    "CommitData",
+    "FileState",
+    "ReplayResult",
+    "key_column",
+    "key_of",
+    "live_txns",
+    "replay",
+]

@@ -53,4 +53,12 @@ def field_type(schema: Mapping[str, Any], name: str) -> Any:
     raise SchemaError(f"no column {name!r} in the table schema")
 
 
-__all__ = ["COLUMN_ID", "PHYSICAL_NAME", "SchemaError", "field_type", "parse_schema", "physical_names", "top_level_fields"]
+__all__ = [
+    "COLUMN_ID",
+    "PHYSICAL_NAME",
+    "SchemaError",
+    "field_type",
+    "parse_schema",
+    "physical_names",
+    "top_level_fields",
+]

@@ -80,9 +80,7 @@ def commits_by_version(paths: Iterable[LogPath]) -> dict[int, LogPath]:
 
 
 def latest_version(paths: Sequence[LogPath]) -> int | None:
-    versions = [p.version for p in paths if p.kind is Kind.COMMIT] + [
-        c.version for c in complete_checkpoints(paths)
-    ]
+    versions = [p.version for p in paths if p.kind is Kind.COMMIT] + [c.version for c in complete_checkpoints(paths)]
     return max(versions) if versions else None
 
 
@@ -111,7 +109,9 @@ def build_segment(paths: Sequence[LogPath], version: int | None = None, where: s
     target = latest if version is None else version
     if target < 0 or target > latest:
         raise VersionNotFoundError(
-            f"version {target} does not exist: the latest version is {latest}", earliest=earliest, latest=latest
+            f"version {target} does not exist: the latest version is {latest}",
+            earliest=earliest,
+            latest=latest,
         )
     usable = [c for c in checkpoints if c.version <= target]
     checkpoint = usable[-1] if usable else None
@@ -133,7 +133,8 @@ def build_segment(paths: Sequence[LogPath], version: int | None = None, where: s
                 f"{label} {c:020d}.json" for label, c in (("after", before), ("before", after)) if c is not None
             )
             raise CorruptLogError(
-                f"commit {v:020d}.json is missing from {where}" + (f" ({around})" if around else "")
+                f"commit {v:020d}.json is missing from {where}"
+                + (f" ({around})" if around else "")
                 + f": version {target} cannot be rebuilt",
                 path=f"{where}/{v:020d}.json",
             )

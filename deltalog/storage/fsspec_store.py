@@ -8,6 +8,7 @@ writes have their own classes.
 
 from __future__ import annotations
 
+import contextlib
 import threading
 from collections.abc import Iterator
 from typing import Any, BinaryIO, cast
@@ -97,10 +98,8 @@ class FsspecLogStore:
         self._fs.pipe_file(self._abs(path), data)
 
     def delete(self, path: str) -> None:
-        try:
+        with contextlib.suppress(FileNotFoundError):
             self._fs.rm_file(self._abs(path))
-        except FileNotFoundError:
-            pass
 
     def __repr__(self) -> str:
         return f"FsspecLogStore({self._display!r})"

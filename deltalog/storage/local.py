@@ -7,6 +7,7 @@ would silently overwrite and are never used for log files.
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import logging
 import os
@@ -99,10 +100,8 @@ class LocalLogStore:
             # No hard links here (some FUSE and SMB mounts): O_EXCL create is still exclusive.
             self._exclusive_create(final, path, data)
         finally:
-            try:
+            with contextlib.suppress(FileNotFoundError):
                 os.unlink(tmp)
-            except FileNotFoundError:
-                pass
         self._fsync_dir(os.path.dirname(final))
 
     def _exclusive_create(self, final: str, path: str, data: bytes) -> None:
@@ -121,14 +120,12 @@ class LocalLogStore:
         final = self._abs(path)
         tmp = self._write_temp(final, data)
         # Overwrite is the point here (``_last_checkpoint``); the temp file keeps readers from seeing a torn write.
-        os.replace(tmp, final)  # noqa: not a commit: overwriting is intended
+        os.replace(tmp, final)
         self._fsync_dir(os.path.dirname(final))
 
     def delete(self, path: str) -> None:
-        try:
+        with contextlib.suppress(FileNotFoundError):
             os.unlink(self._abs(path))
-        except FileNotFoundError:
-            pass
 
     @staticmethod
     def _fsync_dir(directory: str) -> None:

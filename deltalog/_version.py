@@ -1,0 +1,2 @@
+__version__ = "0.1.0"
+ENGINE_INFO = f"deltalog/{__version__}"

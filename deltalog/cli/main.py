@@ -1,0 +1,214 @@
+"""The ``deltalog`` command: the click group, its verbs, and how failures reach the user.
+
+Contract with the shell: a usage mistake (exit 2) or a :class:`~deltalog.DeltaLogError` (exit 1) prints
+exactly one line, ``error: <what is wrong>``, to stderr and nothing to stdout. A person reads that line,
+and a script can rely on stdout holding either a complete result or nothing. Anything else is a bug in
+deltalog and keeps its traceback, because that is what a bug report needs.
+
+The verbs are thin: open the snapshot, build a document (:mod:`deltalog.cli.documents`), render it
+(:mod:`deltalog.cli.render`). A slow step added later gets a rich progress bar on a stderr console
+around the engine call here, leaving stdout to the result.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import click
+
+from deltalog import DeltaLog, DeltaLogError, Snapshot
+from deltalog.cli import documents, render
+from deltalog.cli.documents import Document
+
+EXIT_ERROR = 1
+EXIT_USAGE = 2
+
+
+def one_line(text: str) -> str:
+    """Fold a message onto one line: the contract is one line even when a message embeds newlines."""
+    return " ".join(text.split())
+
+
+def _fail(message: str, code: int) -> int:
+    click.echo(f"error: {one_line(message)}", err=True)
+    return code
+
+
+class DeltalogGroup(click.Group):
+    """A group whose standalone run turns user errors into one stderr line and an exit code.
+
+    Overriding :meth:`main` rather than wrapping the entry point keeps the contract for every caller,
+    ``CliRunner`` included. Callers passing ``standalone_mode=False`` get click's own exceptions.
+    """
+
+    def main(  # type: ignore[override]
+        self,
+        args: Sequence[str] | None = None,
+        prog_name: str | None = None,
+        complete_var: str | None = None,
+        standalone_mode: bool = True,
+        **extra: Any,
+    ) -> Any:
+        def run() -> Any:
+            return super(DeltalogGroup, self).main(args, prog_name, complete_var, standalone_mode=False, **extra)
+
+        if not standalone_mode:
+            return run()
+        sys.exit(_exit_code(run))
+
+
+def _exit_code(run: Callable[[], Any]) -> int:
+    try:
+        rv = run()
+    except click.UsageError as exc:
+        hint = f" (see '{exc.ctx.command_path} --help')" if exc.ctx is not None else ""
+        return _fail(exc.format_message() + hint, EXIT_USAGE)
+    except click.ClickException as exc:
+        return _fail(exc.format_message(), exc.exit_code)
+    except click.Abort:
+        return _fail("aborted", EXIT_ERROR)
+    except DeltaLogError as exc:
+        return _fail(str(exc) or type(exc).__name__, EXIT_ERROR)
+    except BrokenPipeError:
+        _silence_stdout()  # the reader went away (``| head``): nothing left to say, and no one to say it to
+        return EXIT_ERROR
+    # A verb returns None; click hands back the code of an explicit ``ctx.exit(code)`` (``--help``: 0).
+    return rv if isinstance(rv, int) else 0
+
+
+def _silence_stdout() -> None:
+    """Point stdout at /dev/null so the interpreter's final flush does not fail on the broken pipe again."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError, AttributeError):
+        pass
+
+
+# ---------------------------------------------------------------------------------------------- options
+
+
+def _parse_where(ctx: click.Context, param: click.Parameter, values: Sequence[str]) -> dict[str, str]:
+    where: dict[str, str] = {}
+    for item in values:
+        column, sep, value = item.partition("=")
+        if not sep or not column:
+            raise click.BadParameter(f"{item!r} is not COLUMN=VALUE", ctx, param)
+        if column in where:
+            raise click.BadParameter(
+                f"column {column!r} is given twice; a file has one value per partition column", ctx, param
+            )
+        where[column] = value
+    return where
+
+
+def _time_travel(f: Callable[..., Any]) -> Callable[..., Any]:
+    f = click.option(
+        "--timestamp",
+        "timestamp",
+        metavar="T",
+        help="Table as of ISO-8601 time T (no zone means UTC): the latest commit at or before T.",
+    )(f)
+    return click.option(
+        "--version",
+        "version",
+        type=click.IntRange(min=0),
+        metavar="N",
+        help="Table as of version N (default: the latest).",
+    )(f)
+
+
+def _json_flag(f: Callable[..., Any]) -> Callable[..., Any]:
+    return click.option(
+        "--json", "as_json", is_flag=True, help="Print one JSON document instead of tables (shapes: docs/cli.md)."
+    )(f)
+
+
+_table_argument = click.argument("table", metavar="TABLE")
+
+
+def _snapshot(table: str, version: int | None, timestamp: str | None) -> Snapshot:
+    if version is not None and timestamp is not None:
+        raise click.UsageError("--version and --timestamp cannot be used together", click.get_current_context())
+    return DeltaLog.for_table(table).snapshot(version=version, timestamp=timestamp)
+
+
+def _emit(doc: Document, as_json: bool, human: render.Renderer) -> None:
+    if as_json:
+        render.write_json(doc)
+    else:
+        render.show(human, doc)
+
+
+# ---------------------------------------------------------------------------------------------- verbs
+
+
+@click.group(
+    "deltalog",
+    cls=DeltalogGroup,
+    no_args_is_help=False,  # a bare ``deltalog`` is a usage error like any other: one line, exit 2
+    context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100},
+)
+def cli() -> None:
+    """Inspect a Delta Lake table through its transaction log (read-only).
+
+    TABLE is a directory or a URI (file://, and the cloud schemes whose fsspec package is installed).
+    """
+
+
+@cli.command()
+@_table_argument
+@_time_travel
+@_json_flag
+def describe(table: str, version: int | None, timestamp: str | None, as_json: bool) -> None:
+    """Protocol, metadata, schema and totals of TABLE."""
+    _emit(documents.describe(_snapshot(table, version, timestamp)), as_json, render.describe)
+
+
+@cli.command()
+@_table_argument
+@click.option("--limit", type=click.IntRange(min=1), metavar="N", help="Show only the N newest commits.")
+@_json_flag
+def history(table: str, limit: int | None, as_json: bool) -> None:
+    """Commits of TABLE, newest first."""
+    _emit(documents.history(DeltaLog.for_table(table), limit), as_json, render.history)
+
+
+@cli.command()
+@_table_argument
+@_time_travel
+@click.option(
+    "--where",
+    "where",
+    multiple=True,
+    callback=_parse_where,
+    metavar="COLUMN=VALUE",
+    help="Only files whose partition COLUMN equals VALUE (repeatable; an empty VALUE matches null).",
+)
+@click.option("--stats", is_flag=True, help="Include each file's statistics.")
+@_json_flag
+def files(
+    table: str, version: int | None, timestamp: str | None, where: dict[str, str], stats: bool, as_json: bool
+) -> None:
+    """Live data files of TABLE, sorted by path."""
+    _emit(documents.files(_snapshot(table, version, timestamp), where, stats), as_json, render.files)
+
+
+@cli.command()
+@_table_argument
+@_time_travel
+@_json_flag
+def snapshot(table: str, version: int | None, timestamp: str | None, as_json: bool) -> None:
+    """Short summary of TABLE at one version."""
+    _emit(documents.snapshot(_snapshot(table, version, timestamp)), as_json, render.snapshot)
+
+
+def main() -> None:
+    """Console-script entry point (``deltalog = "deltalog.cli.main:main"`` in pyproject.toml)."""
+    cli(prog_name="deltalog")
+
+
+__all__ = ["EXIT_ERROR", "EXIT_USAGE", "DeltalogGroup", "cli", "main", "one_line"]

@@ -1,0 +1,178 @@
+"""The commit loop: put-if-absent the next version, and when another writer won it, check and move on.
+
+Correctness rests on three things: the store's atomic ``put_if_absent`` (one writer per version), a
+conflict check of every winning commit before moving past it, and the ``txnId`` stamped in our commitInfo,
+which is how a write whose outcome was lost (a timeout after sending) is recognised when it did land.
+Retrying an unknown outcome at the *same* version is safe: if our first write lands later, the retry finds
+it and sees our ``txnId``; if another writer took the version, our first write can never land.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import orjson
+
+from deltalog.core import actions as A
+from deltalog.core.codec import ActionDecodeError, decode_line
+from deltalog.core.conflicts import Intent, Winner, check_winner
+from deltalog.core.paths import LOG_DIR, commit_name
+from deltalog.core.replay import CommitData
+from deltalog.errors import (
+    CommitStateUnknownError,
+    CorruptLogError,
+    FileAlreadyExistsError,
+    MaxCommitAttemptsError,
+    StorageError,
+)
+from deltalog.storage.base import LogStore
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    """How hard a commit tries.
+
+    ``max_attempts`` and ``max_seconds`` bound conflict-free retries (another writer won the version but
+    did not conflict). The defaults let hundreds of concurrent blind appends all land. ``transient_retries``
+    is a separate budget for storage errors whose outcome must be resolved.
+    """
+
+    max_attempts: int = 10_000
+    max_seconds: float = 900.0
+    backoff_base_s: float = 0.001
+    backoff_max_s: float = 0.1
+    transient_retries: int = 8
+
+
+@dataclass
+class Outcome:
+    version: int
+    attempts: int
+    winners: list[int] = field(default_factory=list)
+    winner_data: list[CommitData] = field(default_factory=list)
+    ours_found_after_unknown: bool = False
+
+
+def _read_winner(store: LogStore, version: int) -> tuple[Winner, CommitData]:
+    path = f"{LOG_DIR}/{commit_name(version)}"
+    data = store.read(path)
+    acts: list[A.Action] = []
+    info: dict[str, object] = {}
+    for line_no, raw in enumerate(data.split(b"\n"), start=1):
+        if not raw.strip():
+            continue
+        try:
+            obj = orjson.loads(raw)
+            if isinstance(obj, dict) and isinstance(obj.get("commitInfo"), dict):
+                info = obj["commitInfo"]
+                continue
+            acts.extend(decode_line(raw))
+        except (orjson.JSONDecodeError, ActionDecodeError) as exc:
+            raise CorruptLogError(f"{path} line {line_no}: {exc}", path=path, line=line_no) from None
+    return Winner(version, acts, info), CommitData(version, path, data)
+
+
+def _is_ours(data: bytes, txn_id: str) -> bool:
+    first = data.split(b"\n", 1)[0]
+    try:
+        obj = orjson.loads(first)
+    except orjson.JSONDecodeError:
+        return False
+    info = obj.get("commitInfo") if isinstance(obj, dict) else None
+    return isinstance(info, dict) and info.get("txnId") == txn_id
+
+
+class Committer:
+    def __init__(
+        self,
+        store: LogStore,
+        policy: RetryPolicy,
+        check_protocol: Callable[[A.Protocol], None],
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
+        self.store = store
+        self.policy = policy
+        self.check_protocol = check_protocol
+        self.sleep = sleep
+
+    def _backoff(self, attempt: int) -> None:
+        cap = min(self.policy.backoff_max_s, self.policy.backoff_base_s * (2 ** min(attempt, 16)))
+        self.sleep(random.uniform(0, cap))
+
+    def _put(self, version: int, data: bytes, txn_id: str) -> bool:
+        """Write ``version``; True when it is ours (now or from an earlier lost attempt), False when taken."""
+        path = f"{LOG_DIR}/{commit_name(version)}"
+        for transient in range(self.policy.transient_retries + 1):
+            try:
+                self.store.put_if_absent(path, data)
+                return True
+            except FileAlreadyExistsError:
+                pass
+            except (StorageError, OSError, TimeoutError) as exc:
+                if isinstance(exc, StorageError) and not exc.retryable and transient == 0:
+                    log.warning("write of %s failed (%s); checking whether it landed", path, exc)
+                else:
+                    log.warning("write of %s failed (%s); resolving its outcome", path, exc)
+            # Taken, or unknown: the file tells which.
+            try:
+                existing = self.store.read(path)
+            except FileNotFoundError:
+                self._backoff(transient)
+                continue  # it did not land: try the same version again
+            except (StorageError, OSError, TimeoutError) as exc:
+                log.warning("cannot read %s to resolve a commit (%s)", path, exc)
+                self._backoff(transient)
+                continue
+            return _is_ours(existing, txn_id)
+        raise CommitStateUnknownError(
+            f"could not determine whether commit {path} (txnId {txn_id}) landed after "
+            f"{self.policy.transient_retries + 1} tries; look for that txnId in the log before retrying"
+        )
+
+    def _latest_commit(self, from_version: int) -> int:
+        latest = from_version - 1
+        for info in self.store.list_from(f"{LOG_DIR}/{from_version:020d}."):
+            name = info.name
+            if name.endswith(".json") and len(name) == 25 and name[:20].isdigit():
+                v = int(name[:20])
+                if v == latest + 1:
+                    latest = v
+        return latest
+
+    def commit(self, read_version: int, data: bytes, intent: Intent, txn_id: str) -> Outcome:
+        start = time.monotonic()
+        attempt_version = read_version + 1
+        outcome = Outcome(version=attempt_version, attempts=0)
+        while True:
+            outcome.attempts += 1
+            if self._put(attempt_version, data, txn_id):
+                outcome.version = attempt_version
+                return outcome
+            latest = max(self._latest_commit(attempt_version), attempt_version)
+            for v in range(attempt_version, latest + 1):
+                winner, commit_data = _read_winner(self.store, v)
+                if winner.txn_id == txn_id:
+                    # An earlier attempt whose outcome we lost did land: that is our commit.
+                    outcome.version = v
+                    outcome.ours_found_after_unknown = True
+                    return outcome
+                check_winner(intent, winner, self.check_protocol)
+                outcome.winners.append(v)
+                outcome.winner_data.append(commit_data)
+            attempt_version = latest + 1
+            elapsed = time.monotonic() - start
+            if outcome.attempts >= self.policy.max_attempts or elapsed > self.policy.max_seconds:
+                raise MaxCommitAttemptsError(
+                    f"gave up after {outcome.attempts} attempts in {elapsed:.1f}s; "
+                    f"versions {outcome.winners[0]}..{outcome.winners[-1]} were taken by other writers"
+                )
+            self._backoff(min(outcome.attempts, 6))
+
+
+__all__ = ["Committer", "Outcome", "RetryPolicy"]

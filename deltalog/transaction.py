@@ -1,0 +1,330 @@
+"""Optimistic transactions: record what was read, stage what to write, commit with conflict checks.
+
+A transaction binds one snapshot for its whole life. What it reads through :meth:`Transaction.read`,
+:meth:`~Transaction.read_files` and :meth:`~Transaction.app_version` becomes its read set, the thing other
+writers' commits are checked against; reading directly from ``snapshot`` is not recorded, on purpose, for
+callers that know a read does not matter to correctness.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+import uuid
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import pyarrow as pa
+
+from deltalog._version import ENGINE_INFO
+from deltalog.committer import Committer, RetryPolicy
+from deltalog.core import actions as A
+from deltalog.core import properties
+from deltalog.core.codec import encode_actions
+from deltalog.core.commit_rules import validate_actions, validate_metadata
+from deltalog.core.conflicts import (
+    ISOLATION_LEVELS,
+    SERIALIZABLE,
+    Intent,
+    PartitionSchema,
+    ReadPredicate,
+    ReadSet,
+    effective_isolation,
+)
+from deltalog.core.features import check_writable
+from deltalog.core.partitions import PartitionValueError, conditions_from_where, parse_value
+from deltalog.core.pathkeys import canonical_path
+from deltalog.core.schema import top_level_fields
+from deltalog.errors import InvalidArgumentError, InvalidCommitError
+
+if TYPE_CHECKING:
+    from deltalog.log import DeltaLog
+    from deltalog.snapshot import Snapshot
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class CommitResult:
+    """What a commit did. ``version`` is None only when an exactly-once commit was skipped."""
+
+    version: int | None
+    attempts: int
+    winners: tuple[int, ...]
+    txn_id: str
+    operation: str
+    actions: tuple[A.Action, ...]
+    read_version: int
+    isolation_level: str
+    skipped: bool = False
+    elapsed_s: float = 0.0
+    recovered_unknown_outcome: bool = False
+
+
+class Transaction:
+    """One optimistic transaction against ``snapshot``; create it with :meth:`DeltaLog.start_transaction`."""
+
+    def __init__(
+        self,
+        log: DeltaLog,
+        snapshot: Snapshot,
+        isolation: str | None = None,
+        app_id: str | None = None,
+        app_version: int | None = None,
+        retry: RetryPolicy | None = None,
+    ) -> None:
+        self._log = log
+        self._snapshot = snapshot
+        level = isolation or snapshot.configuration.get("delta.isolationLevel") or SERIALIZABLE
+        if level not in ISOLATION_LEVELS:
+            raise InvalidArgumentError(f"isolation level {level!r} is not one of {ISOLATION_LEVELS}")
+        self.isolation: str = level
+        self.retry = retry or RetryPolicy()
+        self.txn_id = str(uuid.uuid4())
+        self._predicates: list[ReadPredicate] = []
+        self._read_files: set[str] = set()
+        self._app_ids: set[str] = set()
+        self._staged: list[A.Action] = []
+        self._done = False
+        self.app_id = app_id
+        self.app_target = app_version
+        self.already_committed = False
+        if app_id is not None:
+            if app_version is None:
+                raise InvalidArgumentError("app_version is required with app_id")
+            current = self.app_version(app_id)
+            self.already_committed = current is not None and current >= app_version
+
+    # ------------------------------------------------------------------------------------------ reading
+    @property
+    def snapshot(self) -> Snapshot:
+        return self._snapshot
+
+    @property
+    def read_version(self) -> int:
+        return self._snapshot.version
+
+    def read(self, where: Mapping[str, Any] | None = None) -> pa.Table:
+        """The live files matching ``where`` (all files without it), recorded as read.
+
+        Both the predicate and the matched files enter the read set, as Delta Spark's ``filterFiles`` does:
+        a concurrent append that matches the predicate, or a concurrent remove of a matched file, is a
+        conflict. A condition on a non-partition column cannot be judged from the log and widens the
+        recorded read to the whole table.
+        """
+        files = self._snapshot.files(where=where)  # validates columns and values
+        self._predicates.append(self._predicate(where))
+        self._read_files.update(self._key(p) for p in files.column("path").to_pylist())
+        return files
+
+    def read_files(self, paths: Iterable[str]) -> None:
+        """Record files the new data depends on (paths as in the log)."""
+        self._read_files.update(self._key(p) for p in paths)
+
+    def app_version(self, app_id: str) -> int | None:
+        """The committed version of ``app_id``, recorded so a concurrent commit of that app conflicts."""
+        self._app_ids.add(app_id)
+        return self._snapshot.app_version(app_id)
+
+    def _key(self, path: str) -> str:
+        return canonical_path(path, self._log.store.root)
+
+    def _partition_schema(self) -> PartitionSchema:
+        snap = self._snapshot
+        cols = {f["name"]: f["type"] for f in top_level_fields(snap.schema_json)}
+        return PartitionSchema(
+            types={c: cols[c] for c in snap.partition_columns if c in cols},
+            physical={c: snap.physical_names.get(c, c) for c in snap.partition_columns},
+        )
+
+    def _predicate(self, where: Mapping[str, Any] | None) -> ReadPredicate:
+        if not where:
+            return ReadPredicate()
+        schema = self._partition_schema()
+        conds = conditions_from_where(where)
+        if any(c.column not in schema.types for c in conds):
+            return ReadPredicate()  # a data column: the log cannot tell which files it reads
+        try:
+            typed = tuple(
+                type(c)(c.column, c.op, tuple(parse_value(schema.types[c.column], v) for v in c.values)) for c in conds
+            )
+        except PartitionValueError as exc:
+            raise InvalidArgumentError(str(exc)) from None
+        return ReadPredicate(typed)
+
+    # ------------------------------------------------------------------------------------------ staging
+    def add(self, *adds: A.Add) -> None:
+        self._staged.extend(adds)
+
+    def stage(self, actions: Iterable[A.Action]) -> None:
+        """Add actions to this transaction; several staged operations commit as one version."""
+        self._staged.extend(actions)
+
+    def remove_where(self, where: Mapping[str, Any] | None = None, data_change: bool = True) -> list[A.Remove]:
+        """Stage removes of the live files matching ``where`` (all without it), and record the read.
+
+        A delete reads what it deletes: a concurrent append into the same partitions is a conflict.
+        """
+        self.read(where)
+        now = self._log.now_ms()
+        removes = [a.remove(now, data_change) for a in self._snapshot.add_actions(where)]
+        self._staged.extend(removes)
+        return removes
+
+    def remove_files(self, paths: Iterable[str], data_change: bool = True) -> list[A.Remove]:
+        """Stage removes of specific live files (paths as in the log); they are recorded as read."""
+        wanted = {self._key(p) for p in paths}
+        now = self._log.now_ms()
+        removes = [a.remove(now, data_change) for a in self._snapshot.add_actions() if self._key(a.path) in wanted]
+        found = {self._key(r.path) for r in removes}
+        missing = wanted - found
+        if missing:
+            raise InvalidArgumentError(f"not live at version {self.read_version}: {sorted(missing)[:5]}")
+        self._read_files.update(found)
+        self._staged.extend(removes)
+        return removes
+
+    # ------------------------------------------------------------------------------------------ commit
+    def commit(
+        self,
+        actions: Iterable[A.Action] = (),
+        operation: str = "WRITE",
+        operation_parameters: Mapping[str, Any] | None = None,
+        *,
+        user_metadata: str | None = None,
+    ) -> CommitResult:
+        """Commit the staged actions plus ``actions`` as one new version.
+
+        Raises a :class:`~deltalog.errors.ConcurrentModificationError` subclass on a real conflict,
+        :class:`~deltalog.errors.InvalidCommitError` (nothing written) when the actions break a rule,
+        :class:`~deltalog.errors.UnsupportedFeatureError` when the table needs writer features deltalog
+        does not implement, and :class:`~deltalog.errors.CommitStateUnknownError` when it cannot tell
+        whether the commit landed.
+        """
+        if self._done:
+            raise InvalidArgumentError("this transaction has already committed or aborted")
+        all_actions = [*self._staged, *actions]
+        started = time.monotonic()
+        if self.already_committed:
+            self._done = True
+            log.info("skipping commit: application %s already reached version %s", self.app_id, self.app_target)
+            return CommitResult(
+                version=None,
+                attempts=0,
+                winners=(),
+                txn_id=self.txn_id,
+                operation=operation,
+                actions=(),
+                read_version=self.read_version,
+                isolation_level=self.isolation,
+                skipped=True,
+            )
+        if self.app_id is not None and self.app_target is not None:
+            all_actions = [a for a in all_actions if not (isinstance(a, A.Txn) and a.app_id == self.app_id)]
+            all_actions.append(A.Txn(self.app_id, self.app_target, self._log.now_ms()))
+        prepared = self._prepare(all_actions)
+        isolation = effective_isolation(self.isolation, prepared)
+        intent = self._intent(prepared, isolation)
+        commit_info = self._commit_info(prepared, operation, operation_parameters, isolation, intent, user_metadata)
+        data = encode_actions([commit_info, *prepared])
+        committer = Committer(self._log.store, self.retry, self._check_winner_protocol)
+        outcome = committer.commit(self.read_version, data, intent, self.txn_id)
+        self._done = True
+        result = CommitResult(
+            version=outcome.version,
+            attempts=outcome.attempts,
+            winners=tuple(outcome.winners),
+            txn_id=self.txn_id,
+            operation=operation,
+            actions=tuple(prepared),
+            read_version=self.read_version,
+            isolation_level=isolation,
+            elapsed_s=time.monotonic() - started,
+            recovered_unknown_outcome=outcome.ours_found_after_unknown,
+        )
+        self._log._committed(self._snapshot, outcome, data, result)
+        return result
+
+    def abort(self) -> None:
+        self._done = True
+        self._staged.clear()
+
+    def _prepare(self, actions: Sequence[A.Action]) -> list[A.Action]:
+        snap = self._snapshot
+        metas = [a for a in actions if isinstance(a, A.Metadata)]
+        protocols = [a for a in actions if isinstance(a, A.Protocol)]
+        metadata = metas[-1] if metas else snap.metadata
+        protocol = protocols[-1] if protocols else snap.protocol
+        schema = validate_metadata(metadata) if metas else snap.schema_json
+        mode = properties.column_mapping_mode(metadata.configuration)
+        validate_actions(actions, metadata, mode)
+        if protocols:
+            self._check_protocol_change(snap.protocol, protocol)
+        source = f"{self._log.location}/_delta_log (version {snap.version})"
+        check_writable(protocol, metadata.configuration, schema, source)
+        return list(actions)
+
+    @staticmethod
+    def _check_protocol_change(old: A.Protocol, new: A.Protocol) -> None:
+        if new.min_reader_version < old.min_reader_version or new.min_writer_version < old.min_writer_version:
+            raise InvalidCommitError("a protocol may not be downgraded by a commit", rule="no-protocol-downgrade")
+        dropped = (set(old.reader_features or ()) | set(old.writer_features or ())) - (
+            set(new.reader_features or ()) | set(new.writer_features or ())
+        )
+        if dropped and new.min_writer_version >= 7 and old.min_writer_version >= 7:
+            raise InvalidCommitError(f"a commit may not drop table features {sorted(dropped)}", rule="no-feature-drop")
+
+    def _check_winner_protocol(self, protocol: A.Protocol) -> None:
+        snap = self._snapshot
+        check_writable(protocol, snap.configuration, snap.schema_json, f"{self._log.location}/_delta_log")
+
+    def _intent(self, actions: Sequence[A.Action], isolation: str) -> Intent:
+        only_adds = all(isinstance(a, (A.Add, A.Txn)) for a in actions) and any(isinstance(a, A.Add) for a in actions)
+        read_set = ReadSet(tuple(self._predicates), frozenset(self._read_files), frozenset(self._app_ids))
+        return Intent(
+            read_set=read_set,
+            isolation=isolation,
+            partition_schema=self._partition_schema(),
+            root=self._log.store.root,
+            changes_metadata=any(isinstance(a, A.Metadata) for a in actions),
+            changes_protocol=any(isinstance(a, A.Protocol) for a in actions),
+            removed=frozenset(self._key(a.path) for a in actions if isinstance(a, A.Remove)),
+            domains=frozenset(a.domain for a in actions if isinstance(a, A.DomainMetadata)),
+            is_blind_append=only_adds and not self._predicates and not self._read_files,
+            txn_id=self.txn_id,
+            read_protocol=self._snapshot.protocol,
+        )
+
+    def _commit_info(
+        self,
+        actions: Sequence[A.Action],
+        operation: str,
+        parameters: Mapping[str, Any] | None,
+        isolation: str,
+        intent: Intent,
+        user_metadata: str | None,
+    ) -> A.CommitInfo:
+        adds = [a for a in actions if isinstance(a, A.Add)]
+        removes = [a for a in actions if isinstance(a, A.Remove)]
+        metrics = {
+            "numAddedFiles": str(len(adds)),
+            "numRemovedFiles": str(len(removes)),
+            "numAddedBytes": str(sum(a.size for a in adds)),
+            "numRemovedBytes": str(sum(r.size or 0 for r in removes)),
+        }
+        return A.CommitInfo(
+            timestamp=self._log.now_ms(),
+            operation=operation,
+            operation_parameters=dict(parameters or {}),
+            read_version=self.read_version if self.read_version >= 0 else None,
+            isolation_level=isolation,
+            is_blind_append=intent.is_blind_append,
+            operation_metrics=metrics,
+            engine_info=ENGINE_INFO,
+            txn_id=self.txn_id,
+            user_metadata=user_metadata,
+        )
+
+
+__all__ = ["CommitResult", "RetryPolicy", "Transaction"]
