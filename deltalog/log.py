@@ -310,7 +310,7 @@ class DeltaLog:
         """
         paths = self.list_log(0)
         commits = [p for p in paths if p.kind is Kind.COMMIT]
-        if not commits:
+        if not paths:
             raise TableNotFoundError(f"no Delta table at {self.location}: {LOG_DIR} has no commits")
         timeline = monotonize([(p.version, p.mtime) for p in commits])
         ict_from = self._ict_enablement_version()

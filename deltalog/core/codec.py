@@ -30,7 +30,7 @@ ACTION_KEYS: dict[type, str] = {
 }
 KEY_ACTIONS: dict[str, type] = {v: k for k, v in ACTION_KEYS.items()}
 
-#: fields whose value is written even when empty, because readers require the key
+#: fields of add/cdc written even when empty, because readers require the key
 _ALWAYS_WRITTEN = {"partition_values"}
 
 
@@ -61,7 +61,7 @@ def _encode_fields(obj: Any) -> dict[str, Any]:
             for k, v in value.items():
                 out.setdefault(k, v)
             continue
-        if value is None and f.name not in _ALWAYS_WRITTEN:
+        if value is None and not (f.name in _ALWAYS_WRITTEN and isinstance(obj, (A.Add, A.Cdc))):
             continue
         if f.name == "operation_parameters" and value is not None:
             # Spark writes every parameter value as JSON text (a string inside the JSON object).

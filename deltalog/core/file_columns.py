@@ -9,6 +9,7 @@ from this state without renaming.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from operator import itemgetter
 from typing import Any
 
 import orjson
@@ -60,44 +61,86 @@ REMOVE_SCHEMA = pa.schema(REMOVE_FIELDS)
 ADD_COLUMNS_NO_STATS = [f.name for f in ADD_FIELDS if f.name != "stats"]
 
 
-def _map_items(v: Any) -> list[tuple[str, str | None]] | None:
-    if v is None:
-        return None
-    return [(k, None if x is None else (x if isinstance(x, str) else orjson.dumps(x).decode())) for k, x in v.items()]
-
-
-def _stats_text(v: Any) -> str | None:
+def _as_text(v: Any) -> str | None:
     if v is None or isinstance(v, str):
         return v
-    return orjson.dumps(v).decode()  # some writers put an object where a JSON string belongs
+    return orjson.dumps(v).decode()  # some writers put a number or an object where a JSON string belongs
 
 
-def _dv_value(v: Any) -> dict[str, Any] | None:
-    if v is None:
-        return None
-    return {
-        "storageType": v.get("storageType"),
-        "pathOrInlineDv": v.get("pathOrInlineDv"),
-        "offset": v.get("offset"),
-        "sizeInBytes": v.get("sizeInBytes"),
-        "cardinality": v.get("cardinality"),
-    }
+def _map_column(values: list[Any]) -> pa.Array:
+    """map<string,string> from JSON objects (or None), built flat: no per-row Python containers."""
+    if all(v is None for v in values):
+        return pa.nulls(len(values), STRING_MAP)
+    objs = [v or {} for v in values]
+    offsets = [0]
+    total = 0
+    for o in objs:
+        total += len(o)
+        offsets.append(total)
+    keys = [k for o in objs for k in o]
+    items = [x for o in objs for x in o.values()]
+    try:
+        item_array = pa.array(items, pa.string())
+    except (pa.ArrowInvalid, pa.ArrowTypeError):
+        item_array = pa.array([_as_text(x) for x in items], pa.string())
+    mask = pa.array([v is None for v in values], pa.bool_()) if any(v is None for v in values) else None
+    return pa.MapArray.from_arrays(
+        pa.array(offsets, pa.int32()), pa.array(keys, pa.string()), item_array, type=STRING_MAP, mask=mask
+    )
+
+
+def _text_column(values: list[Any]) -> pa.Array:
+    try:
+        return pa.array(values, pa.string())
+    except (pa.ArrowInvalid, pa.ArrowTypeError):
+        return pa.array([_as_text(v) for v in values], pa.string())
+
+
+_COMMON = ("path", "partitionValues", "size", "modificationTime", "dataChange")
+
+
+def _columns(rows: Sequence[dict[str, Any]], names: list[str]) -> dict[str, list[Any]]:
+    """Field values column by column, taking the fast C-level path when every row has the common fields.
+
+    Writers put the same five fields in every add and usually ``stats`` too; optional fields are mostly
+    absent, which a length check per row reveals without looking them up.
+    """
+    out: dict[str, list[Any]] = {}
+    common = [n for n in _COMMON if n in names]
+    n_common = len(common)
+    try:
+        columns = list(zip(*map(itemgetter(*common), rows), strict=True)) if rows else [() for _ in common]
+        for n, col in zip(common, columns, strict=True):
+            out[n] = list(col)
+        # Every row holds the common fields, so a longer row holds an optional one.
+        has_more = any(len(r) > n_common + ("stats" in r) for r in rows)
+    except KeyError:
+        for n in common:
+            out[n] = [r.get(n) for r in rows]
+        has_more = True
+    rest = [n for n in names if n not in out]
+    for n in rest:
+        if n == "stats" or has_more:
+            out[n] = [r.get(n) for r in rows]
+        else:
+            out[n] = [None] * len(rows)
+    return out
 
 
 def table_from_dicts(rows: Sequence[dict[str, Any]], schema: pa.Schema) -> pa.Table:
     """Build a file-action table from the parsed JSON bodies of ``add`` or ``remove`` actions."""
+    columns = _columns(rows, schema.names)
     arrays = []
     for f in schema:
-        name = f.name
-        if name in ("partitionValues", "tags"):
-            values: list[Any] = [_map_items(r.get(name)) for r in rows]
-        elif name == "stats":
-            values = [_stats_text(r.get(name)) for r in rows]
-        elif name == "deletionVector":
-            values = [_dv_value(r.get(name)) for r in rows]
+        values = columns[f.name]
+        if f.type == STRING_MAP:
+            arrays.append(_map_column(values))
+        elif f.name == "stats":
+            arrays.append(_text_column(values))
+        elif values and all(v is None for v in values):
+            arrays.append(pa.nulls(len(values), f.type))
         else:
-            values = [r.get(name) for r in rows]
-        arrays.append(pa.array(values, type=f.type))
+            arrays.append(pa.array(values, type=f.type))
     return pa.Table.from_arrays(arrays, schema=schema)
 
 

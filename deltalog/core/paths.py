@@ -44,11 +44,11 @@ class LogPath:
         return self.kind in (Kind.CHECKPOINT, Kind.MULTIPART, Kind.UUID_CHECKPOINT)
 
 
-_V = r"(\d{20})"
+_V = r"([0-9]{20})"
 _UUID = r"([0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12})"
 _COMMIT = re.compile(_V + r"\.json")
 _CHECKPOINT = re.compile(_V + r"\.checkpoint\.parquet")
-_MULTIPART = re.compile(_V + r"\.checkpoint\.(\d{10})\.(\d{10})\.parquet")
+_MULTIPART = re.compile(_V + r"\.checkpoint\.([0-9]{10})\.([0-9]{10})\.parquet")
 _UUID_CP = re.compile(_V + r"\.checkpoint\." + _UUID + r"\.(json|parquet)")
 _COMPACTION = re.compile(_V + r"\." + _V + r"\.compacted\.json")
 _CRC = re.compile(_V + r"\.crc")
@@ -77,7 +77,7 @@ def version_prefix(version: int) -> str:
 
 def parse(name: str, size: int = 0, mtime: int = 0) -> LogPath | None:
     """Parse a bare file name from ``_delta_log``; ``None`` for anything that is not a log file."""
-    if not name[:1].isdigit():
+    if not ("0" <= name[:1] <= "9"):
         return None
     m = _COMMIT.fullmatch(name)
     if m:

@@ -5,6 +5,8 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 
+from deltalog.errors import DeltaLogError
+
 _UNITS_MS = {
     "nanosecond": 1e-6,
     "microsecond": 1e-3,
@@ -33,8 +35,8 @@ DEFAULT_LOG_RETENTION = "interval 30 days"
 DEFAULT_DELETED_FILE_RETENTION = "interval 1 week"
 
 
-class PropertyError(ValueError):
-    pass
+class PropertyError(DeltaLogError, ValueError):
+    """A table property holds a value that cannot mean anything (e.g. an interval in months)."""
 
 
 def parse_interval_ms(text: str) -> int:

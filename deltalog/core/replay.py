@@ -9,7 +9,7 @@ step. Only commit actions become Python dicts, and only for as long as one repla
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -151,7 +151,24 @@ def _decode(commit: CommitData, line_no: int, key: str, body: Any) -> Any:
         raise _corrupt(commit, line_no, f"invalid {key} action: {exc}") from None
 
 
-def replay(base: BaseState, commits: Iterable[CommitData], root: str | None) -> ReplayResult:
+def _locate_bad_action(commits: Sequence[CommitData], exc: Exception) -> CorruptLogError:
+    """Find the file and line of an add/remove whose field types do not fit (only on the error path)."""
+    for commit in commits:
+        for line_no, raw in enumerate(commit.data.split(b"\n"), start=1):
+            if not raw.strip():
+                continue
+            obj = orjson.loads(raw)
+            for key, schema in (("add", ADD_SCHEMA), ("remove", REMOVE_SCHEMA)):
+                body = obj.get(key)
+                if isinstance(body, dict):
+                    try:
+                        table_from_dicts([body], schema)
+                    except (pa.ArrowInvalid, pa.ArrowTypeError) as bad:
+                        return _corrupt(commit, line_no, f"invalid {key} action: {bad}")
+    return CorruptLogError(f"a file action in {commits[0].path} .. {commits[-1].path} has invalid fields: {exc}")
+
+
+def replay(base: BaseState, commits: Sequence[CommitData], root: str | None) -> ReplayResult:
     """Apply ``commits`` (ascending, contiguous, all after ``base.version``) to ``base``."""
     protocol, protocol_source = base.protocol, (base.source if base.protocol else None)
     metadata, metadata_source = base.metadata, (base.source if base.metadata else None)
@@ -160,6 +177,8 @@ def replay(base: BaseState, commits: Iterable[CommitData], root: str | None) -> 
     live: dict[str, dict[str, Any]] = {}
     tombs: dict[str, dict[str, Any]] = {}
     touched: set[str] = set()
+    touched_add = touched.add
+    loads = orjson.loads
     version = base.version
     commit_info: dict[str, Any] | None = None
     for commit in commits:
@@ -168,14 +187,24 @@ def replay(base: BaseState, commits: Iterable[CommitData], root: str | None) -> 
         if not commit.data.strip():
             raise CorruptLogError(f"{commit.path} is empty: a commit holds at least one action", path=commit.path)
         for line_no, raw in enumerate(commit.data.split(b"\n"), start=1):
-            if not raw.strip():
+            if not raw or raw.isspace():
                 continue
             try:
-                obj = orjson.loads(raw)
+                obj = loads(raw)
             except orjson.JSONDecodeError as exc:
                 raise _corrupt(commit, line_no, f"malformed JSON ({exc})") from None
-            if not isinstance(obj, dict):
+            if type(obj) is not dict:
                 raise _corrupt(commit, line_no, "a log line must be a JSON object")
+            add = obj.get("add")
+            if add is not None and len(obj) == 1 and type(add) is dict:
+                # The hot path: one add per line, a plain path, no deletion vector.
+                path = add.get("path")
+                if type(path) is str and "deletionVector" not in add and not needs_canonicalizing(path):
+                    touched_add(path)
+                    if tombs:
+                        tombs.pop(path, None)
+                    live[path] = add
+                    continue
             for key, body in obj.items():
                 if key == "add" or key == "remove":
                     if not isinstance(body, dict) or not isinstance(body.get("path"), str):
@@ -184,7 +213,7 @@ def replay(base: BaseState, commits: Iterable[CommitData], root: str | None) -> 
                     if dv is not None and not isinstance(dv, dict):
                         raise _corrupt(commit, line_no, f"{key} action with an invalid deletionVector")
                     k = key_of(body, root)
-                    touched.add(k)
+                    touched_add(k)
                     if key == "add":
                         tombs.pop(k, None)
                         live[k] = body
@@ -212,14 +241,19 @@ def replay(base: BaseState, commits: Iterable[CommitData], root: str | None) -> 
     base_mask = None
     if touched and base.adds.num_rows:
         base_mask = pc.invert(pc.is_in(key_column(base.adds, root), pa.array(list(touched), pa.string())))
+    try:
+        tail = table_from_dicts(list(live.values()), ADD_SCHEMA)
+        tail_removes = table_from_dicts(list(tombs.values()), REMOVE_SCHEMA)
+    except (pa.ArrowInvalid, pa.ArrowTypeError) as exc:
+        raise _locate_bad_action(commits, exc) from None
     files = FileState(
         base=base.adds,
         base_mask=base_mask,
         base_stats=base.adds_stats,
-        tail=table_from_dicts(list(live.values()), ADD_SCHEMA),
+        tail=tail,
         base_removes=base.removes,
         touched=frozenset(touched),
-        tail_removes=table_from_dicts(list(tombs.values()), REMOVE_SCHEMA),
+        tail_removes=tail_removes,
         root=root,
     )
     return ReplayResult(

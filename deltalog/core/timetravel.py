@@ -15,6 +15,9 @@ from collections.abc import Sequence
 from deltalog.errors import InvalidArgumentError, VersionNotFoundError
 
 
+_EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)
+
+
 def monotonize(times: Sequence[tuple[int, int]]) -> list[tuple[int, int]]:
     """(version, time ms) pairs in ascending version order, made strictly increasing in time."""
     out: list[tuple[int, int]] = []
@@ -45,7 +48,7 @@ def to_epoch_ms(value: str | dt.datetime | dt.date | int | float) -> int:
         value = dt.datetime(value.year, value.month, value.day)
     if value.tzinfo is None:
         value = value.replace(tzinfo=dt.timezone.utc)
-    return int(value.timestamp() * 1000)
+    return (value - _EPOCH) // dt.timedelta(milliseconds=1)  # integer arithmetic: no float rounding
 
 
 def version_at(timeline: Sequence[tuple[int, int]], ts_ms: int, allow_after_latest: bool = False) -> int:

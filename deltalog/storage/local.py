@@ -39,8 +39,11 @@ class LocalLogStore:
         return os.path.join(self._root, *path.split("/"))
 
     def read(self, path: str) -> bytes:
-        with open(self._abs(path), "rb") as f:
-            return f.read()
+        try:
+            with open(self._abs(path), "rb") as f:
+                return f.read()
+        except NotADirectoryError:
+            raise FileNotFoundError(path) from None
 
     def open(self, path: str) -> BinaryIO:
         return open(self._abs(path), "rb")
@@ -53,7 +56,7 @@ class LocalLogStore:
         full = self._abs(directory) if directory else self._root
         try:
             entries = list(os.scandir(full))
-        except FileNotFoundError:
+        except (FileNotFoundError, NotADirectoryError):
             return iter(())
         out = []
         for e in entries:
