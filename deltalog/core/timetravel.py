@@ -14,7 +14,6 @@ from collections.abc import Sequence
 
 from deltalog.errors import InvalidArgumentError, VersionNotFoundError
 
-
 _EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)
 
 
