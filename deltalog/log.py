@@ -30,7 +30,12 @@ from deltalog.core.segment import (
     latest_version,
 )
 from deltalog.core.timetravel import monotonize, to_epoch_ms, version_at
-from deltalog.errors import CorruptLogError, InvalidArgumentError, TableNotFoundError, VersionNotFoundError
+from deltalog.errors import (
+    CorruptLogError,
+    InvalidArgumentError,
+    TableNotFoundError,
+    VersionNotFoundError,
+)
 from deltalog.snapshot import Snapshot
 from deltalog.storage.base import LogStore
 from deltalog.storage.uri import store_for
@@ -326,8 +331,8 @@ class DeltaLog:
         return monotonize(out)
 
     def _ict_enablement_version(self) -> int | None:
-        snap = self.snapshot()
-        conf = snap.configuration
+        # The latest snapshot also vets the protocol: history of a table we cannot read is refused too.
+        conf = self.snapshot().configuration
         if str(conf.get("delta.enableInCommitTimestamps", "false")).lower() != "true":
             return None
         v = conf.get("delta.inCommitTimestampEnablementVersion")

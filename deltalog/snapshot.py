@@ -240,16 +240,25 @@ class Snapshot:
         return pa.Table.from_arrays(arrays, names=names)
 
     def _logical_partition_keys(self, col: pa.ChunkedArray) -> pa.ChunkedArray:
+        """Partition values keyed by logical names, with the protocol's nulls made plain.
+
+        The log may spell null as an empty string; a user must not see ``""`` and ``None`` as two values.
+        """
         renames = {p: logical for logical, p in self.physical_names.items() if p != logical}
-        if not renames:
-            return col
         chunks = []
         for chunk in col.chunks:
-            keys = chunk.keys.to_pylist()
-            new_keys = pa.array([renames.get(k, k) for k in keys], pa.string())
-            chunks.append(
-                pa.MapArray.from_arrays(chunk.offsets, new_keys, chunk.items, type=chunk.type, mask=chunk.is_null())
-            )
+            items = chunk.items
+            empty = pc.equal(items, "")
+            has_empty = bool(pc.any(empty).as_py())
+            if not renames and not has_empty:
+                chunks.append(chunk)
+                continue
+            keys = chunk.keys
+            if renames:
+                keys = pa.array([renames.get(k, k) for k in keys.to_pylist()], pa.string())
+            if has_empty:
+                items = pc.if_else(empty, pa.scalar(None, pa.string()), items)
+            chunks.append(pa.MapArray.from_arrays(chunk.offsets, keys, items, type=chunk.type, mask=chunk.is_null()))
         return pa.chunked_array(chunks, type=col.type)
 
     def advance(self, commits: Sequence[CommitData]) -> Snapshot:

@@ -189,8 +189,11 @@ def files(doc: Document, con: Console) -> None:
     where = " and ".join(f"{k}={v}" for k, v in doc["where"].items())
     title = f"Files of {doc['table']} at version {doc['version']}" + (f" where {where}" if where else "")
     con.print(grid(title, headers, rows))
-    count = doc["num_files"]
-    con.print(Text(f"{count} file{'' if count == 1 else 's'}, {doc['total_size']} bytes"))
+    con.print(Text(f"{_count(doc['num_files'], 'file')}, {_count(doc['total_size'], 'byte')}"))
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}{'' if n == 1 else 's'}"
 
 
 def snapshot(doc: Document, con: Console) -> None:

@@ -134,7 +134,10 @@ def table_from_dicts(rows: Sequence[dict[str, Any]], schema: pa.Schema) -> pa.Ta
     for f in schema:
         values = columns[f.name]
         if f.type == STRING_MAP:
-            arrays.append(_map_column(values))
+            try:
+                arrays.append(_map_column(values))
+            except (AttributeError, TypeError) as exc:  # a list or a scalar where an object belongs
+                raise pa.ArrowTypeError(f"{f.name} must be a JSON object: {exc}") from None
         elif f.name == "stats":
             arrays.append(_text_column(values))
         elif values and all(v is None for v in values):

@@ -87,7 +87,12 @@ def get_int(conf: Mapping[str, str], key: str, default: int) -> int:
 
 def get_interval_ms(conf: Mapping[str, str], key: str, default: str | None) -> int | None:
     v = conf.get(key, default)
-    return None if v is None else parse_interval_ms(v)
+    if v is None:
+        return None
+    try:
+        return parse_interval_ms(v)
+    except PropertyError as exc:
+        raise PropertyError(f"table property {key}={v!r}: {exc}") from None
 
 
 def txn_retention_ms(conf: Mapping[str, str]) -> int | None:
