@@ -14,6 +14,8 @@ import random
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
+from typing import TypeVar
 
 import orjson
 
@@ -32,6 +34,7 @@ from deltalog.errors import (
 from deltalog.storage.base import LogStore
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -48,6 +51,7 @@ class RetryPolicy:
     backoff_base_s: float = 0.001
     backoff_max_s: float = 0.1
     transient_retries: int = 8
+    sleep: Callable[[float], None] = field(default=time.sleep, compare=False, repr=False)
 
 
 @dataclass
@@ -93,32 +97,30 @@ class Committer:
         self,
         store: LogStore,
         policy: RetryPolicy,
-        check_protocol: Callable[[A.Protocol], None],
-        sleep: Callable[[float], None] = time.sleep,
+        check_protocol: Callable[[A.Protocol], None] | None = None,
     ) -> None:
         self.store = store
         self.policy = policy
         self.check_protocol = check_protocol
-        self.sleep = sleep
+        self.sleep = policy.sleep
 
     def _backoff(self, attempt: int) -> None:
         cap = min(self.policy.backoff_max_s, self.policy.backoff_base_s * (2 ** min(attempt, 16)))
         self.sleep(random.uniform(0, cap))
 
-    def _put(self, version: int, data: bytes, txn_id: str) -> bool:
-        """Write ``version``; True when it is ours (now or from an earlier lost attempt), False when taken."""
+    def put(self, version: int, data: bytes, txn_id: str) -> str:
+        """Write ``version``: ``"ours"``, ``"recovered"`` (ours, found after an unknown outcome) or ``"taken"``."""
         path = f"{LOG_DIR}/{commit_name(version)}"
+        failed = False
         for transient in range(self.policy.transient_retries + 1):
             try:
                 self.store.put_if_absent(path, data)
-                return True
+                return "recovered" if failed else "ours"
             except FileAlreadyExistsError:
                 pass
             except (StorageError, OSError, TimeoutError) as exc:
-                if isinstance(exc, StorageError) and not exc.retryable and transient == 0:
-                    log.warning("write of %s failed (%s); checking whether it landed", path, exc)
-                else:
-                    log.warning("write of %s failed (%s); resolving its outcome", path, exc)
+                failed = True
+                log.warning("write of %s failed (%s); resolving its outcome", path, exc)
             # Taken, or unknown: the file tells which.
             try:
                 existing = self.store.read(path)
@@ -127,13 +129,32 @@ class Committer:
                 continue  # it did not land: try the same version again
             except (StorageError, OSError, TimeoutError) as exc:
                 log.warning("cannot read %s to resolve a commit (%s)", path, exc)
+                failed = True
                 self._backoff(transient)
                 continue
-            return _is_ours(existing, txn_id)
+            if _is_ours(existing, txn_id):
+                return "recovered" if failed else "ours"
+            return "taken"
         raise CommitStateUnknownError(
             f"could not determine whether commit {path} (txnId {txn_id}) landed after "
             f"{self.policy.transient_retries + 1} tries; look for that txnId in the log before retrying"
         )
+
+    def _transient(self, what: str, call: Callable[[], T]) -> T:
+        """Run a read-side call, retrying retryable storage errors within the transient budget."""
+        for transient in range(self.policy.transient_retries + 1):
+            try:
+                return call()
+            except FileNotFoundError:
+                raise
+            except (StorageError, OSError, TimeoutError) as exc:
+                if isinstance(exc, StorageError) and not exc.retryable:
+                    raise
+                if transient == self.policy.transient_retries:
+                    raise
+                log.warning("%s failed (%s); retrying", what, exc)
+                self._backoff(transient)
+        raise AssertionError("unreachable")
 
     def _latest_commit(self, from_version: int) -> int:
         latest = from_version - 1
@@ -151,12 +172,19 @@ class Committer:
         outcome = Outcome(version=attempt_version, attempts=0)
         while True:
             outcome.attempts += 1
-            if self._put(attempt_version, data, txn_id):
+            written = self.put(attempt_version, data, txn_id)
+            if written != "taken":
                 outcome.version = attempt_version
+                outcome.ours_found_after_unknown = written == "recovered"
                 return outcome
-            latest = max(self._latest_commit(attempt_version), attempt_version)
+            latest = max(
+                self._transient("listing the log", partial(self._latest_commit, attempt_version)), attempt_version
+            )
             for v in range(attempt_version, latest + 1):
-                winner, commit_data = _read_winner(self.store, v)
+                winner, commit_data = self._transient(
+                    f"reading winning commit {v}",
+                    partial(_read_winner, self.store, v),
+                )
                 if winner.txn_id == txn_id:
                     # An earlier attempt whose outcome we lost did land: that is our commit.
                     outcome.version = v

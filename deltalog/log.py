@@ -203,6 +203,7 @@ class DeltaLog:
         configuration: Mapping[str, str] | None = None,
         name: str | None = None,
         description: str | None = None,
+        retry: RetryPolicy | None = None,
     ) -> CommitResult:
         """Create the table (version 0: protocol + metaData); :class:`TableAlreadyExistsError` if it exists.
 
@@ -210,7 +211,7 @@ class DeltaLog:
         """
         from deltalog.table_setup import create_table
 
-        return create_table(self, schema, partition_columns, configuration, name, description)
+        return create_table(self, schema, partition_columns, configuration, name, description, retry)
 
     def start_transaction(
         self,

@@ -17,13 +17,14 @@ import pyarrow as pa
 
 from deltalog._version import ENGINE_INFO
 from deltalog.arrow_schema import delta_field, from_arrow_schema
+from deltalog.committer import Committer, RetryPolicy
 from deltalog.core import actions as A
 from deltalog.core.codec import encode_actions
 from deltalog.core.commit_rules import validate_actions, validate_metadata
 from deltalog.core.features import READER_FEATURES_FOR_REPLAY, check_writable, supported_features
-from deltalog.core.paths import LOG_DIR, commit_name
+from deltalog.core.paths import LOG_DIR
 from deltalog.core.schema import SchemaError, parse_schema, top_level_fields
-from deltalog.errors import FileAlreadyExistsError, InvalidArgumentError, TableAlreadyExistsError
+from deltalog.errors import InvalidArgumentError, TableAlreadyExistsError
 
 if TYPE_CHECKING:
     from deltalog.log import DeltaLog
@@ -71,6 +72,7 @@ def create_table(
     configuration: Mapping[str, str] | None = None,
     name: str | None = None,
     description: str | None = None,
+    retry: RetryPolicy | None = None,
 ) -> CommitResult:
     from deltalog.transaction import CommitResult
 
@@ -106,12 +108,11 @@ def create_table(
         txn_id=txn_id,
     )
     data = encode_actions([info, protocol, metadata])
-    try:
-        log.store.put_if_absent(f"{LOG_DIR}/{commit_name(0)}", data)
-    except FileAlreadyExistsError:
+    # The commit loop's put resolves a lost response by our txnId, so a retried create never trips on itself.
+    if Committer(log.store, retry or RetryPolicy()).put(0, data, txn_id) == "taken":
         raise TableAlreadyExistsError(
             f"a Delta table already exists at {log.location} (another writer created version 0 first)"
-        ) from None
+        )
     result = CommitResult(
         version=0,
         attempts=1,
