@@ -164,8 +164,17 @@ class Transaction:
     def remove_where(self, where: Mapping[str, Any] | None = None, data_change: bool = True) -> list[A.Remove]:
         """Stage removes of the live files matching ``where`` (all without it), and record the read.
 
-        A delete reads what it deletes: a concurrent append into the same partitions is a conflict.
+        A delete reads what it deletes: a concurrent append into the same partitions is a conflict. Only
+        partition columns are allowed: the log cannot tell which rows of a file match a data column, and
+        removing whole files on such a condition would delete rows that do not match.
         """
+        partition = set(self._snapshot.partition_columns)
+        data_columns = sorted(k for k in (where or {}) if k not in partition)
+        if data_columns:
+            raise InvalidArgumentError(
+                f"remove_where can only select by partition columns {sorted(partition)}, not {data_columns}: "
+                "the log knows files, not rows"
+            )
         self.read(where)
         now = self._log.now_ms()
         removes = [a.remove(now, data_change) for a in self._snapshot.add_actions(where)]
@@ -280,7 +289,9 @@ class Transaction:
         check_writable(protocol, snap.configuration, snap.schema_json, f"{self._log.location}/_delta_log")
 
     def _intent(self, actions: Sequence[A.Action], isolation: str) -> Intent:
-        only_adds = all(isinstance(a, (A.Add, A.Txn)) for a in actions) and any(isinstance(a, A.Add) for a in actions)
+        # Delta Spark's definition, which other engines' checkers trust: every file action is an add, and
+        # nothing was read.
+        only_adds = all(isinstance(a, A.Add) for a in actions if isinstance(a, (A.Add, A.Remove)))
         read_set = ReadSet(tuple(self._predicates), frozenset(self._read_files), frozenset(self._app_ids))
         return Intent(
             read_set=read_set,

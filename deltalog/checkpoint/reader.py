@@ -215,11 +215,15 @@ class CheckpointReader:
                 raise CorruptLogError(
                     f"{path} line {line_no}: malformed JSON ({exc})", path=path, line=line_no
                 ) from None
+            if not isinstance(obj, dict):
+                raise CorruptLogError(f"{path} line {line_no}: a line must be a JSON object", path=path, line=line_no)
             for key, body in obj.items():
-                if key == "add":
-                    adds.append(body)
-                elif key == "remove":
-                    removes.append(body)
+                if key in ("add", "remove"):
+                    if not isinstance(body, dict) or not isinstance(body.get("path"), str):
+                        raise CorruptLogError(
+                            f"{path} line {line_no}: {key} action without a path", path=path, line=line_no
+                        )
+                    (adds if key == "add" else removes).append(body)
                 elif key in _NON_FILE:
                     collected.take(key, body, path)
 

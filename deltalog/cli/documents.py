@@ -53,6 +53,15 @@ valid JSON. ``partition_values`` uses logical column names (column mapping undon
 
 ``timestamp`` is the commit time of ``version`` as time travel sees it (``null`` when that commit file
 is gone and only a checkpoint remains).
+
+``commit``::
+
+    {"table": str, "version": int|null, "attempts": int, "winners": [int], "txn_id": str,
+     "operation": str, "skipped": bool, "read_version": int, "isolation_level": str, "num_actions": int}
+
+``version`` is ``null`` (and ``skipped`` true, ``attempts`` 0, ``num_actions`` 0) when an exactly-once
+commit found its application already at that version. ``num_actions`` counts the actions written besides
+commitInfo (the txn action of ``--app-id`` included).
 """
 
 from __future__ import annotations
@@ -65,7 +74,7 @@ import orjson
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from deltalog import DeltaLog, InvalidArgumentError, Snapshot, TableNotFoundError
+from deltalog import CommitResult, DeltaLog, InvalidArgumentError, Snapshot, TableNotFoundError
 from deltalog.actions import Protocol
 
 Document = dict[str, Any]
@@ -237,9 +246,26 @@ def snapshot(snap: Snapshot) -> Document:
     }
 
 
+def commit(log: DeltaLog, result: CommitResult) -> Document:
+    """What a commit did; a skipped exactly-once commit reads ``version: null`` rather than an error."""
+    return {
+        "table": log.location,
+        "version": result.version,
+        "attempts": result.attempts,
+        "winners": list(result.winners),
+        "txn_id": result.txn_id,
+        "operation": result.operation,
+        "skipped": result.skipped,
+        "read_version": result.read_version,
+        "isolation_level": result.isolation_level,
+        "num_actions": len(result.actions),
+    }
+
+
 __all__ = [
     "Document",
     "check_partition_filter",
+    "commit",
     "commit_time",
     "describe",
     "files",

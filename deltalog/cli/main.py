@@ -8,20 +8,36 @@ deltalog and keeps its traceback, because that is what a bug report needs.
 The verbs are thin: open the snapshot, build a document (:mod:`deltalog.cli.documents`), render it
 (:mod:`deltalog.cli.render`). A slow step added later gets a rich progress bar on a stderr console
 around the engine call here, leaving stdout to the result.
+
+``commit`` is the one verb that writes. Its input is a file of actions in the log's own JSON spelling,
+checked line by line here before the engine sees it: the codec reads leniently (as a log reader must),
+so a value of the wrong JSON type would otherwise be written into the log as given.
 """
 
 from __future__ import annotations
 
+import functools
 import os
 import sys
 from collections.abc import Callable, Sequence
 from typing import Any
 
 import click
+import orjson
 
-from deltalog import DeltaLog, DeltaLogError, Snapshot
+from deltalog import (
+    ConcurrentModificationError,
+    DeltaLog,
+    DeltaLogError,
+    InvalidArgumentError,
+    InvalidCommitError,
+    Snapshot,
+)
+from deltalog.actions import Action
 from deltalog.cli import documents, render
 from deltalog.cli.documents import Document
+from deltalog.core.codec import ActionDecodeError, decode_line
+from deltalog.core.conflicts import ISOLATION_LEVELS
 
 EXIT_ERROR = 1
 EXIT_USAGE = 2
@@ -71,12 +87,22 @@ def _exit_code(run: Callable[[], Any]) -> int:
     except click.Abort:
         return _fail("aborted", EXIT_ERROR)
     except DeltaLogError as exc:
-        return _fail(str(exc) or type(exc).__name__, EXIT_ERROR)
+        return _fail(error_text(exc), EXIT_ERROR)
     except BrokenPipeError:
         _silence_stdout()  # the reader went away (``| head``): nothing left to say, and no one to say it to
         return EXIT_ERROR
     # A verb returns None; click hands back the code of an explicit ``ctx.exit(code)`` (``--help``: 0).
     return rv if isinstance(rv, int) else 0
+
+
+def error_text(exc: DeltaLogError) -> str:
+    """The message, plus what a caller acts on: the rule a commit broke, or that it lost to another writer."""
+    text = str(exc) or type(exc).__name__
+    if isinstance(exc, InvalidCommitError):
+        return f"{text} (rule: {exc.rule}; nothing was written)"
+    if isinstance(exc, ConcurrentModificationError):
+        return f"conflict ({type(exc).__name__}): {text}; nothing was written"
+    return text
 
 
 def _silence_stdout() -> None:
@@ -103,6 +129,35 @@ def _parse_where(ctx: click.Context, param: click.Parameter, values: Sequence[st
             )
         where[column] = value
     return where
+
+
+def _parse_read_where(ctx: click.Context, param: click.Parameter, values: Sequence[str]) -> dict[str, str | list[str]]:
+    """``--where`` grammar, except that a column given again widens to IN: a read of several partitions."""
+    where: dict[str, str | list[str]] = {}
+    for item in values:
+        column, sep, value = item.partition("=")
+        if not sep or not column:
+            raise click.BadParameter(f"{item!r} is not COLUMN=VALUE", ctx, param)
+        prior = where.get(column)
+        if prior is None:
+            where[column] = value
+        elif isinstance(prior, list):
+            prior.append(value)
+        else:
+            where[column] = [prior, value]
+    return where
+
+
+def _parse_json_object(ctx: click.Context, param: click.Parameter, value: str | None) -> dict[str, Any] | None:
+    if value is None:
+        return None
+    try:
+        parsed = orjson.loads(value)
+    except orjson.JSONDecodeError as exc:
+        raise click.BadParameter(f"not valid JSON ({exc})", ctx, param) from None
+    if not isinstance(parsed, dict):
+        raise click.BadParameter("must be a JSON object", ctx, param)
+    return parsed
 
 
 def _time_travel(f: Callable[..., Any]) -> Callable[..., Any]:
@@ -153,7 +208,7 @@ def _emit(doc: Document, as_json: bool, human: render.Renderer) -> None:
     context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100},
 )
 def cli() -> None:
-    """Inspect a Delta Lake table through its transaction log (read-only).
+    """Inspect a Delta Lake table through its transaction log, and commit actions to it.
 
     TABLE is a directory or a URI (file://, and the cloud schemes whose fsspec package is installed).
     """
@@ -206,9 +261,215 @@ def snapshot(table: str, version: int | None, timestamp: str | None, as_json: bo
     _emit(documents.snapshot(_snapshot(table, version, timestamp)), as_json, render.snapshot)
 
 
+@cli.command()
+@_table_argument
+@click.option(
+    "--actions",
+    "actions_path",
+    required=True,
+    type=click.Path(exists=True, dir_okay=False, allow_dash=True),
+    metavar="FILE",
+    help='Actions to commit, one JSON object per line as the log spells them ({"add": {...}}); - is stdin.',
+)
+@click.option("--operation", required=True, metavar="OP", help="Operation name for commitInfo (WRITE, DELETE, ...).")
+@click.option(
+    "--operation-parameters",
+    "operation_parameters",
+    callback=_parse_json_object,
+    metavar="JSON",
+    help="Operation parameters for commitInfo, a JSON object.",
+)
+@click.option("--app-id", "app_id", metavar="ID", help="Commit exactly once per application ID and version.")
+@click.option("--app-version", "app_version", type=click.IntRange(min=0), metavar="N", help="The version for --app-id.")
+@click.option(
+    "--isolation",
+    type=click.Choice(ISOLATION_LEVELS),
+    help="Isolation level (default: the table's delta.isolationLevel, else Serializable).",
+)
+@click.option(
+    "--read-where",
+    "read_where",
+    multiple=True,
+    callback=_parse_read_where,
+    metavar="COLUMN=VALUE",
+    help="Record a read of these partitions, so a concurrent append into them conflicts (repeatable; "
+    "a column given again reads each value).",
+)
+@_json_flag
+def commit(
+    table: str,
+    actions_path: str,
+    operation: str,
+    operation_parameters: dict[str, Any] | None,
+    app_id: str | None,
+    app_version: int | None,
+    isolation: str | None,
+    read_where: dict[str, str | list[str]],
+    as_json: bool,
+) -> None:
+    """Commit the actions in FILE to TABLE as one new version."""
+    if (app_id is None) != (app_version is None):
+        raise click.UsageError("--app-id and --app-version must be given together", click.get_current_context())
+    actions = read_actions(actions_path)  # before the table is opened: a bad file costs no listing
+    log = DeltaLog.for_table(table)
+    txn = log.start_transaction(isolation, app_id=app_id, app_version=app_version)
+    if read_where:
+        txn.read(where=read_where)
+    result = txn.commit(actions, operation=operation, operation_parameters=operation_parameters)
+    human = functools.partial(render.commit, app_id=app_id, app_version=app_version)
+    _emit(documents.commit(log, result), as_json, human)
+
+
+# ---------------------------------------------------------------------------------------------- actions file
+
+#: lines a commit file may not hold, and why
+_RESERVED = {
+    "commitInfo": "a commitInfo line cannot be committed: the transaction writes its own",
+    "checkpointMetadata": "a checkpointMetadata line cannot be committed: it belongs only in checkpoints",
+    "sidecar": "a sidecar line cannot be committed: it belongs only in checkpoints",
+}
+
+_STR, _INT, _BOOL, _OBJ = "a string", "an integer", "true or false", "an object"
+_STR_MAP, _NULLABLE_STR_MAP, _STR_LIST = "an object of strings", "an object of strings or nulls", "an array of strings"
+
+#: the JSON type of every field an action line may carry (absent or null is left to the engine's rules)
+_FIELD_TYPES: dict[str, dict[str, str]] = {
+    "add": {
+        "path": _STR,
+        "partitionValues": _NULLABLE_STR_MAP,
+        "size": _INT,
+        "modificationTime": _INT,
+        "dataChange": _BOOL,
+        "stats": _STR,
+        "tags": _NULLABLE_STR_MAP,
+        "deletionVector": _OBJ,
+        "baseRowId": _INT,
+        "defaultRowCommitVersion": _INT,
+        "clusteringProvider": _STR,
+    },
+    "remove": {
+        "path": _STR,
+        "deletionTimestamp": _INT,
+        "dataChange": _BOOL,
+        "extendedFileMetadata": _BOOL,
+        "partitionValues": _NULLABLE_STR_MAP,
+        "size": _INT,
+        "stats": _STR,
+        "tags": _NULLABLE_STR_MAP,
+        "deletionVector": _OBJ,
+        "baseRowId": _INT,
+        "defaultRowCommitVersion": _INT,
+    },
+    "metaData": {
+        "id": _STR,
+        "name": _STR,
+        "description": _STR,
+        "format": _OBJ,
+        "schemaString": _STR,
+        "partitionColumns": _STR_LIST,
+        "configuration": _STR_MAP,
+        "createdTime": _INT,
+    },
+    "protocol": {
+        "minReaderVersion": _INT,
+        "minWriterVersion": _INT,
+        "readerFeatures": _STR_LIST,
+        "writerFeatures": _STR_LIST,
+    },
+    "txn": {"appId": _STR, "version": _INT, "lastUpdated": _INT},
+    "domainMetadata": {"domain": _STR, "configuration": _STR, "removed": _BOOL},
+    "cdc": {"path": _STR, "partitionValues": _NULLABLE_STR_MAP, "size": _INT, "dataChange": _BOOL, "tags": _OBJ},
+}
+
+
+def _is(value: Any, kind: str) -> bool:
+    if kind == _STR:
+        return isinstance(value, str)
+    if kind == _INT:
+        return isinstance(value, int) and not isinstance(value, bool)
+    if kind == _BOOL:
+        return isinstance(value, bool)
+    if kind == _OBJ:
+        return isinstance(value, dict)
+    if kind == _STR_LIST:
+        return isinstance(value, list) and all(isinstance(v, str) for v in value)
+    nullable = kind == _NULLABLE_STR_MAP
+    return isinstance(value, dict) and all(isinstance(v, str) or (nullable and v is None) for v in value.values())
+
+
+def _check_line(obj: Any) -> str | None:
+    """Why ``obj`` cannot be a committable action line, or None when its shape is sound."""
+    if not isinstance(obj, dict) or len(obj) != 1:
+        return "a line must be a JSON object holding exactly one action"
+    ((key, body),) = obj.items()
+    fields = _FIELD_TYPES.get(key)
+    if fields is None:
+        return f"unknown action {key!r} (expected one of {', '.join(sorted(_FIELD_TYPES))})"
+    if not isinstance(body, dict):
+        return f"{key} must be a JSON object"
+    for name, kind in fields.items():
+        value = body.get(name)
+        if value is not None and not _is(value, kind):
+            return f"{key}.{name} must be {kind}, not {orjson.dumps(value).decode()[:40]}"
+    if key in ("add", "remove", "cdc") and body.get("path") == "":
+        return f"{key}.path is empty"
+    return None
+
+
+def parse_actions(data: bytes, label: str) -> list[Action]:
+    """The actions of a commit file; errors name ``label`` and the 1-based line at fault."""
+    actions: list[Action] = []
+    for line_no, raw in enumerate(data.split(b"\n"), start=1):
+        if not raw.strip():
+            continue
+        try:
+            obj = orjson.loads(raw)
+        except orjson.JSONDecodeError as exc:
+            raise InvalidArgumentError(f"{label}:{line_no}: malformed JSON at column {exc.colno} ({exc.msg})") from None
+        key = next(iter(obj)) if isinstance(obj, dict) and len(obj) == 1 else None
+        if key in _RESERVED:
+            raise InvalidCommitError(f"{label}:{line_no}: {_RESERVED[key]}", rule="no-reserved-actions")
+        problem = _check_line(obj)
+        if problem is None:
+            try:
+                decoded = decode_line(raw)
+            except ActionDecodeError as exc:
+                problem = str(exc)
+        if problem is not None:
+            raise InvalidArgumentError(f"{label}:{line_no}: {problem}")
+        actions.extend(decoded)
+    if not actions:
+        # An empty file is far more often a producer that failed than a wish for an empty commit, and with
+        # --app-id it would mark the batch done. A deliberate no-op can commit its txn line explicitly.
+        raise InvalidArgumentError(f"{label} holds no actions: nothing to commit")
+    return actions
+
+
+def read_actions(path: str) -> list[Action]:
+    """Read and parse ``--actions`` (``-``: stdin, read to its end before anything is committed)."""
+    if path == "-":
+        return parse_actions(click.get_binary_stream("stdin").read(), "<stdin>")
+    try:
+        with open(path, "rb") as f:
+            data = f.read()
+    except OSError as exc:
+        raise click.FileError(path, exc.strerror or str(exc)) from None
+    return parse_actions(data, path)
+
+
 def main() -> None:
     """Console-script entry point (``deltalog = "deltalog.cli.main:main"`` in pyproject.toml)."""
     cli(prog_name="deltalog")
 
 
-__all__ = ["EXIT_ERROR", "EXIT_USAGE", "DeltalogGroup", "cli", "main", "one_line"]
+__all__ = [
+    "EXIT_ERROR",
+    "EXIT_USAGE",
+    "DeltalogGroup",
+    "cli",
+    "error_text",
+    "main",
+    "one_line",
+    "parse_actions",
+    "read_actions",
+]

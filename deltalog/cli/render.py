@@ -215,9 +215,43 @@ def snapshot(doc: Document, con: Console) -> None:
     )
 
 
+def commit(doc: Document, con: Console, app_id: str | None = None, app_version: int | None = None) -> None:
+    """A committed version as a short summary; a skipped exactly-once commit as one sentence.
+
+    The application is passed in (bind it with ``functools.partial``) because the skip sentence names it
+    and the JSON document, whose shape is fixed, does not carry it.
+    """
+    if doc["skipped"]:
+        con.print(
+            Text(
+                f"skipped: application {app_id} already reached version {app_version}; nothing was written "
+                f"({doc['table']} stays at version {doc['read_version']})"
+            )
+        )
+        return
+    winners = ", ".join(str(v) for v in doc["winners"])
+    con.print(
+        key_values(
+            "Committed",
+            [
+                ("location", doc["table"]),
+                ("version", doc["version"]),
+                ("operation", doc["operation"]),
+                ("actions", doc["num_actions"]),
+                ("read version", doc["read_version"]),
+                ("isolation", doc["isolation_level"]),
+                ("attempts", doc["attempts"]),
+                ("winners", Text(winners or NULL)),
+                ("txn id", doc["txn_id"]),
+            ],
+        )
+    )
+
+
 __all__ = [
     "Renderer",
     "cell",
+    "commit",
     "describe",
     "files",
     "grid",

@@ -96,7 +96,10 @@ class Condition:
     def matches(self, value: Any) -> bool:
         if self.op in ("in", "not in"):
             hit = value in self.values
-            return hit if self.op == "in" else (value is not None and not hit)
+            if self.op == "in":
+                return hit
+            # SQL: NOT IN over a list holding NULL is never true, and NULL NOT IN (...) is not true either.
+            return value is not None and not hit and None not in self.values
         target = self.values[0]
         if self.op in ("=", "=="):
             return value == target
