@@ -19,7 +19,8 @@ import orjson
 
 from deltalog.checkpoint.reader import CheckpointReader
 from deltalog.core import last_checkpoint as hints
-from deltalog.core.features import check_readable
+from deltalog.core import properties
+from deltalog.core.features import check_readable, check_writable
 from deltalog.core.paths import LAST_CHECKPOINT, LOG_DIR, Kind, LogPath, commit_name, parse, version_prefix
 from deltalog.core.replay import BaseState, CommitData, replay
 from deltalog.core.segment import (
@@ -31,7 +32,9 @@ from deltalog.core.segment import (
 )
 from deltalog.core.timetravel import monotonize, to_epoch_ms, version_at
 from deltalog.errors import (
+    CheckpointError,
     CorruptLogError,
+    DeltaLogError,
     InvalidArgumentError,
     TableNotFoundError,
     VersionNotFoundError,
@@ -41,6 +44,7 @@ from deltalog.storage.base import LogStore
 from deltalog.storage.uri import store_for
 
 if TYPE_CHECKING:
+    from deltalog.checkpoint.writer import CheckpointResult, Progress
     from deltalog.committer import Outcome, RetryPolicy
     from deltalog.transaction import CommitResult, Transaction
 
@@ -66,10 +70,18 @@ class HistoryEntry:
 class DeltaLog:
     """Entry point for one Delta table."""
 
-    def __init__(self, store: LogStore, location: str, clock: Callable[[], float] = time.time) -> None:
+    def __init__(
+        self,
+        store: LogStore,
+        location: str,
+        clock: Callable[[], float] = time.time,
+        auto_checkpoint: bool = True,
+    ) -> None:
         self.store = store
         self.location = location
         self._clock = clock
+        #: checkpoint after commits at multiples of delta.checkpointInterval; off leaves it to the compaction job
+        self.auto_checkpoint = auto_checkpoint
         self._lock = threading.Lock()
         self._latest: Snapshot | None = None
         self._hooks: list[Callable[[CommitResult], None]] = []
@@ -81,10 +93,11 @@ class DeltaLog:
         storage_options: dict[str, Any] | None = None,
         *,
         clock: Callable[[], float] = time.time,
+        auto_checkpoint: bool = True,
     ) -> DeltaLog:
         """Open the table at a path or URI (``file://``, ``memory://``, and the cloud schemes when installed)."""
         store = store_for(location, storage_options)
-        return cls(store, store.root, clock=clock)
+        return cls(store, store.root, clock=clock, auto_checkpoint=auto_checkpoint)
 
     def now_ms(self) -> int:
         return int(self._clock() * 1000)
@@ -246,6 +259,25 @@ class DeltaLog:
 
         return enable_feature(self, feature)
 
+    def checkpoint(
+        self, version: int | None = None, parts: int | None = None, progress: Progress | None = None
+    ) -> CheckpointResult:
+        """Write a checkpoint of ``version`` (the latest by default) and move ``_last_checkpoint`` forward.
+
+        Classic single file by default; ``parts`` asks for a classic multi-part checkpoint; tables with the
+        ``v2Checkpoint`` feature get a V2 checkpoint (UUID manifest plus sidecars). Writing a checkpoint is
+        a write: the writer protocol check runs first.
+        """
+        from deltalog.checkpoint.writer import write_checkpoint
+
+        snap = self.snapshot(version=version)
+        check_writable(snap.protocol, snap.configuration, snap.schema_json, f"{self.location}/{LOG_DIR}")
+        if not self.store.exists(f"{LOG_DIR}/{commit_name(snap.version)}") and snap.segment.commits:
+            raise CheckpointError(
+                f"version {snap.version} has no commit file: only committed versions are checkpointed"
+            )
+        return write_checkpoint(self.store, snap, parts=parts, progress=progress)
+
     def on_commit(self, callback: Callable[[CommitResult], None]) -> Callable[[CommitResult], None]:
         """Call ``callback(result)`` after every commit made through this log; errors in it are logged."""
         self._hooks.append(callback)
@@ -272,6 +304,28 @@ class DeltaLog:
         except Exception:
             log.exception("could not advance the cached snapshot after version %s", result.version)
         self._notify(result)
+        self._auto_checkpoint(result)
+
+    def _auto_checkpoint(self, result: CommitResult) -> None:
+        """Checkpoint when the version is a multiple of ``delta.checkpointInterval``, as Delta Spark does.
+
+        A failure is logged and never fails the commit that triggered it: the commit has landed.
+        """
+        version = result.version
+        if not self.auto_checkpoint or version is None or version == 0:
+            return
+        try:
+            snap = self.snapshot(version=version)
+            interval = properties.get_int(snap.configuration, "delta.checkpointInterval", 10)
+            if interval <= 0 or version % interval != 0:
+                return
+            self.checkpoint(version=version)
+            if properties.get_bool(snap.configuration, "delta.enableExpiredLogCleanup", True) and hasattr(
+                self, "cleanup"
+            ):
+                self.cleanup(dry_run=False)
+        except Exception:
+            log.exception("automatic checkpoint of version %s failed; the commit itself succeeded", version)
 
     def _read_commits(self, segment: LogSegment) -> list[CommitData]:
         paths = [f"{LOG_DIR}/{p.name}" for p in segment.commits]
@@ -292,6 +346,37 @@ class DeltaLog:
         ]
 
     def _replay(self, segment: LogSegment) -> Snapshot:
+        """Replay ``segment``; an unreadable checkpoint falls back to an older one or to the commits.
+
+        A torn or truncated checkpoint (a crashed writer, a bad copy) must not make a table unreadable when
+        the log still holds what is needed without it. The fallback is logged with the file it skipped; only
+        when nothing older can rebuild the version does the checkpoint's error reach the caller.
+        """
+        try:
+            return self._replay_once(segment)
+        except CorruptLogError as exc:
+            cp = segment.checkpoint
+            bad = {f"{LOG_DIR}/{p.name}" for p in cp.files} if cp is not None else set()
+            if cp is None or not any(exc.path and exc.path.endswith(b) for b in bad):
+                raise
+            if segment.checkpoint is None:
+                raise
+            skipped = {p.name for p in cp.files}
+            paths = [p for p in self.list_log(0) if p.name not in skipped]
+            try:
+                fallback = build_segment(paths, segment.version, where=f"{self.location}/{LOG_DIR}")
+            except DeltaLogError:
+                raise exc from None
+            log.warning(
+                "skipping unreadable checkpoint %s (%s); rebuilding version %d from %s",
+                cp.files[0].name,
+                exc,
+                segment.version,
+                fallback.describe(),
+            )
+            return self._replay(fallback)
+
+    def _replay_once(self, segment: LogSegment) -> Snapshot:
         if segment.checkpoint is not None:
             base = CheckpointReader(self.store).read_base(segment.checkpoint)
         else:

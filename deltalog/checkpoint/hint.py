@@ -1,0 +1,59 @@
+"""Writing ``_last_checkpoint``: last, with the spec's checksum, and only ever forward.
+
+Overwrites are not atomic everywhere and two checkpoint writers can race, so the hint is only moved when
+it points at an older version, and after writing we look at the listing: if a newer complete checkpoint
+appeared meanwhile (a racing writer whose hint we may have just overwritten), the hint is pointed at it.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+import orjson
+
+from deltalog.core import last_checkpoint as hints
+from deltalog.core.paths import LAST_CHECKPOINT, LOG_DIR, parse, version_prefix
+from deltalog.core.segment import complete_checkpoints
+from deltalog.storage.base import LogStore
+
+log = logging.getLogger(__name__)
+HINT = f"{LOG_DIR}/{LAST_CHECKPOINT}"
+
+
+def encode_hint(info: dict[str, Any]) -> bytes:
+    """The hint with ``version``, ``size`` and ``parts`` first (old readers split-read them) and a checksum."""
+    ordered = {k: info[k] for k in ("version", "size", "parts") if k in info}
+    ordered.update({k: v for k, v in info.items() if k not in ordered and k != "checksum"})
+    ordered["checksum"] = hints.checksum(ordered)
+    return orjson.dumps(ordered)
+
+
+def current_hint(store: LogStore) -> hints.LastCheckpoint | None:
+    try:
+        return hints.parse(store.read(HINT))
+    except (FileNotFoundError, hints.HintError):
+        return None
+
+
+def update_hint(store: LogStore, info: dict[str, Any]) -> bool:
+    """Point the hint at ``info['version']`` unless it already points at that version or a newer one."""
+    version = int(info["version"])
+    existing = current_hint(store)
+    if existing is not None and existing.version >= version:
+        log.info("_last_checkpoint already at version %d; leaving it", existing.version)
+        return False
+    store.put(HINT, encode_hint(info))
+    listed = [parse(f.name, f.size) for f in store.list_from(f"{LOG_DIR}/{version_prefix(version + 1)}")]
+    newer = complete_checkpoints(p for p in listed if p is not None)
+    if newer:
+        best = newer[-1]
+        repaired: dict[str, Any] = {"version": best.version, "size": -1}
+        if len(best.files) > 1:
+            repaired["parts"] = len(best.files)
+        log.info("a newer checkpoint (version %d) appeared while writing; pointing the hint at it", best.version)
+        store.put(HINT, encode_hint(repaired))
+    return True
+
+
+__all__ = ["current_hint", "encode_hint", "update_hint"]

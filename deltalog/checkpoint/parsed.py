@@ -1,0 +1,83 @@
+"""``stats_parsed`` and ``partitionValues_parsed`` columns, built from the JSON the log holds.
+
+Types come from the table schema (physical names), never from the JSON. A value that does not parse
+leaves the whole parsed column out (with a warning) rather than writing a wrong bound: readers treat a
+missing statistic as "unknown", but they trust a present one to prune files.
+"""
+
+from __future__ import annotations
+
+import io
+import logging
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.json as pj
+
+from deltalog.core.partitions import PartitionValueError, parse_value
+from deltalog.core.schema import top_level_fields
+
+log = logging.getLogger(__name__)
+
+
+def _json_read_type(t: pa.DataType) -> pa.DataType:
+    """What Arrow's JSON reader can parse directly: dates arrive as strings and are cast afterwards."""
+    if pa.types.is_struct(t):
+        return pa.struct([pa.field(f.name, _json_read_type(f.type)) for f in t])
+    if pa.types.is_date(t):
+        return pa.string()
+    return t
+
+
+def stats_parsed(stats: pa.ChunkedArray | pa.Array, target: pa.StructType) -> pa.Array | None:
+    """Typed statistics for each row's JSON ``stats`` string (null where a file has none)."""
+    values = stats.combine_chunks() if isinstance(stats, pa.ChunkedArray) else stats
+    n = len(values)
+    if n == 0:
+        return pa.array([], target)
+    filled = pc.fill_null(values, "{}")
+    data = b"\n".join(s.encode() if s else b"{}" for s in filled.to_pylist())
+    read_schema = pa.schema([pa.field(f.name, _json_read_type(f.type)) for f in target])
+    try:
+        table = pj.read_json(
+            io.BytesIO(data),
+            read_options=pj.ReadOptions(block_size=max(1 << 20, len(data) // 8 + 1)),
+            parse_options=pj.ParseOptions(explicit_schema=read_schema, unexpected_field_behavior="ignore"),
+        )
+        parsed = table.to_struct_array().combine_chunks().cast(target)
+    except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError) as exc:
+        log.warning("leaving stats_parsed out of the checkpoint: stats do not fit the table schema (%s)", exc)
+        return None
+    if parsed.null_count or values.null_count:
+        parsed = pa.StructArray.from_arrays(
+            [parsed.field(i) for i in range(parsed.type.num_fields)], fields=list(target), mask=values.is_null()
+        )
+    return parsed
+
+
+def partition_values_parsed(
+    partition_values: pa.ChunkedArray | pa.Array,
+    schema: dict[str, Any],
+    physical: dict[str, str],
+    partition_columns: list[str],
+    target: pa.StructType,
+) -> pa.Array | None:
+    """Typed partition values per row; the protocol's null spellings become null."""
+    pv = partition_values.combine_chunks() if isinstance(partition_values, pa.ChunkedArray) else partition_values
+    types = {f["name"]: f["type"] for f in top_level_fields(schema)}
+    children = []
+    for column, field in zip(partition_columns, target, strict=True):
+        raw = pc.map_lookup(pv, physical.get(column, column), "first")
+        encoded = raw.dictionary_encode()
+        try:
+            typed = [parse_value(types[column], v) for v in encoded.dictionary.to_pylist()]
+            uniques = pa.array(typed, field.type)
+        except (PartitionValueError, pa.ArrowInvalid, pa.ArrowTypeError) as exc:
+            log.warning("leaving partitionValues_parsed out of the checkpoint: column %r (%s)", column, exc)
+            return None
+        children.append(uniques.take(encoded.indices) if len(uniques) else pa.nulls(len(pv), field.type))
+    return pa.StructArray.from_arrays(children, fields=list(target))
+
+
+__all__ = ["partition_values_parsed", "stats_parsed"]
