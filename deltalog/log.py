@@ -394,46 +394,73 @@ class DeltaLog:
 
     # ------------------------------------------------------------------------------------------ time
     def commit_timeline(self) -> list[tuple[int, int]]:
-        """(version, commit time ms) for every commit file present, ascending and monotonic.
+        """(version, commit time ms) for every commit file present, ascending.
 
-        In-commit timestamps are used from the version that enabled them on, file modification times
-        before that.
+        Versions before in-commit timestamps were enabled use their files' modification times made
+        monotonic; versions from the enablement on use ``commitInfo.inCommitTimestamp``. The two parts are
+        not mixed: a table copy rewrites mtimes, but never in-commit timestamps.
         """
+        before, ict = self._timeline_parts()
+        return before + ict
+
+    def _timeline_parts(self) -> tuple[list[tuple[int, int]], list[tuple[int, int]]]:
         paths = self.list_log(0)
         commits = [p for p in paths if p.kind is Kind.COMMIT]
         if not paths:
             raise TableNotFoundError(f"no Delta table at {self.location}: {LOG_DIR} has no commits")
-        timeline = monotonize([(p.version, p.mtime) for p in commits])
         ict_from = self._ict_enablement_version()
         if ict_from is None:
-            return timeline
-        out = []
-        for v, t in timeline:
-            if v >= ict_from:
-                ict = self._commit_info(v).get("inCommitTimestamp")
-                if isinstance(ict, int):
-                    t = ict
-            out.append((v, t))
-        return monotonize(out)
+            return monotonize([(p.version, p.mtime) for p in commits]), []
+        before = monotonize([(p.version, p.mtime) for p in commits if p.version < ict_from])
+        ict: list[tuple[int, int]] = []
+        for p in commits:
+            if p.version < ict_from:
+                continue
+            value = self._commit_info(p.version).get("inCommitTimestamp")
+            if not isinstance(value, int) or isinstance(value, bool):
+                path = f"{LOG_DIR}/{p.name}"
+                raise CorruptLogError(f"{path} has no inCommitTimestamp although the table enables them", path=path)
+            ict.append((p.version, value))
+        return before, ict
 
-    def _ict_enablement_version(self) -> int | None:
+    def _ict_enablement(self) -> tuple[int, int | None] | None:
         # The latest snapshot also vets the protocol: history of a table we cannot read is refused too.
         conf = self.snapshot().configuration
         if str(conf.get("delta.enableInCommitTimestamps", "false")).lower() != "true":
             return None
-        v = conf.get("delta.inCommitTimestampEnablementVersion")
         try:
-            return int(v) if v is not None else 0
+            version = int(conf.get("delta.inCommitTimestampEnablementVersion", "0"))
         except ValueError:
-            return 0
+            version = 0
+        raw_ts = conf.get("delta.inCommitTimestampEnablementTimestamp")
+        try:
+            ts = int(raw_ts) if raw_ts is not None else None
+        except ValueError:
+            ts = None
+        return version, ts
+
+    def _ict_enablement_version(self) -> int | None:
+        found = self._ict_enablement()
+        return None if found is None else found[0]
 
     def version_at(self, timestamp: Timestamp, allow_after_latest: bool = False) -> int:
-        """The version "as of" ``timestamp``: the latest commit at or before it."""
+        """The version "as of" ``timestamp``: the latest commit at or before it.
+
+        With in-commit timestamps, a time at or after their enablement searches only the versions that have
+        them, and an earlier time only the versions before (as the protocol prescribes).
+        """
         ts = to_epoch_ms(timestamp)
-        timeline = self.commit_timeline()
         earliest = self.earliest_version()
-        reachable = [(v, t) for v, t in timeline if v >= earliest]
-        return version_at(reachable, ts, allow_after_latest=allow_after_latest)
+        before, ict = self._timeline_parts()
+        before = [(v, t) for v, t in before if v >= earliest]
+        ict = [(v, t) for v, t in ict if v >= earliest]
+        enablement = self._ict_enablement()
+        if ict:
+            enabled_at = enablement[1] if enablement and enablement[1] is not None else ict[0][1]
+            if ts >= enabled_at or not before:
+                return version_at(ict, ts, allow_after_latest=allow_after_latest)
+            return version_at(before, ts, allow_after_latest=True)
+        return version_at(before, ts, allow_after_latest=allow_after_latest)
 
     def _commit_info(self, version: int) -> dict[str, Any]:
         path = f"{LOG_DIR}/{commit_name(version)}"

@@ -316,7 +316,8 @@ def commit(
     if read_where:
         txn.read(where=read_where)
     result = txn.commit(actions, operation=operation, operation_parameters=operation_parameters)
-    human = functools.partial(render.commit, app_id=app_id, app_version=app_version)
+    reached = txn.snapshot.app_version(app_id) if app_id is not None else None
+    human = functools.partial(render.commit, app_id=app_id, app_version=app_version, reached=reached)
     _emit(documents.commit(log, result), as_json, human)
 
 
@@ -448,7 +449,7 @@ def parse_actions(data: bytes, label: str) -> list[Action]:
 def read_actions(path: str) -> list[Action]:
     """Read and parse ``--actions`` (``-``: stdin, read to its end before anything is committed)."""
     if path == "-":
-        return parse_actions(click.get_binary_stream("stdin").read(), "<stdin>")
+        return parse_actions(sys.stdin.buffer.read(), "<stdin>")
     try:
         with open(path, "rb") as f:
             data = f.read()

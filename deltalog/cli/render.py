@@ -215,16 +215,20 @@ def snapshot(doc: Document, con: Console) -> None:
     )
 
 
-def commit(doc: Document, con: Console, app_id: str | None = None, app_version: int | None = None) -> None:
+def commit(
+    doc: Document, con: Console, app_id: str | None = None, app_version: int | None = None, reached: int | None = None
+) -> None:
     """A committed version as a short summary; a skipped exactly-once commit as one sentence.
 
-    The application is passed in (bind it with ``functools.partial``) because the skip sentence names it
-    and the JSON document, whose shape is fixed, does not carry it.
+    The application (its id, the version asked for, the version it had reached) is passed in, bound with
+    ``functools.partial``, because the skip sentence names it and the JSON document, whose shape is fixed,
+    does not carry it.
     """
     if doc["skipped"]:
+        asked = f" (asked for {app_version})" if app_version != reached else ""
         con.print(
             Text(
-                f"skipped: application {app_id} already reached version {app_version}; nothing was written "
+                f"skipped: application {app_id} already reached version {reached}{asked}; nothing was written "
                 f"({doc['table']} stays at version {doc['read_version']})"
             )
         )

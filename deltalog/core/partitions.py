@@ -48,6 +48,8 @@ def parse_value(delta_type: Any, raw: Any) -> Any:
     """The typed value of a partition value string (or of a user's literal) for a column of ``delta_type``."""
     if raw is None:
         return None
+    if isinstance(raw, (list, tuple, set, frozenset, dict)):
+        raise PartitionValueError(f"{raw!r} is not a single value")
     if isinstance(raw, str) and (raw == "" or raw == HIVE_NULL):
         return None
     t = delta_type if isinstance(delta_type, str) else "complex"
@@ -80,7 +82,7 @@ def parse_value(delta_type: Any, raw: Any) -> Any:
             return _parse_timestamp(str(raw), ntz)
         if t == "binary":
             return raw.encode("utf-8") if isinstance(raw, str) else bytes(raw)
-    except (ValueError, InvalidOperation) as exc:
+    except (ValueError, TypeError, InvalidOperation) as exc:
         raise PartitionValueError(f"{raw!r} is not a valid {t} value") from exc
     return raw if isinstance(raw, str) else str(raw)
 
@@ -133,6 +135,8 @@ def conditions_from_where(where: Mapping[str, Any]) -> list[Condition]:
                 if op_norm not in _OPS:
                     raise PartitionValueError(f"unknown operator {op!r} for column {column!r}")
                 if op_norm in ("in", "not in"):
+                    if not isinstance(value, (list, tuple, set, frozenset)):
+                        raise PartitionValueError(f"{op!r} on column {column!r} needs a list of values, not {value!r}")
                     out.append(Condition(column, op_norm, tuple(value)))
                 else:
                     out.append(Condition(column, op_norm, (value,)))

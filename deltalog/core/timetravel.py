@@ -34,6 +34,8 @@ def to_epoch_ms(value: str | dt.datetime | dt.date | int | float) -> int:
     if isinstance(value, bool):
         raise InvalidArgumentError(f"not a timestamp: {value!r}")
     if isinstance(value, (int, float)):
+        if value != value or value in (float("inf"), float("-inf")):
+            raise InvalidArgumentError(f"not a timestamp: {value!r}")
         return int(value)
     if isinstance(value, str):
         text = value.strip()
