@@ -46,6 +46,10 @@ from deltalog.storage.uri import store_for
 if TYPE_CHECKING:
     from deltalog.checkpoint.writer import CheckpointResult, Progress
     from deltalog.committer import Outcome, RetryPolicy
+    from deltalog.core.retention import Retention
+    from deltalog.maintenance.cleanup import CleanupResult
+    from deltalog.maintenance.restore import RestoreResult
+    from deltalog.maintenance.vacuum import VacuumProgress, VacuumResult
     from deltalog.transaction import CommitResult, Transaction
 
 log = logging.getLogger(__name__)
@@ -485,6 +489,45 @@ class DeltaLog:
         newest_first = list(reversed(timeline))
         for version, ts in newest_first if limit is None else newest_first[:limit]:
             yield HistoryEntry(version, ts, self._commit_info(version))
+
+    # ------------------------------------------------------------------------------------------ maintenance
+    def cleanup(self, retention: Retention | None = None, dry_run: bool = True) -> CleanupResult:
+        """Delete expired log files below a checkpoint (a dry run by default); see :mod:`deltalog.maintenance.cleanup`.
+
+        ``retention`` overrides ``delta.logRetentionDuration`` (ms, timedelta, or ``"30d"``). The result's
+        ``horizon`` is the earliest version still reconstructable afterwards.
+        """
+        from deltalog.maintenance.cleanup import cleanup
+
+        return cleanup(self, retention=retention, dry_run=dry_run)
+
+    def vacuum(
+        self,
+        retention: Retention | None = None,
+        dry_run: bool = True,
+        *,
+        force: bool = False,
+        progress: VacuumProgress | None = None,
+    ) -> VacuumResult:
+        """Delete data files no version within the retention references (a dry run by default).
+
+        See :mod:`deltalog.maintenance.vacuum`. A retention shorter than ``delta.deletedFileRetentionDuration``
+        is refused unless ``force``.
+        """
+        from deltalog.maintenance.vacuum import vacuum
+
+        return vacuum(self, retention=retention, dry_run=dry_run, force=force, progress=progress)
+
+    def restore(
+        self, version: int | None = None, timestamp: Timestamp | None = None, *, check_files: bool = True
+    ) -> RestoreResult:
+        """Commit the table's file set of ``version`` (or as of ``timestamp``) as a new version, operation RESTORE.
+
+        See :mod:`deltalog.maintenance.restore`.
+        """
+        from deltalog.maintenance.restore import restore
+
+        return restore(self, version=version, timestamp=timestamp, check_files=check_files)
 
     def __repr__(self) -> str:
         return f"DeltaLog({self.location!r})"

@@ -7,9 +7,12 @@ file: the protocol gives no permission to fall back silently to older state.
 
 from __future__ import annotations
 
+import datetime as dt
 import logging
+import re
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from decimal import Decimal
 from typing import Any
 
 import orjson
@@ -121,10 +124,7 @@ def _stats_from_parsed(pf: pq.ParquetFile, path: str) -> pa.ChunkedArray:
     if table is None or "stats_parsed" not in table.column_names:
         n = 0 if table is None else table.num_rows
         return pa.chunked_array([pa.nulls(n, pa.string())])
-    out = [
-        None if row is None else orjson.dumps(_drop_nulls(row), default=str).decode()
-        for row in table.column("stats_parsed").to_pylist()
-    ]
+    out = [None if row is None else stats_json(row) for row in table.column("stats_parsed").to_pylist()]
     return pa.chunked_array([pa.array(out, pa.string())])
 
 
@@ -132,6 +132,26 @@ def _drop_nulls(v: Any) -> Any:
     if isinstance(v, dict):
         return {k: _drop_nulls(x) for k, x in v.items() if x is not None}
     return v
+
+
+_NUMBER = re.compile(r'"\\u0000([^"\\]*)\\u0000"')
+
+
+def _json_value(v: Any) -> Any:
+    if isinstance(v, Decimal):
+        return f"\x00{v}\x00"  # a marker the regex below turns into a bare JSON number
+    if isinstance(v, dt.datetime):
+        text = v.isoformat(timespec="milliseconds")
+        return text.replace("+00:00", "Z") if v.tzinfo is not None else text
+    if isinstance(v, dt.date):
+        return v.isoformat()
+    raise TypeError(f"cannot write {type(v).__name__} in stats")
+
+
+def stats_json(row: dict[str, Any]) -> str:
+    """Stats JSON as Delta Spark writes it: decimals as exact numbers, timestamps in ms with ``Z``."""
+    text = orjson.dumps(_drop_nulls(row), default=_json_value, option=orjson.OPT_PASSTHROUGH_DATETIME).decode()
+    return _NUMBER.sub(r"\1", text)
 
 
 class CheckpointReader:

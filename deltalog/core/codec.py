@@ -14,6 +14,8 @@ from typing import Any
 import orjson
 
 from deltalog.core import actions as A
+from deltalog.core.field_types import type_errors
+from deltalog.errors import InvalidArgumentError
 
 #: action class -> the key that wraps it on a log line
 ACTION_KEYS: dict[type, str] = {
@@ -34,7 +36,7 @@ KEY_ACTIONS: dict[str, type] = {v: k for k, v in ACTION_KEYS.items()}
 _ALWAYS_WRITTEN = {"partition_values"}
 
 
-class ActionDecodeError(ValueError):
+class ActionDecodeError(InvalidArgumentError):
     """An action line has the right key but a shape that cannot be an action of that kind."""
 
 
@@ -201,9 +203,13 @@ def from_dict(key: str, body: Any) -> A.Action | None:
         known = {json_name for _, json_name, _ in _field_table(cls)}
         kwargs["other"] = {k: v for k, v in d.items() if k not in known}
     try:
-        return cls(**kwargs)
+        action = cls(**kwargs)
     except TypeError as exc:  # pragma: no cover - defensive: shape errors surface above
         raise ActionDecodeError(f"{key}: {exc}") from None
+    errors = type_errors(action)
+    if errors:
+        raise ActionDecodeError(f"{key}: " + "; ".join(errors))
+    return action
 
 
 def decode_line(line: bytes | str) -> list[A.Action]:

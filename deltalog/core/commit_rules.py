@@ -11,6 +11,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from deltalog.core import actions as A
+from deltalog.core.field_types import type_errors
 from deltalog.core.pathkeys import canonical_path
 from deltalog.core.properties import get_bool
 from deltalog.core.schema import SchemaError, parse_schema, physical_names, top_level_fields
@@ -57,6 +58,9 @@ def validate_actions(
     if len([a for a in actions if isinstance(a, A.Protocol)]) > 1:
         raise InvalidCommitError("a commit may hold at most one protocol action", rule="one-protocol")
     for a in actions:
+        errors = type_errors(a)
+        if errors:
+            raise InvalidCommitError(f"{type(a).__name__}: " + "; ".join(errors), rule="field-types")
         if isinstance(a, (A.CommitInfo, A.CheckpointMetadata, A.Sidecar)):
             raise InvalidCommitError(
                 f"{type(a).__name__} cannot be committed: the transaction writes commitInfo itself, and "

@@ -106,6 +106,13 @@ def build_segment(paths: Sequence[LogPath], version: int | None = None, where: s
     if latest is None:
         raise TableNotFoundError(f"no Delta table at {where}: no commit or checkpoint files found")
     earliest = earliest_version(paths)
+    if earliest is None:
+        first = min(commits) if commits else latest
+        raise CorruptLogError(
+            f"the log at {where} has been truncated: {0:020d}.json is missing and no complete checkpoint "
+            f"remains, so no version can be rebuilt (the oldest commit left is {first:020d}.json)",
+            path=f"{where}/{0:020d}.json",
+        )
     target = latest if version is None else version
     if target < 0 or target > latest:
         raise VersionNotFoundError(

@@ -7,7 +7,7 @@ Every store must provide atomic visibility (a file is whole or absent), mutual e
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import BinaryIO, Protocol, runtime_checkable
 
@@ -70,6 +70,17 @@ class LogStore(Protocol):
         ...
 
     def exists(self, path: str) -> bool: ...
+
+    def walk(self, path: str = "", skip: Callable[[str], bool] | None = None) -> Iterator[FileInfo]:
+        """Every file under the directory ``path`` (the root by default), recursively, in no set order.
+
+        Unlike :meth:`list_from`, each :class:`FileInfo` ``name`` is the file's store-relative path
+        (``p=1/part-0.parquet``), ready for :meth:`delete`. ``skip(dir_path)`` (store-relative) returning
+        True prunes that directory without listing it: VACUUM never needs ``_delta_log`` or other hidden
+        trees, and on an object store each pruned directory is listing calls saved. Symbolic links to
+        directories are not followed, so a walk never leaves the root. A missing ``path`` walks as empty.
+        """
+        ...
 
 
 def split_dir(path: str) -> tuple[str, str]:

@@ -416,6 +416,9 @@ class FaultyStore:
         # Materialised inside the call, so a failure of a lazy inner listing is recorded against this call.
         return iter(self._call("list_from", path, lambda: list(self.inner.list_from(path))))
 
+    def walk(self, path: str = "", skip: Callable[[str], bool] | None = None) -> Iterator[FileInfo]:
+        return iter(self._call("walk", path, lambda: list(self.inner.walk(path, skip))))
+
     def put_if_absent(self, path: str, data: bytes) -> None:
         self._call("put_if_absent", path, lambda: self.inner.put_if_absent(path, data), data)
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any, BinaryIO, cast
 
 from deltalog.errors import FileAlreadyExistsError
@@ -80,6 +80,27 @@ class FsspecLogStore:
                 out.append(FileInfo(name, int(e.get("size") or 0), _mtime_ms(e)))
         out.sort(key=lambda f: f.name.encode())
         return iter(out)
+
+    def walk(self, path: str = "", skip: Callable[[str], bool] | None = None) -> Iterator[FileInfo]:
+        """Files under ``path`` with store-relative names; see :meth:`LogStore.walk`.
+
+        fsspec's top-down ``walk`` lists one directory per call and lets pruned names be dropped from
+        the directory dict before it descends, which is what keeps ``_delta_log`` unlisted.
+        """
+        top = self._abs(path.strip("/"))
+        base = self._fs._strip_protocol(self._root).rstrip("/")
+        for directory, dirs, files in self._fs.walk(top, detail=True, topdown=True):
+            here = str(directory).rstrip("/")
+            rel_dir = here[len(base) + 1 :] if here.startswith(base + "/") else ""
+            if skip is not None:
+                for name in list(dirs):
+                    if skip(f"{rel_dir}/{name}" if rel_dir else name):
+                        del dirs[name]
+            for name, info in sorted(files.items()):
+                if not name or info.get("type") == "directory":
+                    continue
+                rel = f"{rel_dir}/{name}" if rel_dir else name
+                yield FileInfo(rel, int(info.get("size") or 0), _mtime_ms(info))
 
     def put_if_absent(self, path: str, data: bytes) -> None:
         full = self._abs(path)

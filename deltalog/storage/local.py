@@ -12,7 +12,7 @@ import errno
 import logging
 import os
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import BinaryIO
 
 from deltalog.errors import FileAlreadyExistsError, StorageError
@@ -71,6 +71,37 @@ class LocalLogStore:
             out.append(FileInfo(e.name, st.st_size, st.st_mtime_ns // 1_000_000))
         out.sort(key=lambda f: f.name.encode())
         return iter(out)
+
+    def walk(self, path: str = "", skip: Callable[[str], bool] | None = None) -> Iterator[FileInfo]:
+        """Files under ``path`` with store-relative names; see :meth:`LogStore.walk`.
+
+        ``os.scandir`` without following links: a symlinked directory is neither entered nor listed,
+        so nothing outside the root can ever be offered for deletion.
+        """
+        start = path.strip("/")
+        pending = [start]
+        while pending:
+            rel_dir = pending.pop()
+            full = self._abs(rel_dir) if rel_dir else self._root
+            try:
+                entries = sorted(os.scandir(full), key=lambda e: e.name)
+            except (FileNotFoundError, NotADirectoryError):
+                continue
+            subdirs = []
+            for e in entries:
+                rel = f"{rel_dir}/{e.name}" if rel_dir else e.name
+                try:
+                    if e.is_dir(follow_symlinks=False):
+                        if skip is None or not skip(rel):
+                            subdirs.append(rel)
+                        continue
+                    if e.is_symlink() and os.path.isdir(e.path):
+                        continue
+                    st = e.stat()
+                except FileNotFoundError:  # deleted while walking
+                    continue
+                yield FileInfo(rel, st.st_size, st.st_mtime_ns // 1_000_000)
+            pending.extend(reversed(subdirs))
 
     def _write_temp(self, final: str, data: bytes) -> str:
         directory, name = os.path.split(final)

@@ -65,5 +65,5 @@ def test_missing_metadata_in_checkpoint_is_still_refused(tmp_path: object) -> No
     name = "delta/deltalog-state-reconstruction-from-checkpoint-missing-metadata"
     if name not in NAMES:
         return
-    with pytest.raises(CorruptLogError, match="00000000000000000010.checkpoint.parquet"):
+    with pytest.raises(CorruptLogError, match=r"00000000000000000010\.checkpoint\.parquet"):
         DeltaLog.for_table(table_path(name)).snapshot()

@@ -1,0 +1,193 @@
+"""Planning VACUUM: which files under the table root no retained version can need.
+
+Pure: it sees the listed files (store-relative names as the store spells them, sizes, modification times)
+and what the log references, and answers with a :class:`VacuumPlan`. The rules are Delta Spark's
+``VacuumCommand``:
+
+* A file is protected when a live add, or a tombstone newer than the tombstone horizon, names it, or
+  names a deletion vector stored in it. Log paths are URI references: each is decoded exactly once and
+  resolved against the table root before it is compared with a listed name (``x=A%252FA/f`` in the log
+  is the object ``x=A%2FA/f``). Comparing raw strings is how engines deleted live files
+  (delta-io/delta-rs #1896, #3577).
+* Hidden trees are never listed or deleted: names starting with ``_`` or ``.``, except ``_change_data``,
+  ``_delta_index`` and ``<partition column>=...`` directories; ``metadata`` (Iceberg's, under
+  UniForm) is hidden too. ``_delta_log`` is always hidden.
+* An unprotected file is deleted only when its modification time is older than the retention, so a
+  writer's files that are not committed yet survive.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Collection, Iterable
+from dataclasses import dataclass
+
+from deltalog.core.pathkeys import canonical_path
+from deltalog.errors import CorruptLogError
+
+Z85_ALPHABET = "0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ.-:+=^!/*?&<>()[]{}@%$#"
+_Z85_INDEX = {c: i for i, c in enumerate(Z85_ALPHABET)}
+#: the part of a ``u`` descriptor that encodes the UUID; anything before it is a directory prefix
+UUID_Z85_LEN = 20
+_NOT_HIDDEN_PREFIXES = ("_change_data", "_delta_index")
+
+
+def z85_decode(text: str) -> bytes:
+    """Decode ZeroMQ Z85 (RFC 32), which the protocol uses for DV identifiers and inline bitmaps.
+
+    Every 5 characters are one base-85 big-endian number, i.e. 4 bytes; the length must be a multiple of 5.
+    """
+    if len(text) % 5:
+        raise ValueError(f"Z85 text length {len(text)} is not a multiple of 5")
+    out = bytearray()
+    for i in range(0, len(text), 5):
+        value = 0
+        for c in text[i : i + 5]:
+            digit = _Z85_INDEX.get(c)
+            if digit is None:
+                raise ValueError(f"{c!r} is not a Z85 character")
+            value = value * 85 + digit
+        if value > 0xFFFFFFFF:
+            raise ValueError(f"Z85 group {text[i : i + 5]!r} exceeds 32 bits")
+        out += value.to_bytes(4, "big")
+    return bytes(out)
+
+
+def dv_file_key(storage_type: str | None, path_or_inline: str | None, root: str) -> str | None:
+    """The file a deletion vector lives in, as a replay-style key (relative when under ``root``).
+
+    ``u``: ``<prefix>/deletion_vector_<uuid>.bin`` with the UUID decoded from the last 20 Z85 characters
+    and the prefix (possibly empty) taken literally. ``p``: the absolute URI, decoded once. ``i`` (inline)
+    and unknown types have no file: None. A malformed ``u`` descriptor is a :class:`CorruptLogError`,
+    because guessing its file would let VACUUM delete the real one.
+    """
+    if not path_or_inline or storage_type not in ("u", "p"):
+        return None
+    if storage_type == "p":
+        return canonical_path(path_or_inline, root)
+    if len(path_or_inline) < UUID_Z85_LEN:
+        raise CorruptLogError(f"deletion vector descriptor {path_or_inline!r} is shorter than a Z85 UUID")
+    prefix, encoded = path_or_inline[:-UUID_Z85_LEN], path_or_inline[-UUID_Z85_LEN:]
+    try:
+        dv_uuid = uuid.UUID(bytes=z85_decode(encoded))
+    except ValueError as exc:
+        raise CorruptLogError(f"deletion vector descriptor {path_or_inline!r}: {exc}") from None
+    name = f"deletion_vector_{dv_uuid}.bin"
+    prefix = prefix.strip("/")
+    return f"{prefix}/{name}" if prefix else name
+
+
+def is_hidden(name: str, partition_columns: Collection[str] = ()) -> bool:
+    """Whether one path segment is hidden from VACUUM (Delta Spark ``DeltaTableUtils.isHiddenDirectory``)."""
+    if name == "metadata":
+        return True
+    if not name.startswith(("_", ".")):
+        return False
+    if name.startswith(_NOT_HIDDEN_PREFIXES):
+        return False
+    return not any(name.startswith(f"{c}=") for c in partition_columns)
+
+
+def is_hidden_path(path: str, partition_columns: Collection[str] = ()) -> bool:
+    """Whether any segment of a store-relative path is hidden; ``_delta_log`` always is."""
+    parts = path.split("/")
+    if parts[0] == "_delta_log":
+        return True
+    return any(is_hidden(p, partition_columns) for p in parts if p)
+
+
+def _inside(key: str) -> bool:
+    """A resolved key that names something under the table root (not an absolute path elsewhere)."""
+    return bool(key) and "://" not in key and not key.startswith(("/", "file:")) and ".." not in key.split("/")
+
+
+@dataclass(frozen=True)
+class FileRef:
+    """One file action's claim on storage: its path and its deletion vector, as the log spells them."""
+
+    path: str
+    dv_storage_type: str | None = None
+    dv_path_or_inline: str | None = None
+
+
+def protected_keys(refs: Iterable[FileRef], root: str) -> set[str]:
+    """Keys (relative to ``root``) of every data and DV file the references name under the root."""
+    keys: set[str] = set()
+    for ref in refs:
+        keys.add(canonical_path(ref.path, root))
+        dv = dv_file_key(ref.dv_storage_type, ref.dv_path_or_inline, root)
+        if dv is not None:
+            keys.add(dv)
+    return {k for k in keys if _inside(k)}
+
+
+@dataclass(frozen=True)
+class ListedFile:
+    """A file found under the root: store-relative ``path`` exactly as the store names it."""
+
+    path: str
+    size: int
+    mtime: int
+
+
+@dataclass(frozen=True)
+class VacuumPlan:
+    """What VACUUM deletes. ``tombstone_cutoff_ms``: removes deleted at or after it still protect files."""
+
+    now_ms: int
+    retention_ms: int
+    cutoff_ms: int
+    tombstone_cutoff_ms: int
+    deletions: tuple[ListedFile, ...]
+    scanned: int  # files listed outside hidden trees
+    protected: int  # listed files a live add, a retained tombstone, or one of their DVs names
+    too_recent: int  # unreferenced files kept because they are not older than the retention
+
+    @property
+    def total_bytes(self) -> int:
+        return sum(f.size for f in self.deletions)
+
+
+def plan_vacuum(
+    listed: Iterable[ListedFile],
+    protected: Collection[str],
+    now_ms: int,
+    retention_ms: int,
+    partition_columns: Collection[str] = (),
+) -> VacuumPlan:
+    """The files to delete: outside hidden trees, not in ``protected``, modified before now - retention.
+
+    The tombstone horizon is the same now - retention (Delta Spark's ``deleteBeforeTimestamp``); the
+    caller selects tombstones with it. Deletions come sorted by path so a run is reproducible.
+    """
+    cutoff = now_ms - retention_ms
+    keep = set(protected)
+    out: list[ListedFile] = []
+    scanned = hit = recent = 0
+    for f in listed:
+        if is_hidden_path(f.path, partition_columns):
+            continue
+        scanned += 1
+        if f.path in keep:
+            hit += 1
+        elif f.mtime >= cutoff:
+            recent += 1
+        else:
+            out.append(f)
+    out.sort(key=lambda f: f.path)
+    return VacuumPlan(now_ms, retention_ms, cutoff, cutoff, tuple(out), scanned, hit, recent)
+
+
+__all__ = [
+    "UUID_Z85_LEN",
+    "Z85_ALPHABET",
+    "FileRef",
+    "ListedFile",
+    "VacuumPlan",
+    "dv_file_key",
+    "is_hidden",
+    "is_hidden_path",
+    "plan_vacuum",
+    "protected_keys",
+    "z85_decode",
+]
