@@ -18,10 +18,10 @@ from typing import TYPE_CHECKING, Any
 import orjson
 
 from deltalog.checkpoint.reader import CheckpointReader
+from deltalog.core import engine_safety, properties
 from deltalog.core import last_checkpoint as hints
-from deltalog.core import properties
 from deltalog.core.features import check_readable, check_writable
-from deltalog.core.paths import LAST_CHECKPOINT, LOG_DIR, Kind, LogPath, commit_name, parse, version_prefix
+from deltalog.core.paths import LAST_CHECKPOINT, LOG_DIR, SIDECAR_DIR, Kind, LogPath, commit_name, parse, version_prefix
 from deltalog.core.replay import BaseState, CommitData, replay
 from deltalog.core.segment import (
     LogSegment,
@@ -345,9 +345,18 @@ class DeltaLog:
                 datas = list(pool.map(read, paths))
         else:
             datas = [read(p) for p in paths]
+        if engine_safety.relevant(self.location):
+            versions = [p.version for p in segment.commits]
+            self._warn_unsafe_engine(engine_safety.first_unsafe(self.location, zip(versions, datas, strict=True)))
         return [
             CommitData(p.version, path, d, p.mtime) for p, path, d in zip(segment.commits, paths, datas, strict=False)
         ]
+
+    def _warn_unsafe_engine(self, risk: engine_safety.EngineRisk | None) -> None:
+        """Log, once per DeltaLog, that an engine which cannot share this store safely has committed here."""
+        if risk is not None and not getattr(self, "_engine_warned", False):
+            self._engine_warned = True
+            log.warning("%s", risk.message(self.location))
 
     def _replay(self, segment: LogSegment) -> Snapshot:
         """Replay ``segment``; an unreadable checkpoint falls back to an older one or to the commits.
@@ -361,9 +370,10 @@ class DeltaLog:
         except CorruptLogError as exc:
             cp = segment.checkpoint
             bad = {f"{LOG_DIR}/{p.name}" for p in cp.files} if cp is not None else set()
-            if cp is None or not any(exc.path and exc.path.endswith(b) for b in bad):
-                raise
-            if segment.checkpoint is None:
+            in_checkpoint = exc.path is not None and (
+                any(exc.path.endswith(b) for b in bad) or f"{LOG_DIR}/{SIDECAR_DIR}/" in exc.path
+            )
+            if cp is None or not in_checkpoint:
                 raise
             skipped = {p.name for p in cp.files}
             paths = [p for p in self.list_log(0) if p.name not in skipped]
@@ -488,7 +498,9 @@ class DeltaLog:
         timeline = self.commit_timeline()
         newest_first = list(reversed(timeline))
         for version, ts in newest_first if limit is None else newest_first[:limit]:
-            yield HistoryEntry(version, ts, self._commit_info(version))
+            info = self._commit_info(version)
+            self._warn_unsafe_engine(engine_safety.engine_risk(info.get("engineInfo"), self.location, version))
+            yield HistoryEntry(version, ts, info)
 
     # ------------------------------------------------------------------------------------------ maintenance
     def cleanup(self, retention: Retention | None = None, dry_run: bool = True) -> CleanupResult:

@@ -21,7 +21,12 @@ from deltalog.committer import Committer, RetryPolicy
 from deltalog.core import actions as A
 from deltalog.core.codec import encode_actions
 from deltalog.core.commit_rules import validate_actions, validate_metadata
-from deltalog.core.features import READER_FEATURES_FOR_REPLAY, check_writable, supported_features
+from deltalog.core.features import (
+    READER_FEATURES_FOR_REPLAY,
+    check_configuration_honoured,
+    check_writable,
+    supported_features,
+)
 from deltalog.core.paths import LOG_DIR
 from deltalog.core.schema import SchemaError, parse_schema, top_level_fields
 from deltalog.errors import InvalidArgumentError, TableAlreadyExistsError
@@ -92,7 +97,9 @@ def create_table(
     )
     validate_metadata(metadata)
     validate_actions([protocol, metadata], metadata)
-    check_writable(protocol, metadata.configuration, schema_json, f"{log.location}/{LOG_DIR} (new table)")
+    source = f"{log.location}/{LOG_DIR} (new table)"
+    check_configuration_honoured(metadata.configuration, schema_json, source)
+    check_writable(protocol, metadata.configuration, schema_json, source)
     txn_id = str(uuid.uuid4())
     info = A.CommitInfo(
         timestamp=now,
@@ -150,6 +157,7 @@ def set_properties(log: DeltaLog, props: Mapping[str, str]) -> CommitResult:
     snap = txn.snapshot
     protocol, conf_updates = protocol_for(props, snap.protocol)
     conf = {**snap.configuration, **{k: str(v) for k, v in conf_updates.items()}}
+    check_configuration_honoured(conf_updates, {"type": "struct", "fields": []}, f"{log.location}/{LOG_DIR}")
     actions: list[A.Action] = [replace(snap.metadata, configuration=conf)]
     if protocol != snap.protocol:
         actions.append(protocol)

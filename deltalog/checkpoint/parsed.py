@@ -30,14 +30,8 @@ def _json_read_type(t: pa.DataType) -> pa.DataType:
     return t
 
 
-def stats_parsed(stats: pa.ChunkedArray | pa.Array, target: pa.StructType) -> pa.Array | None:
-    """Typed statistics for each row's JSON ``stats`` string (null where a file has none)."""
-    values = stats.combine_chunks() if isinstance(stats, pa.ChunkedArray) else stats
-    n = len(values)
-    if n == 0:
-        return pa.array([], target)
-    filled = pc.fill_null(values, "{}")
-    data = b"\n".join(s.encode() if s else b"{}" for s in filled.to_pylist())
+def _parse_stats(texts: list[bytes], target: pa.StructType) -> pa.Array | None:
+    data = b"\n".join(texts)
     read_schema = pa.schema([pa.field(f.name, _json_read_type(f.type)) for f in target])
     try:
         table = pj.read_json(
@@ -45,10 +39,27 @@ def stats_parsed(stats: pa.ChunkedArray | pa.Array, target: pa.StructType) -> pa
             read_options=pj.ReadOptions(block_size=max(1 << 20, len(data) // 8 + 1)),
             parse_options=pj.ParseOptions(explicit_schema=read_schema, unexpected_field_behavior="ignore"),
         )
-        parsed = table.to_struct_array().combine_chunks().cast(target)
-    except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError) as exc:
-        log.warning("leaving stats_parsed out of the checkpoint: stats do not fit the table schema (%s)", exc)
+        return table.to_struct_array().combine_chunks().cast(target)
+    except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError):
         return None
+
+
+def stats_parsed(stats: pa.ChunkedArray | pa.Array, target: pa.StructType) -> pa.Array | None:
+    """Typed statistics for each row's JSON ``stats`` string (null where a file has none)."""
+    values = stats.combine_chunks() if isinstance(stats, pa.ChunkedArray) else stats
+    n = len(values)
+    if n == 0:
+        return pa.array([], target)
+    texts = [t.encode() if t else b"{}" for t in values.to_pylist()]
+    parsed = _parse_stats(texts, target)
+    if parsed is None:
+        # One file with ill-typed stats must not erase every file's: parse row by row, null for the bad ones.
+        rows = [_parse_stats([t], target) for t in texts]
+        bad = sum(r is None for r in rows)
+        log.warning("stats of %d file(s) do not fit the table schema; their stats_parsed is left null", bad)
+        parsed = pa.concat_arrays([r if r is not None else pa.nulls(1, target) for r in rows])
+        mask = pa.array([r is None for r in rows], pa.bool_())
+        values = pc.if_else(mask, pa.scalar(None, pa.string()), values)
     if parsed.null_count or values.null_count:
         parsed = pa.StructArray.from_arrays(
             [parsed.field(i) for i in range(parsed.type.num_fields)], fields=list(target), mask=values.is_null()

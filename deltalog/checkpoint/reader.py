@@ -13,6 +13,7 @@ import re
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from decimal import Decimal
+from urllib.parse import unquote
 from typing import Any
 
 import orjson
@@ -53,6 +54,11 @@ def _plain_maps(key: str, body: dict[str, Any]) -> dict[str, Any]:
             fmt["options"] = dict(fmt["options"])
         body["format"] = fmt
     return body
+
+
+def _sidecar_name(path: str) -> str:
+    """A sidecar's file name in ``_sidecars/``: its path is a URI reference, decoded exactly once."""
+    return unquote(path).rsplit("/", 1)[-1]
 
 
 class _Collected:
@@ -179,7 +185,7 @@ class CheckpointReader:
                 if table is not None:
                     add_parts.append(conform(table, ADD_SCHEMA))
                 parquet_files.append(path)
-        sidecar_files = [f"{LOG_DIR}/{SIDECAR_DIR}/{s.path.rsplit('/', 1)[-1]}" for s in collected.sidecars]
+        sidecar_files = [f"{LOG_DIR}/{SIDECAR_DIR}/{_sidecar_name(s.path)}" for s in collected.sidecars]
         for path in sidecar_files:
             with _open_parquet(self.store, path) as pf:
                 table = _read_struct(pf, path, "add", ADD_COLUMNS_NO_STATS)

@@ -226,13 +226,23 @@ class CheckpointWriter:
             yield _null_table(schema, "remove", removes.slice(start, BATCH_ROWS))
 
     def _publish(self, path: str, data: bytes) -> bool:
-        """True if we wrote it; False if an equivalent file was already there (a racing writer)."""
+        """True if we wrote it; False if an equivalent file was already there (a racing writer).
+
+        A file already under the name is trusted only if it is a readable parquet file with as many rows as
+        ours: a torn checkpoint left by a crashed writer on a store without atomic puts is replaced, or every
+        later run would report success over it while readers keep skipping it.
+        """
         try:
             self.store.put_if_absent(path, data)
             return True
         except FileAlreadyExistsError:
+            pass
+        if _same_rows(self.store, path, pq.ParquetFile(io.BytesIO(data)).metadata.num_rows):
             log.info("%s already exists: another writer checkpointed this version", path)
             return False
+        log.warning("%s exists but is unreadable or incomplete; replacing it", path)
+        self.store.put(path, data)
+        return True
 
     # ------------------------------------------------------------------------------------------ kinds
     def write(self, parts: int | None = None) -> CheckpointResult:
@@ -347,6 +357,14 @@ class CheckpointWriter:
         if not self._publish(path, data):  # pragma: no cover - a fresh UUID cannot collide
             raise CheckpointError(f"{path} already exists")
         return [path, *files], [len(data), *sizes], True
+
+
+def _same_rows(store: LogStore, path: str, rows: int) -> bool:
+    try:
+        existing = pq.ParquetFile(io.BytesIO(store.read(path)))
+    except (OSError, pa.ArrowInvalid):
+        return False
+    return bool(existing.metadata.num_rows == rows)
 
 
 def _chain(first: list[pa.Table], rest: Iterator[pa.Table]) -> Iterator[pa.Table]:

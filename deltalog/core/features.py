@@ -108,6 +108,7 @@ __all__ = [
     "WRITER_FEATURES_HONOURED",
     "WRITER_FEATURES_IF_UNUSED",
     "check_readable",
+    "check_configuration_honoured",
     "check_writable",
     "supported_features",
 ]
@@ -185,6 +186,28 @@ def _uses(feature: str, configuration: Mapping[str, str], schema: Any) -> bool:
     if feature == "inCommitTimestamp":
         return conf.get("delta.enableincommittimestamps") == "true"
     return True
+
+
+def check_configuration_honoured(configuration: Mapping[str, str], schema: Any, source: str) -> None:
+    """Refuse table properties (and schema metadata) that would switch on a feature deltalog cannot honour.
+
+    Without this, ``delta.columnMapping.mode=name`` on a legacy protocol would be stored and silently mean
+    nothing, and other engines would later read the table with a mode its files do not follow.
+    """
+    conf = {k.lower(): str(v).strip().lower() for k, v in configuration.items()}
+    for name in sorted(WRITER_FEATURES_IF_UNUSED):
+        if _uses(name, configuration, schema):
+            raise UnsupportedFeatureError(
+                f"cannot write: the configuration turns on {name!r}, which deltalog does not implement ({source})",
+                feature=name,
+                path=source,
+            )
+    if conf.get("delta.enablerowtracking") == "true":
+        raise UnsupportedFeatureError(
+            f"cannot write: delta.enableRowTracking needs row tracking, which deltalog does not implement ({source})",
+            feature="rowTracking",
+            path=source,
+        )
 
 
 def check_writable(protocol: Protocol, configuration: Mapping[str, str], schema: Any, source: str) -> None:

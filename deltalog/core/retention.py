@@ -19,6 +19,8 @@ from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, replace
 
 from deltalog.core import properties
+from deltalog.core.actions import Protocol
+from deltalog.core.features import check_writable
 from deltalog.core.paths import SIDECAR_DIR, Kind, LogPath
 from deltalog.core.segment import CheckpointRef, complete_checkpoints, earliest_version
 from deltalog.core.timetravel import monotonize
@@ -61,6 +63,22 @@ def resolve_retention(value: Retention | None, configuration: Mapping[str, str],
     if ms < 0:
         raise InvalidArgumentError(f"retention must not be negative, got {value!r}")
     return ms
+
+
+_NO_COLUMNS = {"type": "struct", "fields": []}
+
+
+def check_maintainable(protocol: Protocol, source: str) -> None:
+    """The writer protocol check for operations that delete files but commit nothing (cleanup, VACUUM).
+
+    :func:`~deltalog.core.features.check_writable` also refuses a table that *uses* a feature whose
+    commit-time duties deltalog does not implement (writing deletion vectors, change data, generated
+    values). Deleting expired log files or unreferenced data files creates none of those duties; what
+    must hold is that deltalog knows every feature that decides which files are referenced, which is the
+    protocol-level check: the writer version, and every supported feature honoured or understood. This
+    is the check ``vacuumProtocolCheck`` asks for, and it refuses any feature deltalog does not know.
+    """
+    check_writable(protocol, {}, _NO_COLUMNS, source)
 
 
 def truncate_to_day(ms: int) -> int:
@@ -259,15 +277,18 @@ def add_sidecars(plan: CleanupPlan, sidecars: Sequence[LogFile], referenced: Col
     ``sidecars`` are the files of ``_delta_log/_sidecars`` (bare names); ``referenced`` the bare names the
     remaining checkpoints point at, or None when that could not be established (then none are deleted).
     The one-day floor protects a checkpoint being written right now: its sidecars exist before its
-    manifest does.
+    manifest does. Hidden names are not sidecars; a Hadoop ``.<name>.crc`` goes with its sidecar.
     """
     if referenced is None:
         return plan
     keep = set(referenced)
+    cutoff = plan.now_ms - ORPHAN_AGE_MS
+    files = sorted(sidecars, key=lambda f: f.name)
+    gone = {f.name for f in files if not f.name.startswith(".") and f.name not in keep and f.mtime < cutoff}
     extra = tuple(
-        Deletion(f"{SIDECAR_DIR}/{f.name}", "sidecar", None, f.size, f.mtime)
-        for f in sorted(sidecars, key=lambda f: f.name)
-        if f.name not in keep and f.mtime < plan.now_ms - ORPHAN_AGE_MS
+        Deletion(f"{SIDECAR_DIR}/{f.name}", "sidecar" if f.name in gone else "hadoop-crc", None, f.size, f.mtime)
+        for f in files
+        if f.name in gone or (f.name.startswith(".") and f.name.endswith(".crc") and f.name[1:-4] in gone)
     )
     if not extra:
         return plan
@@ -285,6 +306,7 @@ __all__ = [
     "LogFile",
     "Retention",
     "add_sidecars",
+    "check_maintainable",
     "is_temp_file",
     "plan_cleanup",
     "resolve_retention",

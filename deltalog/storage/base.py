@@ -14,7 +14,8 @@ from typing import BinaryIO, Protocol, runtime_checkable
 
 @dataclass(frozen=True)
 class FileInfo:
-    """One listed file: bare ``name`` within the listed directory, ``size`` in bytes, ``mtime`` in ms."""
+    """One listed file: ``name`` is bare within the listed directory (store-relative from ``walk``), ``size``
+    in bytes, ``mtime`` in ms."""
 
     name: str
     size: int

@@ -429,8 +429,18 @@ def test_bad_line_in_v2_json_checkpoint(tmp_path: Path, kind: str) -> None:
     assert err.line == n_lines and f"line {n_lines}" in str(err)
 
 
-def test_v2_checkpoint_missing_sidecar(tmp_path: Path) -> None:
+def test_v2_checkpoint_missing_sidecar(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    """Commits 0-1 are all there: the checkpoint whose sidecar is gone is skipped, with a warning naming it."""
     build_v2_checkpoint_missing_sidecar(tmp_path)
+    with caplog.at_level(logging.WARNING, logger="deltalog"):
+        s = snapshot(tmp_path)
+    assert s.version == 1 and s.segment.checkpoint is None and s.num_files == 2
+    assert "_sidecars/00000000000000000001.checkpoint.0000000001.0000000001." in caplog.text
+
+
+def test_v2_checkpoint_missing_sidecar_without_commits_is_corrupt(tmp_path: Path) -> None:
+    build_v2_checkpoint_missing_sidecar(tmp_path)
+    (tmp_path / "_delta_log" / c(0)).unlink()
     err = _corrupt(tmp_path)
     assert "_sidecars/00000000000000000001.checkpoint.0000000001.0000000001." in str(err)
 

@@ -91,7 +91,8 @@ def diff(ours: Node, ref: Node, path: str = "") -> list[Difference]:
     ref_names = [c.name for c in ref.children]
     common = [n for n in ours_names if n in ref_names]
     if common != [n for n in ref_names if n in ours_names]:
-        out.append(Difference(path or "<root>", "order", ",".join(common), ",".join(n for n in ref_names if n in common)))
+        theirs = ",".join(n for n in ref_names if n in common)
+        out.append(Difference(path or "<root>", "order", ",".join(common), theirs))
     for c in ours.children:
         if c.name not in ref_names:
             out.append(Difference(_join(path, c.name), "only_ours"))
@@ -170,7 +171,8 @@ class Allowed:
     why: str
 
     def covers(self, table: str, d: Difference) -> bool:
-        return table in self.tables and d.what == self.what and (d.path == self.path or d.path.startswith(self.path + "."))
+        under = d.path == self.path or d.path.startswith(self.path + ".")
+        return table in self.tables and d.what == self.what and under
 
 
 SPARK_V1 = ("delta/checkpoint", "delta/multi-part-checkpoint", "delta/dv-partitioned-with-checkpoint")
@@ -307,8 +309,7 @@ def build_like(case: Case, dest: Path) -> tuple[DeltaLog, list[Path]]:
     log = DeltaLog.for_table(dest, auto_checkpoint=False)
     log.create(src.metadata.schema_string, partition_columns=src.partition_columns, configuration=conf)
     adds = [
-        A.Add(a.path, a.partition_values, a.size, a.modification_time, True, a.stats, a.tags)
-        for a in src.add_actions()
+        A.Add(a.path, a.partition_values, a.size, a.modification_time, True, a.stats, a.tags) for a in src.add_actions()
     ]
     doomed = A.Add("zz-removed.parquet", {c: None for c in src.partition_columns}, 1, 1, True)
     txns = list(src.txns.values()) or [A.Txn("app", 7, 1)]
@@ -343,7 +344,8 @@ def parsed_by_path(files: list[Path], column: str) -> dict[str, dict[str, Any]]:
             continue
         values = add.field(column)
         values = values.cast(_int_timestamps(values.type))
-        for p, v, valid in zip(add.field("path").to_pylist(), values.to_pylist(), add.is_valid().to_pylist()):
+        paths, valid_rows = add.field("path").to_pylist(), add.is_valid().to_pylist()
+        for p, v, valid in zip(paths, values.to_pylist(), valid_rows, strict=True):
             if valid and v is not None:
                 out[p] = dict(leaves(v))
     return out
@@ -426,8 +428,15 @@ def _all_types_table(tmp_path: Path, configuration: dict[str, str]) -> tuple[Del
     ).decode()
     adds = [
         A.Add("day=2026-01-01/region=eu/a.parquet", {"day": "2026-01-01", "region": "eu"}, 10, 1, True, stats),
-        A.Add("day=2026-01-02/region=__HIVE_DEFAULT_PARTITION__/b.parquet", {"day": "2026-01-02", "region": None},
-              20, 2, True, None, {"k": "v"}),
+        A.Add(
+            "day=2026-01-02/region=__HIVE_DEFAULT_PARTITION__/b.parquet",
+            {"day": "2026-01-02", "region": None},
+            20,
+            2,
+            True,
+            None,
+            {"k": "v"},
+        ),
     ]
     log.start_transaction(app_id="etl", app_version=3).commit(adds)
     log.start_transaction().commit([adds[1].remove(deletion_timestamp=log.now_ms())])
@@ -473,7 +482,8 @@ def test_struct_stats_only_checkpoint_reads_back_the_same_stats(tmp_path: Path) 
     assert pq.ParquetFile(path).schema_arrow.field("add").type.get_field_index("stats") < 0
     fresh = DeltaLog.for_table(log.location, auto_checkpoint=False).snapshot()
     assert fresh.segment.checkpoint is not None
-    stats = {p: s for p, s in zip(*fresh.files(stats=True).select(["path", "stats"]).to_pydict().values())}
+    files = fresh.files(stats=True)
+    stats = dict(zip(files.column("path").to_pylist(), files.column("stats").to_pylist(), strict=True))
     got = orjson.loads(stats["day=2026-01-01/region=eu/a.parquet"])
     assert got["numRecords"] == 3
     assert got["minValues"]["nested"] == {"x": 1} and got["maxValues"]["s"] == "z"
@@ -496,3 +506,26 @@ def test_parser_reads_a_spark_style_printout(tmp_path: Path) -> None:
     assert (lst.annotation, lst.children[0].name, lst.children[0].children[0].name) == ("List", "list", "element")
     shutil.copy(path, tmp_path / "y.parquet")
     assert diff(tree, parquet_tree(tmp_path / "y.parquet")) == []
+
+
+def test_one_ill_typed_stat_does_not_erase_every_files_stats(tmp_path: Path) -> None:
+    # ENGINE BUG (deltalog/checkpoint/parsed.py, stats_parsed; used by CheckpointWriter._add_type): the stats
+    # of all files are parsed in one pyarrow.json call, and any ArrowInvalid (here one file's "id": "x" for a
+    # long column) makes it return None, so stats_parsed is left out for *every* file. With
+    # writeStatsAsJson=false the checkpoint then has no statistics at all: good.parquet's valid stats are lost
+    # for good (readers cannot prune; the JSON that held them may be cleaned up later). The fallback should be
+    # per row (null stats_parsed for the file whose stats do not fit, e.g. parse row by row after a failed bulk
+    # parse), never for the whole column.
+    log = DeltaLog.for_table(tmp_path / "t", auto_checkpoint=False)
+    log.create(
+        pa.schema([("id", pa.int64())]),
+        configuration={"delta.checkpoint.writeStatsAsStruct": "true", "delta.checkpoint.writeStatsAsJson": "false"},
+    )
+    good = '{"numRecords":5,"minValues":{"id":1},"maxValues":{"id":9},"nullCount":{"id":0}}'
+    log.start_transaction().commit([A.Add("good.parquet", {}, 1, 1, True, good)])
+    log.start_transaction().commit([A.Add("bad.parquet", {}, 1, 1, True, '{"numRecords":5,"minValues":{"id":"x"}}')])
+    log.checkpoint()
+    files = DeltaLog.for_table(tmp_path / "t", auto_checkpoint=False).snapshot().files(stats=True)
+    stats = dict(zip(files.column("path").to_pylist(), files.column("stats").to_pylist(), strict=True))
+    assert stats["good.parquet"] is not None
+    assert orjson.loads(stats["good.parquet"])["maxValues"] == {"id": 9}

@@ -555,7 +555,7 @@ def test_multi_line_messages_are_folded(monkeypatch: pytest.MonkeyPatch, sales: 
         (["history", "{t}", "--version", "1"], "error: No such option"),  # wording varies across click versions
         (["describe", "{t}", "--stats"], "error: No such option"),
         (["describe"], "error: Missing argument 'TABLE'. (see 'deltalog describe --help')"),
-        (["vacuum", "{t}"], "error: No such command 'vacuum'. (see 'deltalog --help')"),
+        (["frobnicate", "{t}"], "error: No such command 'frobnicate'. (see 'deltalog --help')"),
         ([], "error: Missing command. (see 'deltalog --help')"),
     ],
 )

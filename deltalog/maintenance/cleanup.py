@@ -1,0 +1,217 @@
+"""Log cleanup (metadata cleanup) with IO: list ``_delta_log``, plan, verify the boundary, delete.
+
+The plan comes from :func:`deltalog.core.retention.plan_cleanup`. Two checks here need storage: the
+boundary checkpoint must actually be readable before anything below it is deleted (a torn checkpoint
+would otherwise become the only way into the table; an unreadable one is passed over for an older one),
+and sidecars may only go when no remaining checkpoint names them, which takes reading those checkpoints.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+from urllib.parse import unquote
+
+import orjson
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from deltalog.checkpoint.reader import CheckpointReader
+from deltalog.core import properties
+from deltalog.core.paths import LAST_CHECKPOINT, LOG_DIR, SIDECAR_DIR, Kind, LogPath, parse
+from deltalog.core.retention import (
+    CleanupPlan,
+    Horizon,
+    LogFile,
+    Retention,
+    add_sidecars,
+    check_maintainable,
+    plan_cleanup,
+    resolve_retention,
+)
+from deltalog.core.segment import complete_checkpoints
+from deltalog.errors import CorruptLogError, DeltaLogError, StorageError
+
+if TYPE_CHECKING:
+    from deltalog.log import DeltaLog
+    from deltalog.snapshot import Snapshot
+
+log = logging.getLogger(__name__)
+
+LOG_RETENTION_KEY = "delta.logRetentionDuration"
+
+
+@dataclass(frozen=True)
+class CleanupResult:
+    """A cleanup's plan and what was actually deleted (nothing on a dry run).
+
+    ``deleted`` holds store-relative paths (``_delta_log/...``) in the order they were deleted.
+    """
+
+    plan: CleanupPlan
+    dry_run: bool
+    deleted: tuple[str, ...]
+
+    @property
+    def horizon(self) -> Horizon | None:
+        return self.plan.horizon
+
+    @property
+    def paths(self) -> tuple[str, ...]:
+        """Every file the plan deletes, store-relative."""
+        return tuple(f"{LOG_DIR}/{d.path}" for d in self.plan.deletions)
+
+
+def cleanup(log_: DeltaLog, retention: Retention | None = None, dry_run: bool = True) -> CleanupResult:
+    """Plan (and unless ``dry_run``, carry out) the deletion of expired log files of ``log_``'s table.
+
+    ``retention`` overrides ``delta.logRetentionDuration`` (default 30 days): milliseconds, a timedelta or
+    an interval string (``"30d"``, ``"interval 30 days"``). Cleanup is a write, so the writer protocol
+    check runs first on the latest protocol (:func:`~deltalog.core.retention.check_maintainable`).
+    """
+    snap = log_.snapshot()
+    check_maintainable(snap.protocol, f"{log_.location}/{LOG_DIR}")
+    retention_ms = resolve_retention(retention, snap.configuration, LOG_RETENTION_KEY, properties.DEFAULT_LOG_RETENTION)
+    now = log_.now_ms()
+    paths, others = _list_log(log_)
+    plan = _verified_plan(log_, paths, others, now, retention_ms)
+    sidecars = [LogFile(f.name, f.size, f.mtime) for f in log_.store.list_from(f"{LOG_DIR}/{SIDECAR_DIR}/")]
+    if sidecars:
+        plan = add_sidecars(plan, sidecars, _sidecar_references(log_, paths, plan.remaining_checkpoints))
+    plan = _with_ict_horizon(log_, snap, plan)
+    if dry_run:
+        return CleanupResult(plan, True, ())
+    deleted: list[str] = []
+    for d in plan.deletions:
+        path = f"{LOG_DIR}/{d.path}"
+        try:
+            log_.store.delete(path)
+        except DeltaLogError:
+            raise
+        except OSError as exc:
+            raise StorageError(
+                f"cleanup stopped at {path} after deleting {len(deleted)} of {len(plan.deletions)} files: {exc}",
+                path=path,
+            ) from exc
+        deleted.append(path)
+    if deleted:
+        log.info("cleanup of %s deleted %d files; earliest version now %s", log_.location, len(deleted), plan.horizon)
+    return CleanupResult(plan, False, tuple(deleted))
+
+
+def _list_log(log_: DeltaLog) -> tuple[list[LogPath], list[LogFile]]:
+    """Version files (parsed) and every other file directly in ``_delta_log`` (never ``_last_checkpoint``)."""
+    paths: list[LogPath] = []
+    others: list[LogFile] = []
+    for info in log_.store.list_from(f"{LOG_DIR}/"):
+        parsed = parse(info.name, info.size, info.mtime)
+        if parsed is not None:
+            paths.append(parsed)
+        elif info.name != LAST_CHECKPOINT:
+            others.append(LogFile(info.name, info.size, info.mtime))
+    return paths, others
+
+
+def _verified_plan(
+    log_: DeltaLog, paths: Sequence[LogPath], others: Sequence[LogFile], now: int, retention_ms: int
+) -> CleanupPlan:
+    """A plan whose boundary checkpoint reads back with protocol and metadata.
+
+    An unreadable boundary is excluded and the plan made again, so the boundary falls to an older sound
+    checkpoint (or to none, which deletes nothing). The check reads the checkpoint, so it is made only
+    when the plan deletes version files: a log cleaned before (the common case for the cleanup that
+    follows automatic checkpoints) costs a listing and nothing more.
+    """
+    unusable: set[str] = set()
+    reader = CheckpointReader(log_.store)
+    while True:
+        plan = plan_cleanup(paths, now, retention_ms, other_files=others, unusable_checkpoints=unusable)
+        if plan.boundary is None or not any(d.version is not None for d in plan.deletions):
+            return plan
+        ref = [
+            c for c in complete_checkpoints(paths) if c.version == plan.boundary and c.files[0].name not in unusable
+        ][-1]
+        try:
+            base = reader.read_base(ref)
+            if base.protocol is None or base.metadata is None:
+                raise CorruptLogError(f"{ref.files[0].name} has no protocol or metaData row", path=ref.files[0].name)
+        except CorruptLogError as exc:
+            log.warning("cleanup of %s will not rely on checkpoint %s: %s", log_.location, ref.files[0].name, exc)
+            unusable.add(ref.files[0].name)
+            continue
+        return plan
+
+
+def _sidecar_references(log_: DeltaLog, paths: Sequence[LogPath], remaining: Sequence[str]) -> frozenset[str] | None:
+    """Bare names of the sidecars the remaining checkpoints reference; None when one cannot be read.
+
+    Multi-part checkpoints are V1 only and have no sidecars; 0-byte files hold nothing. Any other
+    checkpoint may carry ``sidecar`` rows (a classic name can hold V2 content), so its footer is read.
+    """
+    by_name = {p.name: p for p in paths}
+    names: set[str] = set()
+    for name in remaining:
+        p = by_name[name]
+        if p.kind is Kind.MULTIPART or p.size == 0:
+            continue
+        path = f"{LOG_DIR}/{name}"
+        try:
+            found = _sidecars_in_json(log_, path) if name.endswith(".json") else _sidecars_in_parquet(log_, path)
+        except (OSError, ValueError, pa.ArrowException, orjson.JSONDecodeError) as exc:
+            log.warning("cleanup keeps every sidecar: cannot read the sidecar list of %s (%s)", path, exc)
+            return None
+        names.update(found)
+    return frozenset(names)
+
+
+def _sidecar_name(raw: object) -> str | None:
+    if not isinstance(raw, str) or not raw:
+        return None
+    return unquote(raw).rstrip("/").rsplit("/", 1)[-1]
+
+
+def _sidecars_in_json(log_: DeltaLog, path: str) -> list[str]:
+    out = []
+    for raw in log_.store.read(path).split(b"\n"):
+        if b'"sidecar"' not in raw:
+            continue
+        obj = orjson.loads(raw)
+        body = obj.get("sidecar") if isinstance(obj, dict) else None
+        name = _sidecar_name(body.get("path") if isinstance(body, dict) else None)
+        if name:
+            out.append(name)
+    return out
+
+
+def _sidecars_in_parquet(log_: DeltaLog, path: str) -> list[str]:
+    with log_.store.open(path) as handle:
+        pf = pq.ParquetFile(handle)
+        if "sidecar" not in pf.schema_arrow.names:
+            return []
+        column = pf.read(columns=["sidecar.path"]).column("sidecar")
+    flat = pa.Table.from_struct_array(column).column("path").to_pylist()
+    return [n for n in (_sidecar_name(v) for v in flat) if n]
+
+
+def _with_ict_horizon(log_: DeltaLog, snap: Snapshot, plan: CleanupPlan) -> CleanupPlan:
+    """The horizon's time as time travel will see it: its in-commit timestamp when the table has them."""
+    h = plan.horizon
+    conf = snap.configuration
+    if h is None or h.timestamp is None or not properties.get_bool(conf, "delta.enableInCommitTimestamps"):
+        return plan
+    try:
+        enabled_from = int(conf.get("delta.inCommitTimestampEnablementVersion", "0"))
+    except ValueError:
+        enabled_from = 0
+    if h.version < enabled_from:
+        return plan
+    ict = log_._commit_info(h.version).get("inCommitTimestamp")
+    if not isinstance(ict, int) or isinstance(ict, bool):
+        return plan
+    return dataclasses.replace(plan, horizon=Horizon(h.version, ict))
+
+
+__all__ = ["CleanupResult", "cleanup"]

@@ -1,0 +1,158 @@
+"""VACUUM with IO: collect what the log references, walk the table root, plan, delete.
+
+The rules live in :mod:`deltalog.core.vacuum_plan`; this module gathers its inputs from the latest
+snapshot (live adds and tombstones, with their deletion vectors) and from :meth:`LogStore.walk`, which
+prunes hidden trees so ``_delta_log`` is never even listed.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from deltalog.core import properties
+from deltalog.core.paths import LOG_DIR
+from deltalog.core.retention import Retention, check_maintainable, resolve_retention
+from deltalog.core.vacuum_plan import (
+    FileRef,
+    ListedFile,
+    VacuumPlan,
+    is_hidden_path,
+    plan_vacuum,
+    protected_keys,
+)
+from deltalog.errors import DeltaLogError, InvalidArgumentError, StorageError
+
+if TYPE_CHECKING:
+    from deltalog.log import DeltaLog
+    from deltalog.snapshot import Snapshot
+
+log = logging.getLogger(__name__)
+
+#: ``progress(stage, done, total)``: stage "list" (total 0: unknown while listing) then "delete"
+VacuumProgress = Callable[[str, int, int], None]
+DELETED_FILE_RETENTION_KEY = "delta.deletedFileRetentionDuration"
+_LIST_TICK = 1000
+
+
+@dataclass(frozen=True)
+class VacuumResult:
+    """A VACUUM's plan and the store-relative paths actually deleted (nothing on a dry run)."""
+
+    plan: VacuumPlan
+    dry_run: bool
+    deleted: tuple[str, ...]
+    version: int  # the snapshot whose references protected files
+
+    @property
+    def paths(self) -> tuple[str, ...]:
+        return tuple(f.path for f in self.plan.deletions)
+
+
+def vacuum(
+    log_: DeltaLog,
+    retention: Retention | None = None,
+    dry_run: bool = True,
+    force: bool = False,
+    progress: VacuumProgress | None = None,
+) -> VacuumResult:
+    """Plan (and unless ``dry_run``, carry out) the deletion of unreferenced files older than the retention.
+
+    ``retention`` defaults to ``delta.deletedFileRetentionDuration`` (1 week); a shorter one is an
+    :class:`InvalidArgumentError` unless ``force``, because it can delete files that time travel within
+    the table's promise, or a concurrent writer's uncommitted files, still need.
+    """
+    snap = log_.snapshot()
+    check_maintainable(snap.protocol, f"{log_.location}/{LOG_DIR}")
+    table_ms = resolve_retention(
+        None, snap.configuration, DELETED_FILE_RETENTION_KEY, properties.DEFAULT_DELETED_FILE_RETENTION
+    )
+    retention_ms = resolve_retention(
+        retention, snap.configuration, DELETED_FILE_RETENTION_KEY, properties.DEFAULT_DELETED_FILE_RETENTION
+    )
+    if retention_ms < table_ms and not force:
+        raise InvalidArgumentError(
+            f"retention of {retention_ms} ms is shorter than the table's {DELETED_FILE_RETENTION_KEY} "
+            f"({table_ms} ms): files that time travel or running writers still need could be deleted; "
+            "pass force=True (--force) if that is intended"
+        )
+    now = log_.now_ms()
+    tick = progress or (lambda stage, done, total: None)
+    partition_names = _partition_names(snap)
+    keys = protected_keys(_references(snap, now - retention_ms), log_.store.root)
+    listed = list(_listing(log_, partition_names, tick))
+    plan = plan_vacuum(listed, keys, now, retention_ms, partition_names)
+    if dry_run:
+        return VacuumResult(plan, True, (), snap.version)
+    total = len(plan.deletions)
+    tick("delete", 0, total)
+    deleted: list[str] = []
+    for f in plan.deletions:
+        try:
+            log_.store.delete(f.path)
+        except DeltaLogError:
+            raise
+        except OSError as exc:
+            raise StorageError(
+                f"vacuum stopped at {f.path} after deleting {len(deleted)} of {total} files: {exc}", path=f.path
+            ) from exc
+        deleted.append(f.path)
+        tick("delete", len(deleted), total)
+    if deleted:
+        log.info("vacuum of %s deleted %d files (%d bytes)", log_.location, len(deleted), plan.total_bytes)
+    return VacuumResult(plan, False, tuple(deleted), snap.version)
+
+
+def _partition_names(snap: Snapshot) -> frozenset[str]:
+    """Logical and physical partition column names: either may name a ``col=value`` directory."""
+    logical = set(snap.partition_columns)
+    return frozenset(logical | {snap.physical_names.get(c, c) for c in logical})
+
+
+def _listing(log_: DeltaLog, partition_names: frozenset[str], tick: VacuumProgress) -> Iterator[ListedFile]:
+    def skip(directory: str) -> bool:
+        return is_hidden_path(directory, partition_names)
+
+    n = 0
+    for info in log_.store.walk("", skip=skip):
+        n += 1
+        if n % _LIST_TICK == 0:
+            tick("list", n, 0)
+        yield ListedFile(info.name, info.size, info.mtime)
+    tick("list", n, n)
+
+
+def _references(snap: Snapshot, tombstone_cutoff_ms: int) -> Iterator[FileRef]:
+    """Live adds, and tombstones deleted at or after the cutoff, with their deletion vectors.
+
+    A tombstone without a deletion timestamp counts as deleted at 0, as in Delta Spark, whose checkpoints
+    drop it the same way.
+    """
+    adds = snap.raw_files()
+    yield from _refs(adds)
+    tombstones = snap.tombstones()
+    if tombstones.num_rows:
+        ts = pc.fill_null(tombstones.column("deletionTimestamp"), 0)
+        yield from _refs(tombstones.filter(pc.greater_equal(ts, tombstone_cutoff_ms)))
+
+
+def _refs(table: pa.Table) -> Iterator[FileRef]:
+    paths = table.column("path").to_pylist()
+    dv = table.column("deletionVector")
+    if dv.null_count == len(dv):
+        for p in paths:
+            yield FileRef(p)
+        return
+    kinds = pc.struct_field(dv, "storageType").to_pylist()
+    where = pc.struct_field(dv, "pathOrInlineDv").to_pylist()
+    valid = pc.is_valid(dv).to_pylist()
+    for p, k, w, ok in zip(paths, kinds, where, valid, strict=True):
+        yield FileRef(p, k if ok else None, w if ok else None)
+
+
+__all__ = ["VacuumProgress", "VacuumResult", "vacuum"]
