@@ -13,8 +13,8 @@ import re
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from decimal import Decimal
-from urllib.parse import unquote
 from typing import Any
+from urllib.parse import unquote
 
 import orjson
 import pyarrow as pa
@@ -31,6 +31,7 @@ from deltalog.core.file_columns import (
     conform,
     table_from_dicts,
 )
+from deltalog.core.jsonlines import objects
 from deltalog.core.paths import LOG_DIR, SIDECAR_DIR
 from deltalog.core.replay import BaseState
 from deltalog.core.segment import CheckpointRef
@@ -232,17 +233,7 @@ class CheckpointReader:
             data = self.store.read(path)
         except FileNotFoundError:
             raise CorruptLogError(f"checkpoint file {path} disappeared while reading", path=path) from None
-        for line_no, raw in enumerate(data.split(b"\n"), start=1):
-            if not raw.strip():
-                continue
-            try:
-                obj = orjson.loads(raw)
-            except orjson.JSONDecodeError as exc:
-                raise CorruptLogError(
-                    f"{path} line {line_no}: malformed JSON ({exc})", path=path, line=line_no
-                ) from None
-            if not isinstance(obj, dict):
-                raise CorruptLogError(f"{path} line {line_no}: a line must be a JSON object", path=path, line=line_no)
+        for line_no, obj in objects(data, path):
             for key, body in obj.items():
                 if key in ("add", "remove"):
                     if not isinstance(body, dict) or not isinstance(body.get("path"), str):

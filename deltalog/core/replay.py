@@ -22,6 +22,7 @@ import pyarrow.compute as pc
 from deltalog.core import actions as A
 from deltalog.core.codec import ActionDecodeError, from_dict
 from deltalog.core.file_columns import ADD_SCHEMA, REMOVE_SCHEMA, table_from_dicts
+from deltalog.core.jsonlines import parse_lines
 from deltalog.core.pathkeys import canonical_path, needs_canonicalizing
 from deltalog.errors import CorruptLogError
 
@@ -170,34 +171,6 @@ def _locate_bad_action(commits: Sequence[CommitData], exc: Exception) -> Corrupt
     return CorruptLogError(f"a file action in {commits[0].path} .. {commits[-1].path} has invalid fields: {exc}")
 
 
-def _parse_lines(commit: CommitData) -> list[Any]:
-    """The commit's lines as parsed JSON, index ``i`` being line ``i + 1`` (None for a blank line).
-
-    One ``orjson.loads`` over the whole file (its lines joined into an array) costs a fraction of a call
-    per line; a file with blank lines or bad JSON falls back to line by line, which also finds the line
-    at fault.
-    """
-    data = commit.data.rstrip(b"\r\n")
-    if b"\n\n" not in data:
-        try:
-            parsed: list[Any] = orjson.loads(b"[" + data.replace(b"\n", b",") + b"]")
-        except orjson.JSONDecodeError:
-            pass
-        else:
-            if len(parsed) == data.count(b"\n") + 1:
-                return parsed
-    out: list[Any] = []
-    for line_no, raw in enumerate(commit.data.split(b"\n"), start=1):
-        if not raw or raw.isspace():
-            out.append(None)
-            continue
-        try:
-            out.append(orjson.loads(raw))
-        except orjson.JSONDecodeError as exc:
-            raise _corrupt(commit, line_no, f"malformed JSON ({exc})") from None
-    return out
-
-
 @contextmanager
 def _gc_paused() -> Iterator[None]:
     """Pause the cyclic garbage collector while replay builds many short-lived acyclic dicts.
@@ -236,7 +209,7 @@ def _replay(base: BaseState, commits: Sequence[CommitData], root: str | None) ->
         commit_info = None
         if not commit.data.strip():
             raise CorruptLogError(f"{commit.path} is empty: a commit holds at least one action", path=commit.path)
-        for line_no, obj in enumerate(_parse_lines(commit), start=1):
+        for line_no, obj in enumerate(parse_lines(commit.data, commit.path), start=1):
             if obj is None:
                 continue  # a blank line
             if type(obj) is not dict:

@@ -21,6 +21,7 @@ import pyarrow.parquet as pq
 
 from deltalog.checkpoint.reader import CheckpointReader
 from deltalog.core import properties
+from deltalog.core.jsonlines import objects
 from deltalog.core.paths import LAST_CHECKPOINT, LOG_DIR, SIDECAR_DIR, Kind, LogPath, parse
 from deltalog.core.retention import (
     CleanupPlan,
@@ -175,11 +176,8 @@ def _sidecar_name(raw: object) -> str | None:
 
 def _sidecars_in_json(log_: DeltaLog, path: str) -> list[str]:
     out = []
-    for raw in log_.store.read(path).split(b"\n"):
-        if b'"sidecar"' not in raw:
-            continue
-        obj = orjson.loads(raw)
-        body = obj.get("sidecar") if isinstance(obj, dict) else None
+    for _, obj in objects(log_.store.read(path), path):
+        body = obj.get("sidecar")
         name = _sidecar_name(body.get("path") if isinstance(body, dict) else None)
         if name:
             out.append(name)
