@@ -11,18 +11,15 @@ import os
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-import orjson
-
-from deltalog.checkpoint.reader import CheckpointReader
+from deltalog import history, loading
 from deltalog.core import engine_safety, properties
 from deltalog.core import last_checkpoint as hints
-from deltalog.core.features import check_readable, check_writable
-from deltalog.core.paths import LAST_CHECKPOINT, LOG_DIR, SIDECAR_DIR, Kind, LogPath, commit_name, parse, version_prefix
-from deltalog.core.replay import BaseState, CommitData, replay
+from deltalog.core.features import check_writable
+from deltalog.core.jsonlines import commit_info_of
+from deltalog.core.paths import LAST_CHECKPOINT, LOG_DIR, Kind, LogPath, commit_name, parse, version_prefix
+from deltalog.core.replay import CommitData
 from deltalog.core.segment import (
     LogSegment,
     build_segment,
@@ -30,15 +27,13 @@ from deltalog.core.segment import (
     earliest_version,
     latest_version,
 )
-from deltalog.core.timetravel import monotonize, to_epoch_ms, version_at
 from deltalog.errors import (
     CheckpointError,
-    CorruptLogError,
-    DeltaLogError,
     InvalidArgumentError,
     TableNotFoundError,
     VersionNotFoundError,
 )
+from deltalog.history import HistoryEntry
 from deltalog.snapshot import Snapshot
 from deltalog.storage.base import LogStore
 from deltalog.storage.uri import store_for
@@ -55,20 +50,6 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 Timestamp = Any  # str (ISO-8601), datetime, date, or epoch milliseconds
-
-
-@dataclass(frozen=True)
-class HistoryEntry:
-    """One commit as history shows it: its version, its time (ms), and its commitInfo (raw JSON object)."""
-
-    version: int
-    timestamp: int
-    commit_info: dict[str, Any]
-
-    @property
-    def operation(self) -> str | None:
-        op = self.commit_info.get("operation")
-        return op if isinstance(op, str) else None
 
 
 class DeltaLog:
@@ -332,25 +313,7 @@ class DeltaLog:
             log.exception("automatic checkpoint of version %s failed; the commit itself succeeded", version)
 
     def _read_commits(self, segment: LogSegment) -> list[CommitData]:
-        paths = [f"{LOG_DIR}/{p.name}" for p in segment.commits]
-
-        def read(path: str) -> bytes:
-            try:
-                return self.store.read(path)
-            except FileNotFoundError:
-                raise CorruptLogError(f"{path} disappeared while the log was read", path=path) from None
-
-        if len(paths) > 4 and not self.store.capabilities.local:
-            with ThreadPoolExecutor(max_workers=16) as pool:
-                datas = list(pool.map(read, paths))
-        else:
-            datas = [read(p) for p in paths]
-        if engine_safety.relevant(self.location):
-            versions = [p.version for p in segment.commits]
-            self._warn_unsafe_engine(engine_safety.first_unsafe(self.location, zip(versions, datas, strict=True)))
-        return [
-            CommitData(p.version, path, d, p.mtime) for p, path, d in zip(segment.commits, paths, datas, strict=False)
-        ]
+        return loading.read_commits(self, segment)
 
     def _warn_unsafe_engine(self, risk: engine_safety.EngineRisk | None) -> None:
         """Log, once per DeltaLog, that an engine which cannot share this store safely has committed here."""
@@ -359,148 +322,28 @@ class DeltaLog:
             log.warning("%s", risk.message(self.location))
 
     def _replay(self, segment: LogSegment) -> Snapshot:
-        """Replay ``segment``; an unreadable checkpoint falls back to an older one or to the commits.
-
-        A torn or truncated checkpoint (a crashed writer, a bad copy) must not make a table unreadable when
-        the log still holds what is needed without it. The fallback is logged with the file it skipped; only
-        when nothing older can rebuild the version does the checkpoint's error reach the caller.
-        """
-        try:
-            return self._replay_once(segment)
-        except CorruptLogError as exc:
-            cp = segment.checkpoint
-            bad = {f"{LOG_DIR}/{p.name}" for p in cp.files} if cp is not None else set()
-            in_checkpoint = exc.path is not None and (
-                any(exc.path.endswith(b) for b in bad) or f"{LOG_DIR}/{SIDECAR_DIR}/" in exc.path
-            )
-            if cp is None or not in_checkpoint:
-                raise
-            skipped = {p.name for p in cp.files}
-            paths = [p for p in self.list_log(0) if p.name not in skipped]
-            try:
-                fallback = build_segment(paths, segment.version, where=f"{self.location}/{LOG_DIR}")
-            except DeltaLogError:
-                raise exc from None
-            log.warning(
-                "skipping unreadable checkpoint %s (%s); rebuilding version %d from %s",
-                cp.files[0].name,
-                exc,
-                segment.version,
-                fallback.describe(),
-            )
-            return self._replay(fallback)
-
-    def _replay_once(self, segment: LogSegment) -> Snapshot:
-        if segment.checkpoint is not None:
-            base = CheckpointReader(self.store).read_base(segment.checkpoint)
-        else:
-            base = BaseState(version=-1, source=f"{LOG_DIR}/{commit_name(0)}")
-        result = replay(base, self._read_commits(segment), self.store.root)
-        where = f"{self.location}/{LOG_DIR} ({segment.describe()})"
-        if result.protocol is not None:
-            check_readable(result.protocol, f"{self.location}/{result.protocol_source}")
-        if result.protocol is None:
-            raise CorruptLogError(f"no protocol action found in {where}: version {segment.version} is unreadable")
-        if result.metadata is None:
-            raise CorruptLogError(f"no metaData action found in {where}: version {segment.version} is unreadable")
-        result.version = segment.version
-        return Snapshot(self, segment, result, now_ms=self.now_ms())
+        return loading.load(self, segment)
 
     # ------------------------------------------------------------------------------------------ time
     def commit_timeline(self) -> list[tuple[int, int]]:
-        """(version, commit time ms) for every commit file present, ascending.
-
-        Versions before in-commit timestamps were enabled use their files' modification times made
-        monotonic; versions from the enablement on use ``commitInfo.inCommitTimestamp``. The two parts are
-        not mixed: a table copy rewrites mtimes, but never in-commit timestamps.
-        """
-        before, ict = self._timeline_parts()
-        return before + ict
-
-    def _timeline_parts(self) -> tuple[list[tuple[int, int]], list[tuple[int, int]]]:
-        paths = self.list_log(0)
-        commits = [p for p in paths if p.kind is Kind.COMMIT]
-        if not paths:
-            raise TableNotFoundError(f"no Delta table at {self.location}: {LOG_DIR} has no commits")
-        ict_from = self._ict_enablement_version()
-        if ict_from is None:
-            return monotonize([(p.version, p.mtime) for p in commits]), []
-        before = monotonize([(p.version, p.mtime) for p in commits if p.version < ict_from])
-        ict: list[tuple[int, int]] = []
-        for p in commits:
-            if p.version < ict_from:
-                continue
-            value = self._commit_info(p.version).get("inCommitTimestamp")
-            if not isinstance(value, int) or isinstance(value, bool):
-                path = f"{LOG_DIR}/{p.name}"
-                raise CorruptLogError(f"{path} has no inCommitTimestamp although the table enables them", path=path)
-            ict.append((p.version, value))
-        return before, ict
-
-    def _ict_enablement(self) -> tuple[int, int | None] | None:
-        # The latest snapshot also vets the protocol: history of a table we cannot read is refused too.
-        conf = self.snapshot().configuration
-        if str(conf.get("delta.enableInCommitTimestamps", "false")).lower() != "true":
-            return None
-        try:
-            version = int(conf.get("delta.inCommitTimestampEnablementVersion", "0"))
-        except ValueError:
-            version = 0
-        raw_ts = conf.get("delta.inCommitTimestampEnablementTimestamp")
-        try:
-            ts = int(raw_ts) if raw_ts is not None else None
-        except ValueError:
-            ts = None
-        return version, ts
-
-    def _ict_enablement_version(self) -> int | None:
-        found = self._ict_enablement()
-        return None if found is None else found[0]
+        """(version, commit time ms) for every commit file present, ascending; see :mod:`deltalog.history`."""
+        return history.commit_timeline(self)
 
     def version_at(self, timestamp: Timestamp, allow_after_latest: bool = False) -> int:
-        """The version "as of" ``timestamp``: the latest commit at or before it.
-
-        With in-commit timestamps, a time at or after their enablement searches only the versions that have
-        them, and an earlier time only the versions before (as the protocol prescribes).
-        """
-        ts = to_epoch_ms(timestamp)
-        earliest = self.earliest_version()
-        before, ict = self._timeline_parts()
-        before = [(v, t) for v, t in before if v >= earliest]
-        ict = [(v, t) for v, t in ict if v >= earliest]
-        enablement = self._ict_enablement()
-        if ict:
-            enabled_at = enablement[1] if enablement and enablement[1] is not None else ict[0][1]
-            if ts >= enabled_at or not before:
-                return version_at(ict, ts, allow_after_latest=allow_after_latest)
-            return version_at(before, ts, allow_after_latest=True)
-        return version_at(before, ts, allow_after_latest=allow_after_latest)
+        """The version "as of" ``timestamp``: the latest commit at or before it; see :mod:`deltalog.history`."""
+        return history.version_at(self, timestamp, allow_after_latest)
 
     def _commit_info(self, version: int) -> dict[str, Any]:
         path = f"{LOG_DIR}/{commit_name(version)}"
-        data = self.store.read(path)
-        for line_no, raw in enumerate(data.split(b"\n"), start=1):
-            if b'"commitInfo"' not in raw:
-                continue
-            try:
-                obj = orjson.loads(raw)
-            except orjson.JSONDecodeError as exc:
-                raise CorruptLogError(
-                    f"{path} line {line_no}: malformed JSON ({exc})", path=path, line=line_no
-                ) from None
-            info = obj.get("commitInfo") if isinstance(obj, dict) else None
-            if isinstance(info, dict):
-                return info
-        return {}
+        return commit_info_of(self.store.read(path), path)
 
     def history(self, limit: int | None = None) -> Iterator[HistoryEntry]:
         """Commits newest first: version, time (ms, as time travel sees it) and commitInfo."""
-        timeline = self.commit_timeline()
-        newest_first = list(reversed(timeline))
-        for version, ts in newest_first if limit is None else newest_first[:limit]:
-            info = self._commit_info(version)
-            self._warn_unsafe_engine(engine_safety.engine_risk(info.get("engineInfo"), self.location, version))
-            yield HistoryEntry(version, ts, info)
+        for entry in history.entries(self, limit):
+            self._warn_unsafe_engine(
+                engine_safety.engine_risk(entry.commit_info.get("engineInfo"), self.location, entry.version)
+            )
+            yield entry
 
     # ------------------------------------------------------------------------------------------ maintenance
     def cleanup(self, retention: Retention | None = None, dry_run: bool = True) -> CleanupResult:
