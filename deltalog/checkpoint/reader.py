@@ -108,8 +108,15 @@ def _open_parquet(store: LogStore, path: str) -> Iterator[pq.ParquetFile]:
         handle.close()
 
 
-def _read_struct(pf: pq.ParquetFile, path: str, struct: str, fields: list[str]) -> pa.Table | None:
-    """Rows of top-level struct column ``struct`` (only ``fields`` of it) where it is present."""
+def _read_struct(
+    pf: pq.ParquetFile, path: str, struct: str, fields: list[str], keep_nulls: bool = False
+) -> pa.Table | None:
+    """Rows of top-level struct column ``struct`` (only ``fields`` of it).
+
+    Rows of other actions are dropped, unless ``keep_nulls``: then they stay as rows with a null ``path``,
+    so a caller that filters anyway can do it once, together with its own mask, instead of copying every
+    nested column twice.
+    """
     names = pf.schema_arrow.names
     if struct not in names:
         return None
@@ -122,12 +129,12 @@ def _read_struct(pf: pq.ParquetFile, path: str, struct: str, fields: list[str]) 
     except (pa.ArrowInvalid, OSError) as exc:
         raise CorruptLogError(f"{path} is not a readable parquet checkpoint: {exc}", path=path) from None
     table = pa.Table.from_struct_array(column)  # flattening applies the struct's own nulls to its fields
-    return table.filter(pc.is_valid(table.column("path")))
+    return table if keep_nulls else table.filter(pc.is_valid(table.column("path")))
 
 
 def _stats_from_parsed(pf: pq.ParquetFile, path: str) -> pa.ChunkedArray:
     """JSON stats rebuilt from ``stats_parsed`` for checkpoints written with structs only."""
-    table = _read_struct(pf, path, "add", ["path", "stats_parsed"])
+    table = _read_struct(pf, path, "add", ["path", "stats_parsed"], keep_nulls=True)
     if table is None or "stats_parsed" not in table.column_names:
         n = 0 if table is None else table.num_rows
         return pa.chunked_array([pa.nulls(n, pa.string())])
@@ -182,19 +189,21 @@ class CheckpointReader:
             else:
                 with _open_parquet(self.store, path) as pf:
                     self._read_non_file(pf, path, collected)
-                    table = _read_struct(pf, path, "add", ADD_COLUMNS_NO_STATS)
+                    table = _read_struct(pf, path, "add", ADD_COLUMNS_NO_STATS, keep_nulls=True)
                 if table is not None:
                     add_parts.append(conform(table, ADD_SCHEMA))
                 parquet_files.append(path)
         sidecar_files = [f"{LOG_DIR}/{SIDECAR_DIR}/{_sidecar_name(s.path)}" for s in collected.sidecars]
         for path in sidecar_files:
             with _open_parquet(self.store, path) as pf:
-                table = _read_struct(pf, path, "add", ADD_COLUMNS_NO_STATS)
+                table = _read_struct(pf, path, "add", ADD_COLUMNS_NO_STATS, keep_nulls=True)
             if table is not None:
                 add_parts.append(conform(table, ADD_SCHEMA))
         if inline_adds:
             add_parts.append(table_from_dicts(inline_adds, ADD_SCHEMA))
         adds = pa.concat_tables(add_parts) if add_parts else ADD_SCHEMA.empty_table()
+        valid = pc.is_valid(adds.column("path"))
+        all_valid = adds.column("path").null_count == 0
         stat_files = parquet_files + sidecar_files
         inline_stats = [a.get("stats") for a in inline_adds]
         source = self._files(ref)[0]
@@ -206,6 +215,7 @@ class CheckpointReader:
             txns=collected.txns,
             domains=collected.domains,
             adds=adds,
+            adds_valid=None if all_valid else valid,
             adds_stats=self._stats_loader(stat_files, inline_stats),
             removes=self._removes_loader(stat_files, inline_removes),
         )
@@ -253,7 +263,7 @@ class CheckpointReader:
                         continue
                     stype = pf.schema_arrow.field("add").type
                     if stype.get_field_index("stats") >= 0:
-                        table = _read_struct(pf, path, "add", ["path", "stats"])
+                        table = _read_struct(pf, path, "add", ["path", "stats"], keep_nulls=True)
                         if table is not None:
                             chunks.extend(table.column("stats").cast(pa.string()).chunks)
                     else:
