@@ -624,9 +624,25 @@ _parts_option = click.option(
     "--version", "version", type=click.IntRange(min=0), metavar="N", help="Checkpoint version N (default: the latest)."
 )
 @_parts_option
+@click.option(
+    "--engine",
+    type=click.Choice(["local", "spark"]),
+    default="local",
+    show_default=True,
+    help="spark: reconcile and write the parts on Spark executors (deltalog.spark.checkpoint; needs pyspark).",
+)
+@click.option("--master", default="local[2]", show_default=True, help="Spark master URL for --engine spark.")
 @_json_flag
-def checkpoint_cmd(table: str, version: int | None, parts: int | None, as_json: bool) -> None:
+def checkpoint_cmd(table: str, version: int | None, parts: int | None, engine: str, master: str, as_json: bool) -> None:
     """Write a checkpoint of TABLE and move _last_checkpoint forward."""
+    if engine == "spark":
+        from deltalog.spark.checkpoint import checkpoint as spark_checkpoint
+        from deltalog.spark.session import get_session
+
+        spark = get_session(master, "deltalog-checkpoint")
+        result = spark_checkpoint(spark, table, version=version, parts=parts)
+        _emit(checkpoint_document(DeltaLog.for_table(table).location, result), as_json, render_checkpoint)
+        return
     log = DeltaLog.for_table(table, auto_checkpoint=False)
     with checkpoint_progress() as tick:
         result = log.checkpoint(
@@ -670,6 +686,7 @@ def compact_cmd(
             err=True,
         )
         ctx.exit(EXIT_ERROR)
+
 
 # ---------------------------------------------------------------------------------------------- doctor
 # ``doctor`` (store self-test for concurrent writers) lives in deltalog/cli/doctor.py.

@@ -1,0 +1,287 @@
+"""Writing a Spark DataFrame to a Delta table: executors write parquet, the driver commits through deltalog.
+
+Flow of :func:`write`:
+
+1. The driver opens the table (creating it from the DataFrame's schema if there is none), checks the
+   DataFrame's schema, ``partition_by`` and ``replace_where`` against it, and starts one transaction, all
+   *before* any file is written. An exactly-once batch (``app_id``/``app_version``) the table already holds
+   stops here: nothing is written.
+2. Executors write the files inside ``df.mapInArrow`` (:mod:`deltalog.spark._files`: hive-style partition
+   directories, ``part-<uuid>.snappy.parquet``, Delta statistics from :mod:`deltalog.stats`) and send back one
+   small row per file: path, partition values, size, stats. The data never passes through the driver.
+3. The driver commits the adds (and, for an overwrite, the removes from ``txn.remove_where``, which records
+   the read predicate) as one version. Files of a commit that is definitely refused (a conflict, an invalid
+   commit, an exactly-once batch committed meanwhile) are deleted; after ``CommitStateUnknownError`` nothing
+   is deleted, since the commit may have landed.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+from urllib.parse import quote
+
+import orjson
+import pyarrow as pa
+
+from deltalog.arrow_schema import to_arrow_schema
+from deltalog.core import actions as A
+from deltalog.core.features import check_writable
+from deltalog.core.partitions import conditions_from_where, parse_value
+from deltalog.core.schema import top_level_fields
+from deltalog.errors import (
+    ConcurrentModificationError,
+    InvalidArgumentError,
+    InvalidCommitError,
+    TableAlreadyExistsError,
+    TableNotFoundError,
+    UnsupportedFeatureError,
+)
+from deltalog.log import DeltaLog
+from deltalog.spark._files import RESULT_DDL, DataFiles, write_partitioned
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame
+
+    from deltalog.snapshot import Snapshot
+
+MODES = ("append", "overwrite")
+_STRUCTURAL = ("nullable", "containsNull", "valueContainsNull", "metadata")
+
+
+class SchemaMismatchError(InvalidArgumentError):
+    """The DataFrame's columns do not fit the table's schema; raised before any file is written."""
+
+
+@dataclass(frozen=True)
+class WriteResult:
+    """What :func:`write` did; ``version`` is None when nothing was committed (``skipped``)."""
+
+    version: int | None
+    skipped: bool
+    num_files: int
+    num_rows: int
+    num_removed: int
+    paths: tuple[str, ...]  # as in the log (URI-encoded, relative)
+
+
+def _bare_type(t: Any) -> Any:
+    """A Delta/Spark type JSON without nullability and metadata, for comparing types."""
+    if isinstance(t, dict):
+        out = {k: _bare_type(v) for k, v in t.items() if k not in _STRUCTURAL}
+        if "fields" in out:
+            out["fields"] = [{"name": f["name"], "type": _bare_type(f["type"])} for f in t["fields"]]
+        return out
+    return t
+
+
+def _type_text(t: Any) -> str:
+    return t if isinstance(t, str) else orjson.dumps(_bare_type(t)).decode()
+
+
+def check_schema(table_schema: dict[str, Any], data_schema: dict[str, Any]) -> None:
+    """Refuse a DataFrame whose columns or types differ from the table's, naming every offending column."""
+    table = {f["name"]: f for f in top_level_fields(table_schema)}
+    data = {f["name"]: f for f in top_level_fields(data_schema)}
+    problems = []
+    missing = [n for n in table if n not in data]
+    extra = [n for n in data if n not in table]
+    if missing:
+        problems.append(f"missing columns {missing}")
+    if extra:
+        problems.append(f"columns not in the table {extra} (schema evolution is not supported)")
+    wrong = [
+        f"{n}: table {_type_text(table[n]['type'])}, data {_type_text(data[n]['type'])}"
+        for n in table
+        if n in data and _bare_type(table[n]["type"]) != _bare_type(data[n]["type"])
+    ]
+    if wrong:
+        problems.append("incompatible types: " + "; ".join(wrong))
+    if problems:
+        raise SchemaMismatchError("the DataFrame does not match the table schema: " + ", ".join(problems))
+
+
+def _check_where(where: Mapping[str, Any] | None, partition_columns: Sequence[str]) -> None:
+    if not where:
+        return
+    data_columns = sorted(k for k in where if k not in partition_columns)
+    if data_columns:
+        raise InvalidArgumentError(
+            f"replace_where may only name partition columns {list(partition_columns)}, not {data_columns}: "
+            "an overwrite replaces whole files, and the log cannot tell which rows of a file match a data column"
+        )
+
+
+def _check_partitions(partition_by: Sequence[str], schema: dict[str, Any]) -> None:
+    fields = {f["name"]: f for f in top_level_fields(schema)}
+    unknown = [c for c in partition_by if c not in fields]
+    if unknown:
+        raise SchemaMismatchError(f"partition columns {unknown} are not columns of the data ({sorted(fields)})")
+    complex_cols = [c for c in partition_by if not isinstance(fields[c]["type"], str) or fields[c]["type"] == "binary"]
+    if complex_cols:
+        raise InvalidArgumentError(f"columns {complex_cols} cannot be partition columns (binary or nested type)")
+    if len(partition_by) == len(fields) and fields:
+        raise InvalidArgumentError("at least one column must not be a partition column")
+
+
+def _open(log: DeltaLog) -> Snapshot | None:
+    try:
+        return log.snapshot()
+    except TableNotFoundError:
+        return None
+
+
+def _prepare_table(
+    log: DeltaLog,
+    data_schema: dict[str, Any],
+    partition_by: Sequence[str] | None,
+    configuration: Mapping[str, str] | None,
+) -> Snapshot:
+    snap = _open(log)
+    if snap is None:
+        parts = list(partition_by or ())
+        _check_partitions(parts, data_schema)
+        # another job may create it first: its schema is then checked below like any existing table's
+        with contextlib.suppress(TableAlreadyExistsError):
+            log.create(orjson.dumps(data_schema).decode(), partition_columns=parts, configuration=configuration)
+        snap = log.snapshot()
+    if partition_by is not None and list(partition_by) != snap.partition_columns:
+        raise SchemaMismatchError(
+            f"partition_by {list(partition_by)} differs from the table's partition columns {snap.partition_columns}"
+        )
+    if snap.column_mapping_mode != "none":
+        raise UnsupportedFeatureError(
+            f"{log.location} uses column mapping ({snap.column_mapping_mode}); the Spark writer does not",
+            feature="columnMapping",
+        )
+    check_writable(snap.protocol, snap.configuration, snap.schema_json, f"{log.location}/_delta_log")
+    check_schema(snap.schema_json, data_schema)
+    return snap
+
+
+def _check_rows_match(where: Mapping[str, Any], snap: Snapshot, adds: Sequence[A.Add]) -> None:
+    """replaceWhere's data check: every written file must fall inside the predicate it replaces."""
+    types = {f["name"]: f["type"] for f in top_level_fields(snap.schema_json)}
+    conds = [
+        type(c)(c.column, c.op, tuple(parse_value(types[c.column], v) for v in c.values))
+        for c in conditions_from_where(where)
+    ]
+    for add in adds:
+        for c in conds:
+            if not c.matches(parse_value(types[c.column], add.partition_values.get(c.column))):
+                raise InvalidArgumentError(
+                    f"written data does not match replace_where {dict(where)}: a file has partition values "
+                    f"{dict(add.partition_values)}; nothing was committed"
+                )
+
+
+def _where_text(where: Mapping[str, Any] | None) -> str | None:
+    if not where:
+        return None
+    return " AND ".join(
+        f"{c.column} {c.op} {list(c.values) if len(c.values) > 1 else c.values[0]!r}"
+        for c in conditions_from_where(where)
+    )
+
+
+def write(
+    df: DataFrame,
+    table_uri: str,
+    mode: str = "append",
+    partition_by: Sequence[str] | None = None,
+    replace_where: Mapping[str, Any] | None = None,
+    app_id: str | None = None,
+    app_version: int | None = None,
+    storage_options: dict[str, Any] | None = None,
+    *,
+    configuration: Mapping[str, str] | None = None,
+    target_rows_per_file: int = 1_000_000,
+    before_commit: Callable[[], None] | None = None,
+) -> WriteResult:
+    """Write ``df`` to the Delta table at ``table_uri`` as one commit.
+
+    ``mode="overwrite"`` replaces the whole table, or with ``replace_where`` (a partition-column predicate in
+    :meth:`deltalog.Snapshot.files`' ``where`` form) only the matching partitions; the written rows must fall
+    inside it. ``configuration`` sets table properties when the table is created. ``before_commit`` runs after
+    the files are written and before the commit (a hook for orchestration and tests).
+    """
+    if mode not in MODES:
+        raise InvalidArgumentError(f"mode must be one of {MODES}, not {mode!r}")
+    if replace_where and mode != "overwrite":
+        raise InvalidArgumentError("replace_where needs mode='overwrite'")
+    if (app_id is None) != (app_version is None):
+        raise InvalidArgumentError("app_id and app_version go together")
+    log = DeltaLog.for_table(table_uri, storage_options)
+    data_schema = orjson.loads(df.schema.json())
+    snap = _prepare_table(log, data_schema, partition_by, configuration)
+    _check_where(replace_where, snap.partition_columns)
+
+    txn = log.start_transaction(app_id=app_id, app_version=app_version)
+    if txn.already_committed:
+        txn.commit(operation="WRITE")
+        return WriteResult(None, True, 0, 0, 0, ())
+    snap = txn.snapshot
+    removes = txn.remove_where(dict(replace_where) if replace_where else None) if mode == "overwrite" else []
+
+    from pyspark.sql import functions as F
+
+    columns = [f["name"] for f in top_level_fields(snap.schema_json)]
+    partition_columns = snap.partition_columns
+    target = pa.schema([f for f in to_arrow_schema(snap.schema_json) if f.name not in partition_columns])
+    root = log.store.root
+    fn = functools.partial(
+        write_partitioned,
+        root=root,
+        storage_options=storage_options,
+        partition_columns=partition_columns,
+        configuration=dict(snap.configuration),
+        target_schema=target,
+        target_rows=target_rows_per_file,
+    )
+    rows = df.select(*[F.col(f"`{c}`") for c in columns]).mapInArrow(fn, RESULT_DDL).collect()
+    adds = [
+        A.Add(
+            path=quote(r["path"], safe="/="),
+            partition_values=orjson.loads(r["partition_values"]),
+            size=r["size"],
+            modification_time=r["modification_time"],
+            data_change=True,
+            stats=r["stats"],
+        )
+        for r in rows
+    ]
+    files = DataFiles(root, storage_options)
+    written = [r["path"] for r in rows]
+    try:
+        if replace_where:
+            _check_rows_match(replace_where, snap, adds)
+        if before_commit is not None:
+            before_commit()
+    except BaseException:
+        _delete(files, written)  # nothing was attempted: the files belong to no commit
+        raise
+    params: dict[str, Any] = {"mode": mode.capitalize(), "partitionBy": list(partition_columns)}
+    if replace_where:
+        params["predicate"] = _where_text(replace_where)
+    try:
+        result = txn.commit(adds, operation="WRITE", operation_parameters=params)
+    except (ConcurrentModificationError, InvalidCommitError):
+        _delete(files, written)  # definitely refused; CommitStateUnknownError and the rest keep the files
+        if app_id is not None and app_version is not None:
+            current = log.snapshot().app_version(app_id)
+            if current is not None and current >= app_version:
+                return WriteResult(None, True, 0, 0, 0, ())
+        raise
+    num_rows = sum(r["num_records"] for r in rows)
+    return WriteResult(result.version, result.skipped, len(adds), num_rows, len(removes), tuple(a.path for a in adds))
+
+
+def _delete(files: DataFiles, keys: Sequence[str]) -> None:
+    for key in keys:
+        files.delete(key)
+
+
+__all__ = ["SchemaMismatchError", "WriteResult", "check_schema", "write"]

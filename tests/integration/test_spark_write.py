@@ -1,0 +1,206 @@
+"""Spark writes through deltalog: batch appends, partition overwrites, exactly-once reruns, conflicts, refusals."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+from urllib.parse import unquote
+
+import pytest
+from pyspark.sql import functions as F
+
+from deltalog import ConcurrentModificationError, DeltaLog, InvalidArgumentError
+from deltalog.spark.read import read
+from deltalog.spark.write import SchemaMismatchError, WriteResult, write
+
+SCHEMA = "id long, city string, amount double, day string"
+APP = "daily-sales"
+
+
+def batch(spark: Any, day: str, first: int, count: int, city: str = "Oslo") -> Any:
+    rows = [(i, city, i * 1.5, day) for i in range(first, first + count)]
+    return spark.createDataFrame(rows, SCHEMA).repartition(2)
+
+
+def rows_at(spark: Any, table: Path, version: int | None = None) -> list[tuple[Any, ...]]:
+    return sorted(tuple(r) for r in read(spark, str(table), version=version).collect())
+
+
+def data_files(table: Path) -> set[str]:
+    return {str(p.relative_to(table)) for p in table.rglob("*.parquet") if "_delta_log" not in p.parts}
+
+
+def expected(day: str, first: int, count: int, city: str = "Oslo") -> list[tuple[Any, ...]]:
+    return [(i, city, i * 1.5, day) for i in range(first, first + count)]
+
+
+def test_batch_job_append_overwrite_rerun_and_time_travel(spark: Any, tmp_path: Path) -> None:
+    table = tmp_path / "sales"
+    r1 = write(batch(spark, "2026-11-01", 0, 5), str(table), partition_by=["day"], app_id=APP, app_version=1)
+    r2 = write(batch(spark, "2026-11-02", 5, 4), str(table), app_id=APP, app_version=2)
+    assert (r1.version, r2.version) == (1, 2)  # version 0 is the table's creation
+    assert r1.num_rows == 5 and r2.num_rows == 4
+
+    # overwrite one partition: the other partition's rows survive
+    r3 = write(
+        batch(spark, "2026-11-01", 100, 2, city="Lima"),
+        str(table),
+        mode="overwrite",
+        replace_where={"day": "2026-11-01"},
+        app_id=APP,
+        app_version=3,
+    )
+    assert r3.version == 3 and r3.num_removed == r1.num_files
+
+    files_before = data_files(table)
+    rerun = write(batch(spark, "2026-11-02", 5, 4), str(table), app_id=APP, app_version=2)
+    assert rerun == WriteResult(None, True, 0, 0, 0, ())
+    assert DeltaLog.for_table(table).latest_version() == 3
+    assert data_files(table) == files_before  # a skipped batch writes no file
+
+    assert rows_at(spark, table, 0) == []
+    assert rows_at(spark, table, 1) == expected("2026-11-01", 0, 5)
+    assert rows_at(spark, table, 2) == sorted(expected("2026-11-01", 0, 5) + expected("2026-11-02", 5, 4))
+    assert rows_at(spark, table, 3) == sorted(expected("2026-11-01", 100, 2, "Lima") + expected("2026-11-02", 5, 4))
+    assert rows_at(spark, table) == rows_at(spark, table, 3)
+
+
+def test_typed_partitions_escaping_and_nulls_round_trip(spark: Any, tmp_path: Path) -> None:
+    table = tmp_path / "typed"
+    df = spark.sql(
+        """
+        SELECT * FROM VALUES
+          (1, DATE'2024-02-29', TIMESTAMP'2024-01-01 10:00:00.123456', 'a:b/c=d%e', CAST(1.50 AS DECIMAL(5,2))),
+          (2, NULL, NULL, NULL, NULL),
+          (3, DATE'2024-02-29', TIMESTAMP'2024-01-01 10:00:00.123456', '', CAST(-2.25 AS DECIMAL(5,2)))
+        AS t(id, d, ts, s, dec)
+        """
+    )
+    write(df, str(table), partition_by=["d", "ts", "s", "dec"])
+    log = DeltaLog.for_table(table)
+    for path in log.snapshot().files().column("path").to_pylist():
+        assert (table / unquote(path)).is_file(), path
+    assert any("a%253Ab%252Fc%253Dd%2525e" in p for p in log.snapshot().files().column("path").to_pylist())
+    got = sorted((tuple(r) for r in read(spark, str(table)).collect()), key=lambda r: r[0])
+    want = sorted((tuple(r) for r in df.collect()), key=lambda r: r[0])
+    # the empty string partition value reads back as null, as in Delta
+    assert got == [w if w[0] != 3 else (*w[:3], None, w[4]) for w in want]
+    assert [(f.name, f.dataType) for f in read(spark, str(table)).schema] == [(f.name, f.dataType) for f in df.schema]
+
+
+def test_schema_mismatch_refused_before_any_file_is_written(spark: Any, tmp_path: Path) -> None:
+    table = tmp_path / "strict"
+    write(batch(spark, "2026-11-01", 0, 3), str(table), partition_by=["day"])
+    before = data_files(table)
+    missing = spark.createDataFrame([(1, "x")], "id long, day string")
+    with pytest.raises(SchemaMismatchError, match=r"missing columns \['city', 'amount'\]"):
+        write(missing, str(table))
+    wrong = spark.createDataFrame([("1", "x", 1.0, "d")], "id string, city string, amount double, day string")
+    with pytest.raises(SchemaMismatchError, match="id: table long, data string"):
+        write(wrong, str(table))
+    extra = batch(spark, "2026-11-01", 0, 1).withColumn("bonus", F.lit(1))
+    with pytest.raises(SchemaMismatchError, match=r"\['bonus'\]"):
+        write(extra, str(table))
+    with pytest.raises(SchemaMismatchError, match="partition_by"):
+        write(batch(spark, "2026-11-01", 0, 1), str(table), partition_by=["city"])
+    assert data_files(table) == before
+    assert DeltaLog.for_table(table).latest_version() == 1
+
+
+def test_replace_where_refusals(spark: Any, tmp_path: Path) -> None:
+    table = tmp_path / "rw"
+    write(batch(spark, "2026-11-01", 0, 3), str(table), partition_by=["day"])
+    before = data_files(table)
+    with pytest.raises(InvalidArgumentError, match=r"only name partition columns \['day'\], not \['city'\]"):
+        write(batch(spark, "2026-11-01", 0, 1), str(table), mode="overwrite", replace_where={"city": "Oslo"})
+    assert data_files(table) == before
+    # rows outside the predicate: refused, and the files just written are deleted
+    with pytest.raises(InvalidArgumentError, match="does not match replace_where"):
+        write(batch(spark, "2026-11-09", 0, 1), str(table), mode="overwrite", replace_where={"day": "2026-11-01"})
+    assert data_files(table) == before
+    assert DeltaLog.for_table(table).latest_version() == 1
+
+
+def _barrier_hook(barrier: threading.Barrier) -> Callable[[], None]:
+    def hook() -> None:
+        barrier.wait(timeout=120)
+
+    return hook
+
+
+def test_concurrent_jobs_on_disjoint_partitions_both_commit(spark: Any, tmp_path: Path) -> None:
+    table = tmp_path / "concurrent"
+    write(batch(spark, "2026-11-01", 0, 2), str(table), partition_by=["day"])
+    write(batch(spark, "2026-11-02", 2, 2), str(table))
+    barrier = threading.Barrier(2)  # both jobs have written their files before either commits
+    results: dict[str, WriteResult] = {}
+    errors: list[BaseException] = []
+
+    def job(day: str, first: int) -> None:
+        try:
+            results[day] = write(
+                batch(spark, day, first, 3, city="Kyoto"),
+                str(table),
+                mode="overwrite",
+                replace_where={"day": day},
+                before_commit=_barrier_hook(barrier),
+            )
+        except BaseException as exc:  # reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=job, args=a) for a in (("2026-11-01", 10), ("2026-11-02", 20))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=300)
+    assert not errors, errors
+    assert sorted(r.version for r in results.values() if r.version is not None) == [3, 4]
+    assert rows_at(spark, table) == sorted(
+        expected("2026-11-01", 10, 3, "Kyoto") + expected("2026-11-02", 20, 3, "Kyoto")
+    )
+
+
+def test_overwrites_of_one_partition_conflict_and_loser_files_are_deleted(spark: Any, tmp_path: Path) -> None:
+    table = tmp_path / "conflict"
+    write(batch(spark, "2026-11-01", 0, 2), str(table), partition_by=["day"])
+    winner: list[WriteResult] = []
+
+    def rival() -> None:  # commits while the first job sits between writing its files and committing
+        winner.append(
+            write(batch(spark, "2026-11-01", 50, 2), str(table), mode="overwrite", replace_where={"day": "2026-11-01"})
+        )
+
+    before = data_files(table)
+    with pytest.raises(ConcurrentModificationError) as info:
+        write(
+            batch(spark, "2026-11-01", 90, 2),
+            str(table),
+            mode="overwrite",
+            replace_where={"day": "2026-11-01"},
+            before_commit=rival,
+        )
+    assert info.value.winning_version == 2
+    files = data_files(table)
+    winner_files = {unquote(p) for p in winner[0].paths}
+    assert files == before | winner_files  # the loser's files are gone, the winner's stay
+    assert rows_at(spark, table) == expected("2026-11-01", 50, 2)
+
+
+def test_exactly_once_batch_committed_meanwhile_is_skipped_and_cleaned(spark: Any, tmp_path: Path) -> None:
+    table = tmp_path / "once"
+    write(batch(spark, "2026-11-01", 0, 1), str(table), partition_by=["day"])
+    other: list[WriteResult] = []
+
+    def same_batch_elsewhere() -> None:
+        other.append(write(batch(spark, "2026-11-05", 7, 2), str(table), app_id=APP, app_version=5))
+
+    result = write(
+        batch(spark, "2026-11-05", 7, 2), str(table), app_id=APP, app_version=5, before_commit=same_batch_elsewhere
+    )
+    assert result.skipped and result.version is None
+    assert other[0].version == 2
+    assert DeltaLog.for_table(table).latest_version() == 2
+    assert len(data_files(table)) == 1 + other[0].num_files
+    assert rows_at(spark, table) == sorted(expected("2026-11-01", 0, 1) + expected("2026-11-05", 7, 2))
