@@ -32,6 +32,7 @@ from deltalog.errors import (
     StorageError,
 )
 from deltalog.storage.base import LogStore
+from deltalog.storage.options import UNSAFE_OPT_IN, unsafe_commits_allowed
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -92,6 +93,21 @@ def _is_ours(data: bytes, txn_id: str) -> bool:
     return isinstance(info, dict) and info.get("txnId") == txn_id
 
 
+def _refuse_unsafe_store(store: LogStore) -> None:
+    """No commit through a store that cannot put-if-absent atomically, unless the user opted in.
+
+    Such a store lets two writers both "win" a version: one commit silently overwrites the other.
+    """
+    if store.capabilities.atomic_put_if_absent or unsafe_commits_allowed(store):
+        return
+    raise StorageError(
+        f"refusing to commit to {store.root}: this store cannot create a file only-if-absent atomically, so "
+        "concurrent writers could overwrite each other's commits. Use a store with conditional writes "
+        "(a local path, s3://, abfs[s]://), check it with 'deltalog doctor', or, if only one writer ever "
+        f"commits to this table, pass storage_options={{'{UNSAFE_OPT_IN}': 'true'}}"
+    )
+
+
 class Committer:
     def __init__(
         self,
@@ -111,6 +127,7 @@ class Committer:
     def put(self, version: int, data: bytes, txn_id: str) -> str:
         """Write ``version``: ``"ours"``, ``"recovered"`` (ours, found after an unknown outcome) or ``"taken"``."""
         path = f"{LOG_DIR}/{commit_name(version)}"
+        _refuse_unsafe_store(self.store)
         failed = False
         for transient in range(self.policy.transient_retries + 1):
             try:
@@ -119,6 +136,8 @@ class Committer:
             except FileAlreadyExistsError:
                 pass
             except (StorageError, OSError, TimeoutError) as exc:
+                if isinstance(exc, StorageError) and not exc.retryable and not failed:
+                    raise  # rejected outright (bad credentials, no bucket): known not written, and retries won't help
                 failed = True
                 log.warning("write of %s failed (%s); resolving its outcome", path, exc)
             # Taken, or unknown: the file tells which.

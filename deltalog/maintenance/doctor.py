@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from deltalog.core.engine_safety import EngineRisk, engine_risk
-from deltalog.errors import DeltaLogError, FileAlreadyExistsError, TableNotFoundError
+from deltalog.errors import DeltaLogError, FileAlreadyExistsError, StorageError, TableNotFoundError
 from deltalog.storage.base import LogStore
 from deltalog.storage.options import UNSAFE_OPT_IN, unsafe_commits_allowed
 
@@ -80,6 +80,9 @@ def _probe(name: str, run: Callable[[], tuple[bool, str]], fix: str) -> Check:
     """Run one probe; an exception is a failed check that names the error (a probe must never crash doctor)."""
     try:
         ok, detail = run()
+    except StorageError as exc:
+        # A refusal (no write permission, say) already says what to fix; a transient failure gets the probe's fix.
+        return Check(name, False, f"{type(exc).__name__}: {exc}", fix if exc.retryable else str(exc))
     except DeltaLogError as exc:
         ok, detail = False, f"{type(exc).__name__}: {exc}"
     except (OSError, TimeoutError) as exc:
@@ -236,6 +239,9 @@ def diagnose(
             None if declared else _FIX_PUT,
         )
     )
+    # Reaching the store at all: bad credentials or a missing bucket are raised here, as themselves, not
+    # reported as failed probes with the wrong advice.
+    list(store.list_from(f"{SCRATCH}/"))
     base = f"{SCRATCH}/{uuid.uuid4().hex}"
     try:
         report.checks.append(_probe("exclusive", lambda: _exclusive(store, base), _FIX_PUT))

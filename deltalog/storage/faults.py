@@ -31,7 +31,7 @@ from deltalog.storage.base import Capabilities, FileInfo, LogStore, split_dir
 
 T = TypeVar("T")
 
-Op = Literal["read", "open", "list_from", "put_if_absent", "put", "delete", "exists"]
+Op = Literal["read", "open", "list_from", "walk", "put_if_absent", "put", "delete", "exists"]
 OPS: frozenset[str] = frozenset(get_args(Op))
 #: operations that can leave a temp file behind when the process dies
 WRITE_OPS: frozenset[str] = frozenset({"put_if_absent", "put"})

@@ -1,4 +1,9 @@
-"""From a user's table location to a store: plain paths and ``file://`` go to the local store."""
+"""From a user's table location to a store: plain paths and ``file://`` go to the local store, ``s3://`` and
+``s3a://`` to :class:`~deltalog.storage.s3.S3LogStore`, ``abfs://``, ``abfss://`` and ``az://`` to
+:class:`~deltalog.storage.azure.AzureLogStore`, anything else fsspec knows to the generic fsspec store.
+
+``storage_options`` take fsspec names or deltalake names (see :mod:`deltalog.storage.options`).
+"""
 
 from __future__ import annotations
 
@@ -6,8 +11,13 @@ import os
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
+from deltalog.errors import InvalidArgumentError
 from deltalog.storage.base import LogStore
 from deltalog.storage.local import LocalLogStore
+from deltalog.storage.options import parse_options
+
+S3_SCHEMES = ("s3", "s3a")
+AZURE_SCHEMES = ("abfs", "abfss", "az")
 
 
 def _redact(uri: str) -> str:
@@ -20,20 +30,81 @@ def _redact(uri: str) -> str:
     return uri
 
 
+def _missing_extra(scheme: str, extra: str, exc: ImportError) -> InvalidArgumentError:
+    return InvalidArgumentError(
+        f"{scheme}:// tables need the {exc.name or 'cloud'} package: pip install 'deltalog[{extra}]'"
+    )
+
+
+def _s3_store(loc: str, scheme: str, storage_options: dict[str, Any] | None) -> LogStore:
+    parts = urlsplit(loc)
+    if not parts.netloc:
+        raise InvalidArgumentError(f"{scheme}:// location {loc!r} names no bucket (expected {scheme}://bucket/path)")
+    opts = parse_options("s3", storage_options)
+    try:
+        from deltalog.storage.s3 import S3LogStore
+    except ImportError as exc:
+        raise _missing_extra(scheme, "s3", exc) from None
+    return S3LogStore(
+        parts.netloc,
+        unquote(parts.path),
+        opts.fs_kwargs,
+        scheme=scheme,
+        secrets=opts.secrets,
+        allow_unsafe_commits=opts.allow_unsafe_commits,
+    )
+
+
+def _azure_store(loc: str, scheme: str, storage_options: dict[str, Any] | None) -> LogStore:
+    parts = urlsplit(loc)
+    container, _, host = parts.netloc.partition("@")
+    if not container:
+        raise InvalidArgumentError(
+            f"{scheme}:// location {loc!r} names no container (expected {scheme}://container/path)"
+        )
+    opts = parse_options("azure", storage_options)
+    kwargs = dict(opts.fs_kwargs)
+    if host and "connection_string" not in kwargs:
+        kwargs.setdefault("account_name", host.split(".", 1)[0])  # container@account.dfs.core.windows.net
+    try:
+        from deltalog.storage.azure import AzureLogStore
+    except ImportError as exc:
+        raise _missing_extra(scheme, "azure", exc) from None
+    prefix = unquote(parts.path).strip("/")
+    display = f"{scheme}://{parts.netloc}" + (f"/{prefix}" if prefix else "")
+    return AzureLogStore(
+        container,
+        prefix,
+        kwargs,
+        display_root=display,
+        secrets=opts.secrets,
+        allow_unsafe_commits=opts.allow_unsafe_commits,
+    )
+
+
 def store_for(location: str | os.PathLike[str], storage_options: dict[str, Any] | None = None) -> LogStore:
-    """The store for a table location: a path, ``file://`` URL, or any fsspec URL."""
+    """The store for a table location: a path, ``file://`` URL, ``s3://``/``abfss://``-style URI, or any fsspec URL."""
     loc = os.fspath(location)
-    scheme = urlsplit(loc).scheme if "://" in loc or loc.startswith("file:") else ""
+    scheme = urlsplit(loc).scheme.lower() if "://" in loc or loc.startswith("file:") else ""
     if scheme in ("", "file") or (len(scheme) == 1 and os.name == "nt"):
         if scheme == "file":
             loc = unquote(urlsplit(loc).path)
         return LocalLogStore(loc)
+    if scheme in S3_SCHEMES:
+        return _s3_store(loc, scheme, storage_options)
+    if scheme in AZURE_SCHEMES:
+        return _azure_store(loc, scheme, storage_options)
     import fsspec
 
     from deltalog.storage.fsspec_store import FsspecLogStore
 
-    fs, path = fsspec.core.url_to_fs(loc, **(storage_options or {}))
-    return FsspecLogStore(fs, path, display_root=_redact(loc))
+    opts = parse_options(scheme, storage_options)
+    fs, path = fsspec.core.url_to_fs(loc, **opts.fs_kwargs)
+    store = FsspecLogStore(fs, path, display_root=_redact(loc))
+    if opts.allow_unsafe_commits:
+        # Read by deltalog.committer through unsafe_commits_allowed(): the user accepted one writer at a time.
+        store.allow_unsafe_commits = True  # type: ignore[attr-defined]
+    return store
 
 
-__all__ = ["store_for"]
+__all__ = ["AZURE_SCHEMES", "S3_SCHEMES", "store_for"]

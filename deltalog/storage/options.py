@@ -1,0 +1,226 @@
+"""``storage_options``: one dict, two spellings, and secrets that never leave it.
+
+Users arrive with options written for the ``deltalake`` package (``AWS_ACCESS_KEY_ID``,
+``AZURE_STORAGE_ACCOUNT_KEY``, ``azure_storage_use_emulator``, any case) or for fsspec (``key``, ``secret``,
+``endpoint_url``, ``connection_string``, ...). Both must work without the user learning a third spelling, so
+the deltalake names are translated to the fsspec keyword arguments of s3fs / adlfs and everything else is
+passed through unchanged. Options that only configure deltalake's own locking are accepted and ignored (with a
+log line naming the key, never its value), because deltalog always uses conditional writes.
+
+Secret values are collected into :class:`StoreOptions.secrets` so every message deltalog builds can be
+scrubbed with :func:`scrub` before it reaches an exception, a log record or a ``repr``.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from deltalog.errors import InvalidArgumentError
+
+log = logging.getLogger(__name__)
+
+#: opt-in for committing through a store that cannot put-if-absent atomically (one writer at a time only)
+UNSAFE_OPT_IN = "deltalog_allow_unsafe_commits"
+
+#: Azurite's well-known development account (public, documented by Microsoft; not a secret)
+EMULATOR_ACCOUNT = "devstoreaccount1"
+EMULATOR_KEY = "Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw=="
+
+_S3_NAMES: dict[str, str] = {
+    "aws_access_key_id": "key",
+    "access_key_id": "key",
+    "aws_secret_access_key": "secret",
+    "secret_access_key": "secret",
+    "aws_session_token": "token",
+    "aws_token": "token",
+    "session_token": "token",
+    "aws_endpoint_url": "endpoint_url",
+    "aws_endpoint": "endpoint_url",
+    "endpoint": "endpoint_url",
+    "aws_profile": "profile",
+}
+_S3_REGION = {"aws_region", "aws_default_region", "region"}
+_S3_IGNORED = {
+    "aws_allow_http",  # an http:// endpoint is used as given
+    "allow_http",
+    "aws_s3_allow_unsafe_rename",
+    "aws_conditional_put",
+    "conditional_put",
+    "aws_copy_if_not_exists",
+    "copy_if_not_exists",
+    "aws_force_credential_load",
+}
+#: deltalake options saying the table's other writers coordinate through DynamoDB, which deltalog does not join
+_S3_LOCKING = {"aws_s3_locking_provider", "delta_dynamo_table_name", "dynamo_lock_table_name"}
+
+_AZURE_NAMES: dict[str, str] = {
+    "azure_storage_account_name": "account_name",
+    "azure_storage_account_key": "account_key",
+    "azure_storage_access_key": "account_key",
+    "azure_storage_master_key": "account_key",
+    "access_key": "account_key",
+    "master_key": "account_key",
+    "azure_storage_connection_string": "connection_string",
+    "azure_storage_sas_key": "sas_token",
+    "azure_storage_sas_token": "sas_token",
+    "sas_key": "sas_token",
+    "azure_storage_client_id": "client_id",
+    "azure_client_id": "client_id",
+    "azure_storage_client_secret": "client_secret",
+    "azure_client_secret": "client_secret",
+    "azure_storage_tenant_id": "tenant_id",
+    "azure_tenant_id": "tenant_id",
+    "azure_storage_authority_id": "tenant_id",
+}
+_AZURE_EMULATOR = {"azure_storage_use_emulator", "azure_use_emulator", "use_emulator"}
+_AZURE_ENDPOINT = {"azure_storage_endpoint", "azure_endpoint"}
+_AZURE_IGNORED = {"azure_allow_http", "allow_http", "azure_storage_allow_http"}
+
+#: fsspec keyword arguments (after translation) whose values are secrets
+_SECRET_KWARGS = {"secret", "token", "account_key", "connection_string", "sas_token", "client_secret", "password"}
+
+
+@dataclass(frozen=True)
+class StoreOptions:
+    """What a store is built from: fsspec keyword arguments plus deltalog's own switches.
+
+    The ``repr`` shows option names only: a ``StoreOptions`` may end up in a log line or a traceback.
+    """
+
+    fs_kwargs: dict[str, Any] = field(default_factory=dict)
+    allow_unsafe_commits: bool = False
+    secrets: tuple[str, ...] = ()
+
+    def __repr__(self) -> str:
+        return f"StoreOptions(keys={sorted(self.fs_kwargs)}, allow_unsafe_commits={self.allow_unsafe_commits})"
+
+
+def _truthy(key: str, value: Any) -> bool:
+    if isinstance(value, bool):
+        return value
+    text = str(value).strip().lower()
+    if text in ("1", "true", "yes", "on"):
+        return True
+    if text in ("0", "false", "no", "off", ""):
+        return False
+    raise InvalidArgumentError(f"storage option {key} must be true or false")
+
+
+def _secrets_of(kwargs: Mapping[str, Any]) -> tuple[str, ...]:
+    found: list[str] = []
+    for k, v in kwargs.items():
+        if k in _SECRET_KWARGS and isinstance(v, str) and v:
+            found.append(v)
+            if k == "connection_string":
+                found.extend(_connection_string_secrets(v))
+    return tuple(found)
+
+
+def _connection_string_secrets(cs: str) -> list[str]:
+    out = []
+    for part in cs.split(";"):
+        name, sep, value = part.partition("=")
+        if sep and name.strip().lower() in ("accountkey", "sharedaccesssignature") and value:
+            out.append(value.strip())
+    return out
+
+
+def emulator_connection_string(
+    endpoint: str | None = None, account: str = EMULATOR_ACCOUNT, key: str = EMULATOR_KEY
+) -> str:
+    """The Azurite connection string; ``endpoint`` as deltalake reads it (``AZURITE_BLOB_STORAGE_URL``)."""
+    base = (endpoint or os.environ.get("AZURITE_BLOB_STORAGE_URL") or "http://127.0.0.1:10000").rstrip("/")
+    if not base.endswith(f"/{account}"):
+        base = f"{base}/{account}"
+    return f"DefaultEndpointsProtocol=http;AccountName={account};AccountKey={key};BlobEndpoint={base};"
+
+
+def parse_options(scheme: str, options: Mapping[str, Any] | None) -> StoreOptions:
+    """Translate ``options`` for a store of ``scheme`` (``s3``, ``azure`` or anything fsspec knows)."""
+    kwargs: dict[str, Any] = {}
+    allow_unsafe = False
+    region: str | None = None
+    emulator = False
+    endpoint: str | None = None
+    for raw_key, value in (options or {}).items():
+        if not isinstance(raw_key, str):
+            raise InvalidArgumentError(f"storage option names must be strings, got {type(raw_key).__name__}")
+        key = raw_key.lower()
+        if key == UNSAFE_OPT_IN:
+            allow_unsafe = _truthy(raw_key, value)
+        elif key.startswith("deltalog_"):
+            raise InvalidArgumentError(f"unknown deltalog storage option {raw_key!r}; known: {UNSAFE_OPT_IN}")
+        elif scheme == "s3" and key in _S3_NAMES:
+            kwargs[_S3_NAMES[key]] = value
+        elif scheme == "s3" and key in _S3_REGION:
+            region = str(value)
+        elif scheme == "s3" and key in ("aws_virtual_hosted_style_request", "virtual_hosted_style_request"):
+            style = "virtual" if _truthy(raw_key, value) else "path"
+            kwargs.setdefault("config_kwargs", {}).setdefault("s3", {})["addressing_style"] = style
+        elif scheme == "s3" and key in _S3_LOCKING:
+            log.warning(
+                "storage option %s: deltalog never takes part in DynamoDB locking; writers that commit through "
+                "a DynamoDB lock are not safe alongside deltalog (see docs/storage.md)",
+                raw_key,
+            )
+        elif (scheme == "s3" and key in _S3_IGNORED) or (scheme == "azure" and key in _AZURE_IGNORED):
+            log.debug("storage option %s does not apply to deltalog; ignored", raw_key)
+        elif scheme == "azure" and key in _AZURE_NAMES:
+            kwargs[_AZURE_NAMES[key]] = value
+        elif scheme == "azure" and key in _AZURE_EMULATOR:
+            emulator = _truthy(raw_key, value)
+        elif scheme == "azure" and key in _AZURE_ENDPOINT:
+            endpoint = str(value)
+        elif key.startswith(("aws_", "azure_", "google_")):
+            log.warning("storage option %s is not one deltalog knows for this location; ignored", raw_key)
+        else:
+            kwargs[raw_key] = value  # an fsspec name (key, secret, endpoint_url, client_kwargs, ...)
+    if region is not None:
+        client_kwargs = dict(kwargs.get("client_kwargs") or {})
+        client_kwargs.setdefault("region_name", region)
+        kwargs["client_kwargs"] = client_kwargs
+    if emulator and "connection_string" not in kwargs:
+        account = str(kwargs.pop("account_name", EMULATOR_ACCOUNT))
+        key = str(kwargs.pop("account_key", EMULATOR_KEY))
+        kwargs["connection_string"] = emulator_connection_string(endpoint, account, key)
+    elif endpoint is not None and scheme == "azure":
+        kwargs.setdefault("account_host", endpoint.split("://", 1)[-1].rstrip("/"))
+    return StoreOptions(kwargs, allow_unsafe, _secrets_of(kwargs))
+
+
+def scrub(text: str, secrets: tuple[str, ...] | list[str]) -> str:
+    """``text`` with every secret value replaced by ``***`` (longest first, so no secret leaks in part)."""
+    for secret in sorted(secrets, key=len, reverse=True):
+        if len(secret) >= 4:
+            text = text.replace(secret, "***")
+    return text
+
+
+def unsafe_commits_allowed(store: object) -> bool:
+    """Whether the user opted in to committing through ``store`` although it cannot put-if-absent atomically.
+
+    Wrappers (a fault-injecting store, say) are followed through their ``inner`` store.
+    """
+    seen = 0
+    current: object | None = store
+    while current is not None and seen < 16:
+        if getattr(current, "allow_unsafe_commits", False) is True:
+            return True
+        current = getattr(current, "inner", None)
+        seen += 1
+    return False
+
+
+__all__ = [
+    "EMULATOR_ACCOUNT",
+    "UNSAFE_OPT_IN",
+    "StoreOptions",
+    "emulator_connection_string",
+    "parse_options",
+    "scrub",
+    "unsafe_commits_allowed",
+]

@@ -1,0 +1,314 @@
+"""Amazon S3 (and S3-compatible stores) through s3fs, with a real put-if-absent.
+
+Why this class exists: on S3 the only safe way for two writers to race for ``<v>.json`` is a conditional PUT,
+``If-None-Match: *``; the loser gets ``412 PreconditionFailed`` and the winner's bytes stay. s3fs sends that
+header for ``pipe_file(path, data, mode="create")``, including for zero bytes (its ``open(path, "xb")`` does
+not: a zero-byte file goes through ``touch()`` unconditionally, s3fs#973, so that path is never used here).
+
+Errors become :class:`~deltalog.errors.StorageError` with ``retryable`` set the way a commit loop needs it:
+``409 ConditionalRequestConflict`` (a concurrent conditional write is in flight), 5xx, throttling, timeouts and
+dropped connections may succeed on retry; bad credentials and a missing bucket never will, and their message
+says what to fix. Secret values are scrubbed from every message.
+
+Listing uses ListObjectsV2 with ``StartAfter``, so listing from version N costs what lies after N, not the
+length of the log.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import functools
+import inspect
+import logging
+from collections.abc import Callable, Iterator, Mapping
+from typing import Any, BinaryIO, cast
+
+import botocore.exceptions
+import botocore.session
+import s3fs
+
+from deltalog.errors import FileAlreadyExistsError, StorageError
+from deltalog.storage.base import Capabilities, FileInfo, split_dir
+from deltalog.storage.options import scrub
+
+log = logging.getLogger(__name__)
+
+_AUTH_CODES = {
+    "AccessDenied",
+    "InvalidAccessKeyId",
+    "SignatureDoesNotMatch",
+    "InvalidClientTokenId",
+    "ExpiredToken",
+    "InvalidToken",
+    "TokenRefreshRequired",
+    "AllAccessDisabled",
+}
+_RETRY_CODES = {
+    "ConditionalRequestConflict",
+    "SlowDown",
+    "Throttling",
+    "ThrottlingException",
+    "RequestTimeout",
+    "RequestTimeTooSkewed",
+    "ServiceUnavailable",
+    "InternalError",
+    "OperationAborted",
+}
+_RETRY_EXCEPTIONS: tuple[type[BaseException], ...] = (
+    botocore.exceptions.ConnectionError,  # EndpointConnectionError, ConnectTimeoutError, ...
+    botocore.exceptions.HTTPClientError,  # ReadTimeoutError, ...
+    botocore.exceptions.ResponseStreamingError,
+    botocore.exceptions.IncompleteReadError,
+    TimeoutError,
+    asyncio.TimeoutError,
+    ConnectionError,
+)
+try:  # aiohttp is how aiobotocore talks; its errors surface when botocore does not wrap them
+    import aiohttp
+
+    _RETRY_EXCEPTIONS += (aiohttp.ClientError,)
+except ImportError:  # pragma: no cover - aiobotocore always brings aiohttp
+    pass
+
+
+@functools.cache
+def conditional_put_supported() -> str | None:
+    """``None`` when s3fs and botocore can send ``If-None-Match: *``; otherwise what to upgrade.
+
+    s3fs drops keyword arguments its botocore's model does not know, so an old botocore would turn every
+    conditional put into a blind overwrite without a word. This check refuses that silently unsafe setup.
+    """
+    if "mode" not in inspect.signature(s3fs.S3FileSystem._pipe_file).parameters:
+        return f"s3fs {s3fs.__version__} has no exclusive pipe_file(mode='create'); install s3fs >= 2024.12"
+    model = botocore.session.get_session().get_service_model("s3")
+    if "IfNoneMatch" not in model.operation_model("PutObject").input_shape.members:
+        return f"botocore {botocore.__version__} cannot send If-None-Match on PutObject; install botocore >= 1.35.21"
+    return None
+
+
+def _client_error(exc: BaseException) -> botocore.exceptions.ClientError | None:
+    """The botocore ClientError behind ``exc`` (s3fs re-raises it as an OSError with it as the cause)."""
+    seen: BaseException | None = exc
+    for _ in range(6):
+        if seen is None:
+            return None
+        if isinstance(seen, botocore.exceptions.ClientError):
+            return seen
+        seen = seen.__cause__ or seen.__context__
+    return None
+
+
+def _code_status(exc: BaseException) -> tuple[str, int]:
+    ce = _client_error(exc)
+    if ce is None:
+        return "", 0
+    err = ce.response.get("Error", {}) or {}
+    meta = ce.response.get("ResponseMetadata", {}) or {}
+    return str(err.get("Code", "")), int(meta.get("HTTPStatusCode") or 0)
+
+
+class S3LogStore:
+    """A table under ``s3://bucket/prefix``; paths given to it are relative to that prefix."""
+
+    def __init__(
+        self,
+        bucket: str,
+        prefix: str = "",
+        fs_kwargs: Mapping[str, Any] | None = None,
+        *,
+        scheme: str = "s3",
+        secrets: tuple[str, ...] = (),
+        fs: Any = None,
+        allow_unsafe_commits: bool = False,
+    ) -> None:
+        problem = conditional_put_supported()
+        if problem is not None:
+            raise StorageError(f"cannot write safely to {scheme}://{bucket}: {problem}")
+        self._bucket = bucket
+        self._prefix = prefix.strip("/")
+        self._display = f"{scheme}://{bucket}" + (f"/{self._prefix}" if self._prefix else "")
+        self._secrets = secrets
+        kwargs = dict(fs_kwargs or {})
+        kwargs.setdefault("use_listings_cache", False)
+        self._fs = fs if fs is not None else s3fs.S3FileSystem(**kwargs)
+        #: only consulted by stores without atomic put-if-absent; kept for a uniform interface
+        self.allow_unsafe_commits = allow_unsafe_commits
+
+    # ------------------------------------------------------------------------------------------ basics
+    @property
+    def root(self) -> str:
+        return self._display
+
+    @property
+    def fs(self) -> Any:
+        return self._fs
+
+    @property
+    def capabilities(self) -> Capabilities:
+        return Capabilities(atomic_put_if_absent=True)
+
+    def _key(self, path: str) -> str:
+        path = path.strip("/")
+        if not self._prefix:
+            return path
+        return f"{self._prefix}/{path}" if path else self._prefix
+
+    def _dir_prefix(self, directory: str) -> str:
+        key = self._key(directory)
+        return f"{key}/" if key else ""
+
+    def _full(self, path: str) -> str:
+        return f"{self._bucket}/{self._key(path)}"
+
+    # ------------------------------------------------------------------------------------------ errors
+    def _error(self, op: str, path: str, exc: BaseException) -> StorageError:
+        """A StorageError for a failed ``op``: what failed, whether a retry may help, and what to fix."""
+        code, status = _code_status(exc)
+        where = f"{op} {self._display}/{path}".rstrip("/")
+        detail = scrub(str(exc) or type(exc).__name__, self._secrets)
+        if code == "NoSuchBucket":
+            msg = f"bucket {self._bucket!r} does not exist ({where}): create it, or fix the table URI"
+            return StorageError(msg, path=path)
+        if code in _AUTH_CODES or status in (401, 403):
+            msg = (
+                f"access denied ({code or status}) for {where}: check the credentials (storage_options key/secret "
+                "or AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN) and that they may read, write, "
+                f"list and delete under {self._display}"
+            )
+            return StorageError(scrub(msg, self._secrets), path=path)
+        if isinstance(exc, botocore.exceptions.NoCredentialsError):
+            msg = (
+                f"no AWS credentials found for {where}: pass storage_options AWS_ACCESS_KEY_ID and "
+                "AWS_SECRET_ACCESS_KEY (or key/secret), or configure an AWS profile or instance role"
+            )
+            return StorageError(msg, path=path)
+        retryable = (
+            code in _RETRY_CODES
+            or status == 409
+            or status == 429
+            or status >= 500
+            or (not code and isinstance(exc, _RETRY_EXCEPTIONS))
+        )
+        label = f"{code} (HTTP {status})" if code else type(exc).__name__
+        return StorageError(scrub(f"{where} failed: {label}: {detail}", self._secrets), path=path, retryable=retryable)
+
+    def _guard(self, op: str, path: str, call: Callable[[], Any]) -> Any:
+        try:
+            return call()
+        except FileNotFoundError as exc:
+            if _code_status(exc)[0] == "NoSuchBucket":
+                raise self._error(op, path, exc) from exc
+            raise
+        except StorageError:
+            raise
+        except Exception as exc:
+            raise self._error(op, path, exc) from exc
+
+    # ------------------------------------------------------------------------------------------ reads
+    def read(self, path: str) -> bytes:
+        return cast(bytes, self._guard("read", path, lambda: self._fs.cat_file(self._full(path))))
+
+    def open(self, path: str) -> BinaryIO:
+        return cast(BinaryIO, self._guard("open", path, lambda: self._fs.open(self._full(path), "rb")))
+
+    def exists(self, path: str) -> bool:
+        def head() -> bool:
+            try:
+                self._fs.call_s3("head_object", Bucket=self._bucket, Key=self._key(path))
+            except FileNotFoundError:
+                return False
+            return True
+
+        return bool(self._guard("exists", path, head))
+
+    def _pages(self, op: str, path: str, **kwargs: Any) -> Iterator[dict[str, Any]]:
+        token: str | None = None
+        while True:
+            args = {"Bucket": self._bucket, **kwargs, **({"ContinuationToken": token} if token else {})}
+            page = self._guard(op, path, functools.partial(self._fs.call_s3, "list_objects_v2", **args))
+            yield page
+            token = page.get("NextContinuationToken")
+            if not page.get("IsTruncated") or not token:
+                return
+
+    def list_from(self, path: str) -> Iterator[FileInfo]:
+        """Direct children of ``path``'s directory named ``>= start``: one ListObjectsV2 page per 1000 keys.
+
+        ``StartAfter`` is exclusive, so it is set just below ``start`` (its last character decremented); the
+        few keys between that and ``start`` are dropped here.
+        """
+        directory, start = split_dir(path)
+        prefix = self._dir_prefix(directory)
+        kwargs: dict[str, Any] = {"Prefix": prefix, "Delimiter": "/"}
+        if start and ord(start[-1]) > 0:
+            kwargs["StartAfter"] = prefix + start[:-1] + chr(ord(start[-1]) - 1)
+        out = []
+        for page in self._pages("list", path, **kwargs):
+            for obj in page.get("Contents") or ():
+                name = obj["Key"][len(prefix) :]
+                if not name or "/" in name or name.encode() < start.encode():
+                    continue
+                out.append(FileInfo(name, int(obj.get("Size") or 0), _mtime_ms(obj.get("LastModified"))))
+        out.sort(key=lambda f: f.name.encode())
+        return iter(out)
+
+    def walk(self, path: str = "", skip: Callable[[str], bool] | None = None) -> Iterator[FileInfo]:
+        """Files under ``path`` with store-relative names; see :meth:`LogStore.walk`.
+
+        One delimited listing per directory, so a pruned directory (``_delta_log``) is never listed at all.
+        """
+        pending = [path.strip("/")]
+        while pending:
+            rel_dir = pending.pop()
+            prefix = self._dir_prefix(rel_dir)
+            subdirs: list[str] = []
+            for page in self._pages("walk", rel_dir, Prefix=prefix, Delimiter="/"):
+                for obj in page.get("Contents") or ():
+                    name = obj["Key"][len(prefix) :]
+                    if not name or name.endswith("/"):
+                        continue  # a "directory marker" object, not a file
+                    rel = f"{rel_dir}/{name}" if rel_dir else name
+                    yield FileInfo(rel, int(obj.get("Size") or 0), _mtime_ms(obj.get("LastModified")))
+                for common in page.get("CommonPrefixes") or ():
+                    name = common["Prefix"][len(prefix) :].rstrip("/")
+                    rel = f"{rel_dir}/{name}" if rel_dir else name
+                    if name and (skip is None or not skip(rel)):
+                        subdirs.append(rel)
+            pending.extend(reversed(sorted(subdirs)))
+
+    # ------------------------------------------------------------------------------------------ writes
+    def put_if_absent(self, path: str, data: bytes) -> None:
+        """``PutObject`` with ``If-None-Match: *``; 412 means another writer has the name."""
+        try:
+            self._fs.pipe_file(self._full(path), data, mode="create")
+        except FileExistsError:
+            raise FileAlreadyExistsError(f"{self._display}/{path} already exists", path=path) from None
+        except Exception as exc:
+            code, status = _code_status(exc)
+            if code == "PreconditionFailed" or status == 412:
+                raise FileAlreadyExistsError(f"{self._display}/{path} already exists", path=path) from None
+            raise self._error("put_if_absent", path, exc) from exc
+
+    def put(self, path: str, data: bytes) -> None:
+        self._guard("put", path, lambda: self._fs.pipe_file(self._full(path), data))
+
+    def delete(self, path: str) -> None:
+        with contextlib.suppress(FileNotFoundError):
+            self._guard(
+                "delete", path, lambda: self._fs.call_s3("delete_object", Bucket=self._bucket, Key=self._key(path))
+            )
+
+    def __repr__(self) -> str:
+        return f"S3LogStore({self._display!r})"
+
+
+def _mtime_ms(value: Any) -> int:
+    if value is None:
+        return 0
+    if hasattr(value, "timestamp"):
+        return int(value.timestamp() * 1000)
+    return 0
+
+
+__all__ = ["S3LogStore", "conditional_put_supported"]
