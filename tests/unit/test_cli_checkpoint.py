@@ -22,10 +22,11 @@ import pytest
 from click.testing import CliRunner, Result
 from rich.console import Console
 
-import deltalog.cli.main as cli_main
+import deltalog.cli.checkpoint_cmd as cli_checkpoint
 from deltalog import DeltaLog
 from deltalog import actions as A
-from deltalog.cli.main import checkpoint_progress, cli
+from deltalog.cli.checkpoint_cmd import checkpoint_progress
+from deltalog.cli.main import cli
 from deltalog.core import last_checkpoint as hints
 from deltalog.core.paths import LOG_DIR, checkpoint_name, commit_name, multipart_name
 from deltalog.errors import InvalidArgumentError
@@ -198,7 +199,7 @@ def recording(ticks: list[tuple[str, str, int, int]]) -> Iterator[Any]:
 def test_checkpoint_feeds_the_writer_progress_to_the_bar(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     root = table(tmp_path / "t", 5)
     ticks: list[tuple[str, str, int, int]] = []
-    monkeypatch.setattr(cli_main, "checkpoint_progress", lambda: recording(ticks))
+    monkeypatch.setattr(cli_checkpoint, "checkpoint_progress", lambda: recording(ticks))
     ok("checkpoint", root, "--parts", 2)
     assert {t[0] for t in ticks} == {str(root)}
     assert {t[1] for t in ticks} == {"part 1/2", "part 2/2"}

@@ -1,0 +1,224 @@
+"""The ``checkpoint`` and ``compact`` verbs.
+
+``checkpoint`` writes one checkpoint now; ``compact`` is the compaction job over many tables
+(:mod:`deltalog.maintenance.compaction`). Both feed the checkpoint writer's progress to a bar on stderr.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+import click
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.text import Text
+
+from deltalog import DeltaLog
+from deltalog.checkpoint.writer import CheckpointResult
+from deltalog.cli import render
+from deltalog.cli.documents import Document
+from deltalog.cli.options import emit, json_flag, table_argument
+from deltalog.maintenance.compaction import (
+    TableCompaction,
+    TableProgress,
+    compact_tables,
+    discover_tables,
+    summarize,
+)
+
+EXIT_ERROR = 1
+
+
+@contextlib.contextmanager
+def checkpoint_progress(console: Console | None = None) -> Iterator[TableProgress]:
+    """A progress bar on stderr, one task per (table, stage) the writer reports; drawn on a terminal only."""
+    con = console if console is not None else Console(stderr=True)
+    bar = Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=con,
+        transient=True,
+        disable=not con.is_terminal,
+    )
+    tasks: dict[tuple[str, str], Any] = {}
+
+    def tick(table: str, stage: str, done: int, total: int) -> None:
+        key = (table, stage)
+        if key not in tasks:
+            tasks[key] = bar.add_task(f"{table}: checkpoint {stage}", total=total or None)
+        bar.update(tasks[key], completed=done, total=total or None)
+
+    with bar:
+        yield tick
+
+
+def _checkpoint_fields(result: CheckpointResult) -> Document:
+    return {
+        "version": result.version,
+        "kind": result.kind,
+        "files": list(result.files),
+        "num_actions": result.num_actions,
+        "num_add_files": result.num_add_files,
+        "size_in_bytes": result.size_in_bytes,
+        "already_existed": result.already_existed,
+        "seconds": round(result.seconds, 3),
+    }
+
+
+def checkpoint_document(table: str, result: CheckpointResult) -> Document:
+    return {"table": table, **_checkpoint_fields(result)}
+
+
+def compact_document(results: Sequence[TableCompaction], min_commits: int) -> Document:
+    counts = summarize(results)
+    return {
+        "min_commits": min_commits,
+        "tables": [
+            {
+                "table": r.location,
+                "status": r.status,
+                "version": r.version,
+                "last_checkpoint": r.last_checkpoint,
+                "commits_since_checkpoint": r.commits_since,
+                "checkpoint": _checkpoint_fields(r.checkpoint) if r.checkpoint is not None else None,
+                "error": r.error,
+                "error_type": r.error_type,
+            }
+            for r in results
+        ],
+        "num_checkpointed": counts["checkpointed"],
+        "num_skipped": counts["skipped"],
+        "num_failed": counts["failed"],
+    }
+
+
+def render_checkpoint(doc: Document, con: Console) -> None:
+    con.print(
+        render.key_values(
+            "Checkpoint",
+            [
+                ("location", doc["table"]),
+                ("version", doc["version"]),
+                ("kind", doc["kind"]),
+                ("files", Text("\n".join(doc["files"]))),
+                ("actions", doc["num_actions"]),
+                ("add files", doc["num_add_files"]),
+                ("size", doc["size_in_bytes"]),
+                ("already existed", doc["already_existed"]),
+            ],
+        )
+    )
+
+
+def render_compact(doc: Document, con: Console) -> None:
+    rows = []
+    for t in doc["tables"]:
+        cp = t["checkpoint"]
+        written = None
+        if cp is not None:
+            written = f"{cp['kind']} v{cp['version']}" + (" (existed)" if cp["already_existed"] else "")
+        since = t["commits_since_checkpoint"]
+        rows.append((t["table"], t["status"], t["version"], t["last_checkpoint"], since, written, t["error"]))
+    con.print(
+        render.grid(
+            "Compaction",
+            ["table", "status", "version", "last checkpoint", "commits since", "written", "error"],
+            rows,
+        )
+    )
+    con.print(
+        Text(
+            f"{doc['num_checkpointed']} checkpointed, {doc['num_skipped']} skipped, {doc['num_failed']} failed "
+            f"(min commits {doc['min_commits']})"
+        )
+    )
+
+
+_parts_option = click.option(
+    "--parts",
+    type=click.IntRange(min=1),
+    metavar="K",
+    help="Write a classic multi-part checkpoint of K files (refused on v2Checkpoint tables; default: one file).",
+)
+
+
+@click.command("checkpoint")
+@table_argument
+@click.option(
+    "--version", "version", type=click.IntRange(min=0), metavar="N", help="Checkpoint version N (default: the latest)."
+)
+@_parts_option
+@click.option(
+    "--engine",
+    type=click.Choice(["local", "spark"]),
+    default="local",
+    show_default=True,
+    help="spark: reconcile and write the parts on Spark executors (deltalog.spark.checkpoint; needs pyspark).",
+)
+@click.option("--master", default="local[2]", show_default=True, help="Spark master URL for --engine spark.")
+@json_flag
+def checkpoint_cmd(table: str, version: int | None, parts: int | None, engine: str, master: str, as_json: bool) -> None:
+    """Write a checkpoint of TABLE and move _last_checkpoint forward."""
+    if engine == "spark":
+        from deltalog.spark.checkpoint import checkpoint as spark_checkpoint
+        from deltalog.spark.session import get_session
+
+        spark = get_session(master, "deltalog-checkpoint")
+        result = spark_checkpoint(spark, table, version=version, parts=parts)
+        emit(checkpoint_document(DeltaLog.for_table(table).location, result), as_json, render_checkpoint)
+        return
+    log = DeltaLog.for_table(table, auto_checkpoint=False)
+    with checkpoint_progress() as tick:
+        result = log.checkpoint(
+            version=version, parts=parts, progress=lambda stage, done, total: tick(table, stage, done, total)
+        )
+    emit(checkpoint_document(log.location, result), as_json, render_checkpoint)
+
+
+@click.command("compact")
+@click.argument("tables", nargs=-1, metavar="[TABLE]...")
+@click.option(
+    "--prefix", metavar="DIR", help="Also every Delta table under DIR (a folder holding _delta_log), searched."
+)
+@click.option(
+    "--min-commits",
+    "min_commits",
+    type=click.IntRange(min=1),
+    default=10,
+    show_default=True,
+    metavar="N",
+    help="Checkpoint a table when a reader replays N or more commits after its newest usable checkpoint.",
+)
+@_parts_option
+@json_flag
+def compact_cmd(
+    tables: tuple[str, ...], prefix: str | None, min_commits: int, parts: int | None, as_json: bool
+) -> None:
+    """The compaction job: checkpoint each TABLE (and each table under --prefix) that needs one."""
+    ctx = click.get_current_context()
+    if not tables and prefix is None:
+        raise click.UsageError("give at least one TABLE or --prefix DIR", ctx)
+    locations = list(tables) + (discover_tables(prefix) if prefix is not None else [])
+    with checkpoint_progress() as tick:
+        results = compact_tables(locations, min_commits=min_commits, parts=parts, progress=tick)
+    emit(compact_document(results, min_commits), as_json, render_compact)
+    failed = [r for r in results if r.failed]
+    if failed:
+        click.echo(
+            f"error: compaction failed for {len(failed)} of {len(results)} tables: "
+            + "; ".join(f"{r.location} ({r.error_type})" for r in failed),
+            err=True,
+        )
+        ctx.exit(EXIT_ERROR)
+
+
+def register(group: click.Group) -> None:
+    group.add_command(checkpoint_cmd)
+    group.add_command(compact_cmd)
+
+
+__all__ = ["checkpoint_document", "checkpoint_progress", "compact_document", "register"]
