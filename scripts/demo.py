@@ -1,140 +1,115 @@
-"""The deltalog demo: build a small Delta table through deltalog's write path, then read it back.
+"""The deltalog demo: the real pipeline (Spark batch jobs, a plain-Python writer, a conflict, checkpoints) on a
+local table, then what any reader sees of it.
 
-Run through ``scripts/demo``, which prepares the virtualenv. The pipeline (:mod:`demo_table`) writes parquet
-with pyarrow and commits through ``DeltaLog``; everything read back here goes through the public read API
-(``Snapshot``, time travel, ``history``), and the last step checks the log against the data files with
-plain pyarrow. So a green run shows the write and read paths agree end to end on a machine with nothing
-but the runtime dependencies. It exits non-zero when the check fails.
+Run through ``scripts/demo``, which prepares the virtualenv with the ``spark`` extra. One SparkSession
+(``local[2]``, no UI, loopback only) serves every Spark step, because starting one costs more than all the
+jobs together. The steps live in :mod:`demo_pipeline`, the read-back in :mod:`demo_report`; this file only
+wires them and turns a wrong outcome into a non-zero exit, so a green run means the engine behaved.
 """
 
 from __future__ import annotations
 
 import argparse
-import datetime as dt
+import shutil
 import sys
+import tempfile
+import time
 from pathlib import Path
-from urllib.parse import unquote
+from typing import TYPE_CHECKING
 
-import demo_table  # a sibling file: running this script puts scripts/ first on sys.path
-import orjson
-import pyarrow as pa
-import pyarrow.parquet as pq
+import demo_pipeline  # sibling modules: running this script puts scripts/ first on sys.path
+import demo_report
+from rich.console import Console
+from rich.markup import escape
 
-from deltalog import DeltaLog, Snapshot
+from deltalog.spark.session import get_session
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
 
 DEFAULT_DIR = Path(__file__).resolve().parent.parent / "demo-table"
+#: small-data settings: few shuffle partitions (the checkpoint job shuffles), UTC so dates print as written
+SPARK_CONF = {
+    "spark.sql.shuffle.partitions": "2",
+    "spark.sql.session.timeZone": "UTC",
+    "spark.driver.bindAddress": "127.0.0.1",
+}
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description="Build a small Delta table and read it back with deltalog.")
-    parser.add_argument(
-        "--dir",
-        type=Path,
-        default=DEFAULT_DIR,
-        help=f"where to (re)create the demo table (default: {DEFAULT_DIR})",
-    )
+    parser = argparse.ArgumentParser(description="Run the demo pipeline on a local Delta table and show it.")
+    parser.add_argument("--dir", type=Path, default=DEFAULT_DIR, help=f"the table to (re)create ({DEFAULT_DIR})")
+    parser.add_argument("--master", default="local[2]", help="Spark master (default: local[2])")
     return parser.parse_args(argv)
 
 
-def utc(ms: int) -> str:
-    return dt.datetime.fromtimestamp(ms / 1000, dt.timezone.utc).isoformat(timespec="seconds")
+def reset(root: Path) -> None:
+    """Delete an earlier demo table, refusing any directory that is not one (``--dir`` could be a typo)."""
+    if not root.exists():
+        return
+    if any(root.iterdir()) and not (root / "_delta_log").is_dir():
+        raise SystemExit(f"{root} exists and is not a Delta table; refusing to replace it")
+    shutil.rmtree(root)
 
 
-def rows(files: pa.Table) -> int:
-    """Row count from the add stats: the log knows it without opening a data file."""
-    return sum(orjson.loads(s)["numRecords"] for s in files["stats"].to_pylist() if s)
+#: Spark's own log at WARN from the JVM's first line (its default profile prints INFO banners until
+#: ``setLogLevel`` runs), minus the warning every machine without native Hadoop libraries gets
+LOG4J2 = """\
+rootLogger.level = warn
+rootLogger.appenderRef.stderr.ref = stderr
+appender.console.type = Console
+appender.console.name = stderr
+appender.console.target = SYSTEM_ERR
+appender.console.layout.type = PatternLayout
+appender.console.layout.pattern = %d{HH:mm:ss} %p %c{1}: %m%n%ex
+logger.native.name = org.apache.hadoop.util.NativeCodeLoader
+logger.native.level = error
+"""
 
 
-def show_files(files: pa.Table, indent: str = "    ") -> None:
-    for row in files.sort_by("path").to_pylist():
-        parts = ", ".join(f"{k}={v}" for k, v in row["partition_values"])
-        print(f"{indent}{row['path']}  ({row['size']} bytes; {parts})")
-
-
-def show_schema(snap: Snapshot, indent: str = "    ") -> None:
-    for field in snap.schema:
-        print(f"{indent}{field.name}: {field.type}")
-
-
-def show_snapshot(snap: Snapshot) -> None:
-    meta = snap.metadata
-    print(f"latest version:    {snap.version}")
-    print(f"table:             {meta.name} ({meta.description}), id {meta.id}")
-    print(f"protocol:          reader {snap.protocol.min_reader_version}, writer {snap.protocol.min_writer_version}")
-    print("schema:")
-    show_schema(snap)
-    print(f"partition columns: {snap.partition_columns}")
-    print(f"app transactions:  {', '.join(f'{t.app_id}={t.version}' for t in snap.txns.values()) or '-'}")
-    live = snap.files(stats=True)
-    print(f"live files:        {snap.num_files} ({rows(live)} rows by their stats)")
-    show_files(live)
-
-
-def verify(root: Path, snap: Snapshot) -> list[str]:
-    """Open every live file with plain pyarrow and compare its row count with the log's stats.
-
-    Returns the mismatches (empty when the log and the data agree).
-    """
-    problems = []
-    for row in snap.files(stats=True).sort_by("path").to_pylist():
-        expected = orjson.loads(row["stats"])["numRecords"]
-        path = root / unquote(row["path"])
-        actual = pq.ParquetFile(path).metadata.num_rows
-        status = "ok" if actual == expected else "MISMATCH"
-        print(f"    {row['path']}: {actual} rows in the file, {expected} in the stats  {status}")
-        if actual != expected:
-            problems.append(f"{row['path']}: {actual} rows, stats say {expected}")
-    return problems
+def start_spark(master: str) -> SparkSession:
+    """The one session of the run, with WARN logs from the start."""
+    with tempfile.TemporaryDirectory(prefix="deltalog-demo-") as tmp:
+        config = Path(tmp) / "log4j2.properties"
+        config.write_text(LOG4J2)
+        conf = {**SPARK_CONF, "spark.driver.extraJavaOptions": f"-Dlog4j2.configurationFile={config.as_uri()}"}
+        spark = get_session(master, "deltalog-demo", conf)  # the JVM has read the file once this returns
+    spark.sparkContext.setLogLevel("WARN")
+    return spark
 
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     root = args.dir.resolve()
+    started = time.monotonic()
+    reset(root)
+    console = Console(highlight=False)
+    if not console.is_terminal:  # piped or logged: room for the history table instead of rich's 80 columns
+        console = Console(highlight=False, width=120)
 
-    print(f"== building the demo table at {root} (deltalog's write path)")
-    steps = demo_table.build(root)
-    for step in steps:
-        version = f"v{step.version}" if step.version is not None else "--"
-        print(f"    {version:<3} {step.operation:<12} {step.detail}")
+    def say(text: str) -> None:
+        console.print(text, markup=False, soft_wrap=True)
 
-    log = DeltaLog.for_table(root)  # a fresh reader: nothing cached from the writer
-
-    print("\n== the latest snapshot")
-    latest = log.snapshot()
-    show_snapshot(latest)
-
-    day = "2026-11-03"
-    print(f"\n== files(where={{'date': '{day}'}})")
-    show_files(latest.files(where={"date": day}))
-
-    print("\n== time travel: version 1")
-    v1 = log.snapshot(version=1)
-    print(f"    version {v1.version}: {v1.num_files} files, {rows(v1.files(stats=True))} rows")
-    show_files(v1.files())
-
-    before = next(s.version for s in steps if s.operation == "ADD COLUMNS" and s.version) - 1
-    print(f"\n== time travel: the schema at version {before}, before the new column")
-    show_schema(log.snapshot(version=before))
-
-    when = demo_table.commit_time(2).isoformat().replace("+00:00", "Z")
-    as_of = log.snapshot(timestamp=when)
-    print(f"\n== time travel: as of {when}")
-    print(f"    resolves to version {as_of.version}: {as_of.num_files} files")
-
-    print("\n== history (newest first)")
-    for entry in log.history():
-        params = entry.commit_info.get("operationParameters") or {}
-        shown = ", ".join(f"{k}={v}" for k, v in params.items() if v not in (None, "null", "[]", "{}"))
-        print(f"    v{entry.version}  {utc(entry.timestamp)}  {entry.operation:<12} {shown}".rstrip())
-
-    print("\n== check: live files read with plain pyarrow against the log's stats")
-    problems = verify(root, latest)
-    total = sum(pq.ParquetFile(root / unquote(p)).metadata.num_rows for p in latest.files().column("path").to_pylist())
-    print(f"    {total} rows in {latest.num_files} files; the stats say {rows(latest.files(stats=True))}")
-    if problems:
-        print("FAILED: " + "; ".join(problems), file=sys.stderr)
+    console.print(f"Starting Spark ({args.master})...")
+    spark = start_spark(args.master)
+    ready = time.monotonic()
+    try:
+        console.print(f"Spark {spark.version} ready in {ready - started:.0f} s\n")
+        outcome = demo_pipeline.run_pipeline(spark, root, say=say)
+        console.print("\n== 5. what readers see")
+        demo_report.show_history(root, console)
+        demo_report.show_snapshot(root, console)
+        back = demo_pipeline.read_back(spark, root, earlier_version=outcome.day2_version)
+        demo_report.show_reads(back, console)
+    finally:
+        spark.stop()
+    done = time.monotonic()
+    took = f"{done - started:.0f} s: Spark startup {ready - started:.0f} s, the rest {done - ready:.0f} s"
+    found = demo_pipeline.problems(outcome, back)
+    if found:
+        console.print("\n[bold red]FAILED[/bold red]: " + escape("; ".join(found)))
         return 1
-    print("    the log and the data files agree")
+    console.print(f"\nAll steps behaved as expected ({took}). Table: {root}", markup=False)
     return 0
 
 

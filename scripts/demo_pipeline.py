@@ -1,0 +1,311 @@
+"""The demo's pipeline: what a day of a real Delta table looks like, run against a local directory.
+
+Each step is a situation deltalog exists to get right, staged so it happens the same way on every run:
+
+1. daily Spark batches with exactly-once bookkeeping, so a rerun of a committed day writes nothing;
+2. a plain-Python writer committing while a Spark job is between writing its files and committing;
+3. two overwrites of one partition racing: one wins, the other gets a typed conflict and its files go away;
+4. the checkpoints that keep reads cheap: one written by the committing writer, one by a Spark job.
+
+The ordering is forced with ``deltalog.spark.write``'s ``before_commit`` hook (no sleeps), so the versions
+printed here are the ones the test (tests/integration/test_demo.py) asserts.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Callable, Mapping
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from threading import Event
+from typing import TYPE_CHECKING
+from urllib.parse import unquote
+
+import demo_plain_writer
+
+from deltalog import DeltaLog
+from deltalog.checkpoint.writer import CheckpointResult
+from deltalog.errors import ConcurrentModificationError
+from deltalog.spark import checkpoint, read, write
+from deltalog.spark.write import WriteResult
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+Say = Callable[[str], None]
+
+PARTITION = "day"
+APP_ID = "daily-sales"  # the batch jobs' exactly-once id; app_version is the day as yyyymmdd
+CHECKPOINT_INTERVAL = 5
+DAY1, DAY2, DAY3, DAY4 = "2026-11-01", "2026-11-02", "2026-11-03", "2026-11-04"
+BACKFILL_DAY = "2026-10-31"  # the plain-Python writer's own partition
+#: rows per batch: (day, first id, row count)
+BATCHES = {DAY1: (0, 400), DAY2: (400, 500), DAY3: (900, 600), DAY4: (1500, 300)}
+BACKFILL = (5000, 50)
+OVERWRITE_A = (6000, 420)  # the recompute job that loses the race
+OVERWRITE_B = (7000, 450)  # the correction job that wins it
+WAIT_S = 120.0  # a guard against a hung handover, never reached on a healthy run
+
+
+@dataclass(frozen=True)
+class Conflict:
+    """Step 3: the winner's version, and what the loser got."""
+
+    winner_version: int
+    winner_rows: int
+    error: ConcurrentModificationError
+    loser_files: tuple[str, ...]  # relative paths the losing job had written
+    loser_files_left: tuple[str, ...]  # those still on disk afterwards (should be none)
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What the pipeline did, version by version; the demo prints it and the test asserts it."""
+
+    root: Path
+    day1_version: int
+    day2_version: int
+    rerun_skipped: bool
+    plain_version: int
+    concurrent_spark_version: int
+    concurrent_spark_read_version: int
+    conflict: Conflict
+    auto_checkpoint_version: int | None
+    auto_checkpoint_files: tuple[str, ...]
+    day4_version: int
+    spark_checkpoint: CheckpointResult
+
+
+@dataclass(frozen=True)
+class ReadBack:
+    """Step 5: the table read by Spark at the latest version and at an earlier one."""
+
+    latest_version: int
+    latest_rows: int
+    rows_per_day: dict[str, int]
+    earlier_version: int
+    earlier_rows: int
+
+
+def batch_frame(spark: SparkSession, day: str, first_id: int, count: int) -> DataFrame:
+    """One day of sales as a Spark job computes it (deterministic cities and amounts)."""
+    return spark.range(first_id, first_id + count).selectExpr(
+        "id",
+        "element_at(array('Lisbon', 'Oslo', 'Kyoto', 'Lima', 'Accra'), CAST(id % 5 + 1 AS INT)) AS city",
+        "round((id * 37 % 10000) / 100, 2) AS amount",
+        f"DATE'{day}' AS {PARTITION}",
+    )
+
+
+def app_version(day: str) -> int:
+    return int(dt.date.fromisoformat(day).strftime("%Y%m%d"))
+
+
+def daily_batch(
+    spark: SparkSession,
+    uri: str,
+    day: str,
+    say: Say,
+    configuration: Mapping[str, str] | None = None,
+    before_commit: Callable[[], None] | None = None,
+) -> int | None:
+    """One daily append, exactly once; returns the version, None when the day was already committed."""
+    first, count = BATCHES[day]
+    result = write(
+        batch_frame(spark, day, first, count),
+        uri,
+        partition_by=[PARTITION],
+        app_id=APP_ID,
+        app_version=app_version(day),
+        configuration=configuration,
+        before_commit=before_commit,
+    )
+    if result.skipped:
+        say(f"    day {day} again ({APP_ID}={app_version(day)}): already committed, skipped")
+        return None
+    say(f"    day {day}: v{result.version}, {result.num_files} file(s), {result.num_rows} rows")
+    return result.version
+
+
+# ---------------------------------------------------------------------------------------------- step 2
+
+
+def concurrent_writers(spark: SparkSession, root: Path, say: Say) -> tuple[int, int, int]:
+    """A plain-Python writer and a Spark job on the same table at the same time; both must land.
+
+    Both start from the same version. The Spark job's ``before_commit`` (its files are written, its commit
+    not yet made) lets the plain writer commit first, so the Spark commit finds a winner it did not read,
+    checks it (an append into another partition: no conflict) and lands on the next version.
+    Returns (plain writer's version, Spark job's version, the version the Spark job read).
+    """
+    spark_in_flight = Event()
+    writer = demo_plain_writer.PlainWriter(root, PARTITION, BACKFILL_DAY)
+
+    def plain_job() -> int:
+        writer.prepare(demo_plain_writer.rows(*BACKFILL))
+        if not spark_in_flight.wait(WAIT_S):
+            raise TimeoutError("the Spark job never reached its commit")
+        result = writer.commit()
+        assert result.version is not None
+        return result.version
+
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="plain-writer") as pool:
+        plain = pool.submit(plain_job)
+
+        def let_plain_writer_commit() -> None:
+            spark_in_flight.set()
+            version = plain.result(timeout=WAIT_S)  # its error, if any, fails the Spark job before it commits
+            say(
+                f"    plain-Python writer (thread): v{version}, 1 file, {writer.num_rows} rows into "
+                f"{PARTITION}={BACKFILL_DAY}, committed while the Spark job had its files written"
+            )
+
+        try:
+            spark_version = daily_batch(spark, str(root), DAY3, say, before_commit=let_plain_writer_commit)
+        finally:
+            spark_in_flight.set()  # never leave the thread waiting when the Spark job failed early
+        plain_version = plain.result(timeout=WAIT_S)
+    assert spark_version is not None
+    commit_info = DeltaLog.for_table(root).snapshot(version=spark_version).commit_info or {}
+    spark_read = int(commit_info.get("readVersion", -1))
+    say(f"    the Spark job had read v{spark_read}: checked v{plain_version} (no conflict), landed as v{spark_version}")
+    return plain_version, spark_version, spark_read
+
+
+# ---------------------------------------------------------------------------------------------- step 3
+
+
+def _on_disk(root: Path, day: str) -> set[str]:
+    return {p.relative_to(root).as_posix() for p in (root / f"{PARTITION}={day}").glob("*.parquet")}
+
+
+def _live(root: Path) -> set[str]:
+    return {unquote(p) for p in DeltaLog.for_table(root).snapshot().files().column("path").to_pylist()}
+
+
+def racing_overwrites(spark: SparkSession, root: Path, say: Say) -> Conflict:
+    """Two jobs replace day 1 at the same time. Job A writes its files; before it commits, job B runs whole.
+
+    Both read day 1 (an overwrite reads what it replaces), so when A commits it finds B's commit touching
+    what it read: a typed conflict naming the winning version, and A's written files are deleted.
+    """
+    uri = str(root)
+    where = {PARTITION: DAY1}
+    a_files: list[str] = []  # filled in by job B's start: what A wrote is on disk but not in the log
+    b_results: list[WriteResult] = []
+
+    def run_job_b() -> None:
+        a_files.extend(sorted(_on_disk(root, DAY1) - _live(root)))
+        b = write(batch_frame(spark, DAY1, *OVERWRITE_B), uri, mode="overwrite", replace_where=where)
+        b_results.append(b)
+        say(f"    job B: v{b.version}, replaced {b.num_removed} file(s) of {PARTITION}={DAY1} by {b.num_files}")
+
+    try:
+        job_a = batch_frame(spark, DAY1, *OVERWRITE_A)
+        write(job_a, uri, mode="overwrite", replace_where=where, before_commit=run_job_b)
+    except ConcurrentModificationError as exc:
+        error = exc
+    else:
+        raise AssertionError("job A committed although job B replaced the same partition first")
+    (b,) = b_results
+    left = tuple(f for f in a_files if (root / f).exists())
+    say(f"    job A: {type(error).__name__} (winning version {error.winning_version})")
+    say(f"           {error}")
+    say(f"    job A's {len(a_files)} written file(s) deleted: {'yes' if not left else f'NO, {len(left)} left'}")
+    assert b.version is not None
+    return Conflict(b.version, b.num_rows, error, tuple(a_files), left)
+
+
+# ---------------------------------------------------------------------------------------------- the pipeline
+
+
+def _checkpoint_files(root: Path, version: int) -> tuple[str, ...]:
+    return tuple(sorted(p.name for p in (root / "_delta_log").glob(f"{version:020d}.checkpoint*.parquet")))
+
+
+def run_pipeline(spark: SparkSession, root: Path, say: Say = print) -> Outcome:
+    """Steps 1-4 on a table that does not exist yet at ``root``; returns what happened."""
+    uri = str(root)
+    say(f"== 1. daily Spark batches into {root} (exactly once: {APP_ID}, app_version=yyyymmdd)")
+    conf = {"delta.checkpointInterval": str(CHECKPOINT_INTERVAL)}
+    day1 = daily_batch(spark, uri, DAY1, say, configuration=conf)
+    say(f"    (the first job created the table as v0, with delta.checkpointInterval={CHECKPOINT_INTERVAL})")
+    day2 = daily_batch(spark, uri, DAY2, say)
+    rerun = daily_batch(spark, uri, DAY2, say)
+    assert day1 is not None and day2 is not None
+
+    say("\n== 2. a plain-Python writer and a Spark job (day 3) commit at the same time")
+    plain_version, spark_version, spark_read = concurrent_writers(spark, root, say)
+
+    say(f"\n== 3. two jobs overwrite {PARTITION}={DAY1} at the same time (B starts while A is committing)")
+    conflict = racing_overwrites(spark, root, say)
+
+    say("\n== 4. checkpoints")
+    hint = DeltaLog.for_table(root).read_hint()
+    auto_version = hint.version if hint is not None else None
+    auto_files = _checkpoint_files(root, auto_version) if auto_version is not None else ()
+    if auto_version is not None:
+        say(
+            f"    automatic: v{auto_version} is a multiple of delta.checkpointInterval={CHECKPOINT_INTERVAL}, "
+            f"so its committer also wrote {', '.join(auto_files)}"
+        )
+    else:
+        say("    automatic: NONE written")
+    day4 = daily_batch(spark, uri, DAY4, say)
+    assert day4 is not None
+    spark_cp = checkpoint(spark, uri, parts=2)
+    say(
+        f"    Spark job: checkpoint of v{spark_cp.version} in {len(spark_cp.files)} parts "
+        f"({spark_cp.num_add_files} live files, {spark_cp.num_actions} actions, {spark_cp.seconds:.1f} s)"
+    )
+    return Outcome(
+        root=root,
+        day1_version=day1,
+        day2_version=day2,
+        rerun_skipped=rerun is None,
+        plain_version=plain_version,
+        concurrent_spark_version=spark_version,
+        concurrent_spark_read_version=spark_read,
+        conflict=conflict,
+        auto_checkpoint_version=auto_version,
+        auto_checkpoint_files=auto_files,
+        day4_version=day4,
+        spark_checkpoint=spark_cp,
+    )
+
+
+def read_back(spark: SparkSession, root: Path, earlier_version: int) -> ReadBack:
+    """Step 5's Spark side: the latest version and ``earlier_version`` (time travel), counted by Spark."""
+    latest = read(spark, str(root))
+    per_day = {str(r[PARTITION]): int(r["count"]) for r in latest.groupBy(PARTITION).count().collect()}
+    return ReadBack(
+        latest_version=DeltaLog.for_table(root).snapshot().version,
+        latest_rows=sum(per_day.values()),  # the same job as the per-day counts: one Spark job fewer
+        rows_per_day=dict(sorted(per_day.items())),
+        earlier_version=earlier_version,
+        earlier_rows=read(spark, str(root), version=earlier_version).count(),
+    )
+
+
+def expected_rows() -> int:
+    """The final row count the pipeline should leave: day 1 is job B's, the rest as appended."""
+    appended = sum(count for day, (_, count) in BATCHES.items() if day != DAY1)
+    return appended + BACKFILL[1] + OVERWRITE_B[1]
+
+
+def problems(outcome: Outcome, back: ReadBack) -> list[str]:
+    """What a green run must show; anything listed here makes the demo exit non-zero."""
+    found = []
+    if not outcome.rerun_skipped:
+        found.append("the rerun of day 2 committed again")
+    if outcome.conflict.loser_files_left:
+        found.append(f"the losing job's files were left behind: {outcome.conflict.loser_files_left}")
+    if outcome.auto_checkpoint_version is None or not outcome.auto_checkpoint_files:
+        found.append("no automatic checkpoint was written")
+    if back.latest_rows != expected_rows():
+        found.append(f"Spark read {back.latest_rows} rows, expected {expected_rows()}")
+    return found
+
+
+__all__ = ["Outcome", "ReadBack", "expected_rows", "problems", "read_back", "run_pipeline"]
