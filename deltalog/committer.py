@@ -185,6 +185,18 @@ class Committer:
                     latest = v
         return latest
 
+    def winners_after(self, version: int) -> list[Winner]:
+        """Every commit after ``version`` that exists now, read as the commit loop reads winners.
+
+        For early conflict checks (:meth:`deltalog.transaction.Transaction.check_early`): the caller runs
+        :func:`~deltalog.core.conflicts.check_winner` on each, as :meth:`commit` does.
+        """
+        latest = self._transient("listing the log", partial(self._latest_commit, version + 1))
+        return [
+            self._transient(f"reading commit {v}", partial(_read_winner, self.store, v))[0]
+            for v in range(version + 1, latest + 1)
+        ]
+
     def commit(self, read_version: int, data: bytes, intent: Intent, txn_id: str) -> Outcome:
         start = time.monotonic()
         attempt_version = read_version + 1

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
+from deltalog import intents as _intents
 from deltalog._version import ENGINE_INFO
 from deltalog.committer import Committer, RetryPolicy
 from deltalog.core import actions as A
@@ -36,7 +37,7 @@ from deltalog.core.features import check_writable
 from deltalog.core.partitions import PartitionValueError, conditions_from_where, parse_value
 from deltalog.core.pathkeys import canonical_path
 from deltalog.core.schema import top_level_fields
-from deltalog.errors import InvalidArgumentError, InvalidCommitError
+from deltalog.errors import CommitStateUnknownError, InvalidArgumentError, InvalidCommitError
 
 if TYPE_CHECKING:
     from deltalog.log import DeltaLog
@@ -87,6 +88,8 @@ class Transaction:
         self._app_ids: set[str] = set()
         self._staged: list[A.Action] = []
         self._done = False
+        self._declared: _intents.IntentHandle | None = None  # see declare_intent
+        self._early_through = snapshot.version
         self.app_id = app_id
         self.app_target = app_version
         self.already_committed = False
@@ -153,6 +156,45 @@ class Transaction:
             raise InvalidArgumentError(str(exc)) from None
         return ReadPredicate(typed)
 
+    # ------------------------------------------------------------------------------------------ intents
+    def declare_intent(
+        self,
+        where: Mapping[str, Any] | None = None,
+        files: Iterable[str] | None = None,
+        *,
+        heartbeat_s: float = 10.0,
+        timeout_s: float = 60.0,
+        is_compaction: bool = False,
+        operation: str = "WRITE",
+    ) -> _intents.IntentHandle:
+        """Record the read of ``where`` (and ``files``) as :meth:`read` does and publish it as a live intent
+        until commit or abort, so declared writers can stop early; it binds no commit (:mod:`deltalog.core.intents`)."""
+        if self._done or self._declared is not None:
+            raise InvalidArgumentError("an intent is declared once, before commit or abort")
+        self.read(where)
+        if files is not None:
+            self.read_files(files)
+        files_read, now = sorted(self._read_files), self._log.now_ms()
+        what = {"operation": operation, "is_compaction": is_compaction, "heartbeat_s": heartbeat_s}
+        self._declared = _intents.declare(
+            self._log.store, self.txn_id, self.read_version, self._predicates, files_read, now, timeout_s, **what
+        )
+        return self._declared
+
+    def check_early(self) -> None:
+        """Raise now the typed conflict error the commit would raise (cheap; call it between work units): a
+        commit since the read conflicts, or another writer's live intent overlaps ours with priority."""
+        staged = list(self._staged)
+        intent = self._intent(staged, effective_isolation(self.isolation, staged))
+        types = self._partition_schema().types
+        self._early_through = _intents.check_early(
+            self._log.store, intent, self._early_through, self._check_winner_protocol, self._declared, types
+        )
+
+    def _release_intent(self) -> None:
+        if self._declared is not None:
+            self._declared.remove()
+
     # ------------------------------------------------------------------------------------------ staging
     def add(self, *adds: A.Add) -> None:
         self._staged.extend(adds)
@@ -209,8 +251,22 @@ class Transaction:
         :class:`~deltalog.errors.InvalidCommitError` (nothing written) when the actions break a rule,
         :class:`~deltalog.errors.UnsupportedFeatureError` when the table needs writer features deltalog
         does not implement, and :class:`~deltalog.errors.CommitStateUnknownError` when it cannot tell
-        whether the commit landed.
+        whether the commit landed. A declared intent is removed after success or a definite refusal; after
+        an unknown outcome it stays live for a retried commit, and :meth:`abort` removes it.
         """
+        try:
+            result = self._commit(actions, operation, operation_parameters, user_metadata)
+        except CommitStateUnknownError:
+            raise  # it may have landed: the intent stays live for a retried commit; abort() removes it
+        except BaseException:
+            self._release_intent()
+            raise
+        self._release_intent()
+        return result
+
+    def _commit(
+        self, actions: Iterable[A.Action], operation: str, params: Mapping[str, Any] | None, meta: str | None
+    ) -> CommitResult:
         if self._done:
             raise InvalidArgumentError("this transaction has already committed or aborted")
         all_actions = [*self._staged, *actions]
@@ -235,7 +291,7 @@ class Transaction:
         prepared = self._prepare(all_actions)
         isolation = effective_isolation(self.isolation, prepared)
         intent = self._intent(prepared, isolation)
-        commit_info = self._commit_info(prepared, operation, operation_parameters, isolation, intent, user_metadata)
+        commit_info = self._commit_info(prepared, operation, params, isolation, intent, meta)
         data = encode_actions([commit_info, *prepared])
         committer = Committer(self._log.store, self.retry, self._check_winner_protocol)
         outcome = committer.commit(self.read_version, data, intent, self.txn_id)
@@ -257,6 +313,7 @@ class Transaction:
 
     def abort(self) -> None:
         self._done = True
+        self._release_intent()
         self._staged.clear()
 
     def _prepare(self, actions: Sequence[A.Action]) -> list[A.Action]:

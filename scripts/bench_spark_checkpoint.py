@@ -19,7 +19,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from deltalog.spark.checkpoint import checkpoint  # noqa: E402
+from deltalog.spark.distributed_checkpoint import checkpoint  # noqa: E402
 from deltalog.spark.session import get_session  # noqa: E402
 from tests.integration.spark_logs import build_log  # noqa: E402
 

@@ -7,7 +7,7 @@ Each step is a situation deltalog exists to get right, staged so it happens the 
 3. two overwrites of one partition racing: one wins, the other gets a typed conflict and its files go away;
 4. the checkpoints that keep reads cheap: one written by the committing writer, one by a Spark job.
 
-The ordering is forced with ``deltalog.spark.write``'s ``before_commit`` hook (no sleeps), so the versions
+The ordering is forced with ``deltalog.spark.writer``'s ``before_commit`` hook (no sleeps), so the versions
 printed here are the ones the test (tests/integration/test_demo.py) asserts.
 """
 
@@ -28,7 +28,7 @@ from deltalog import DeltaLog
 from deltalog.checkpoint.writer import CheckpointResult
 from deltalog.errors import ConcurrentModificationError
 from deltalog.spark import checkpoint, read, write
-from deltalog.spark.write import WriteResult
+from deltalog.spark.writer import WriteResult
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -197,7 +197,11 @@ def racing_overwrites(spark: SparkSession, root: Path, say: Say) -> Conflict:
 
     def run_job_b() -> None:
         a_files.extend(sorted(_on_disk(root, DAY1) - _live(root)))
-        b = write(batch_frame(spark, DAY1, *OVERWRITE_B), uri, mode="overwrite", replace_where=where)
+        # B runs inside A's commit window, so it declared later than A; it skips the early check to show
+        # the commit protocol's own conflict (in separate processes, B would simply stop early).
+        b = write(
+            batch_frame(spark, DAY1, *OVERWRITE_B), uri, mode="overwrite", replace_where=where, early_conflicts=False
+        )
         b_results.append(b)
         say(f"    job B: v{b.version}, replaced {b.num_removed} file(s) of {PARTITION}={DAY1} by {b.num_files}")
 

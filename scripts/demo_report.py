@@ -87,7 +87,7 @@ def show_snapshot(root: Path, console: Console) -> Snapshot:
 
 
 def show_reads(back: ReadBack, console: Console) -> None:
-    console.print("\n[bold]Spark reads[/bold] (deltalog.spark.read)")
+    console.print("\n[bold]Spark reads[/bold] (deltalog.spark.reader)")
     per_day = ", ".join(f"{day}={n}" for day, n in back.rows_per_day.items())
     console.print(f"    latest (v{back.latest_version}): {back.latest_rows} rows; per day: {per_day}")
     console.print(f"    time travel to v{back.earlier_version}: {back.earlier_rows} rows")

@@ -12,7 +12,7 @@ import argparse
 import datetime as dt
 
 from deltalog.spark.session import get_session
-from deltalog.spark.write import write
+from deltalog.spark.writer import write
 
 APP_ID = "daily-sales-append"
 

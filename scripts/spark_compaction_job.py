@@ -3,7 +3,7 @@
     .venv/bin/python scripts/spark_compaction_job.py TABLE [TABLE ...] [--after 10] [--parts 4] [--master local[2]]
 
 For each table, if at least ``--after`` commits follow its newest checkpoint, Spark executors reconcile the
-log and write a multi-part checkpoint (deltalog.spark.checkpoint); the driver only moves _last_checkpoint.
+log and write a multi-part checkpoint (deltalog.spark.distributed_checkpoint); the driver only moves _last_checkpoint.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from __future__ import annotations
 import argparse
 
 from deltalog import DeltaLog
-from deltalog.spark.checkpoint import checkpoint
+from deltalog.spark.distributed_checkpoint import checkpoint
 from deltalog.spark.session import get_session
 
 

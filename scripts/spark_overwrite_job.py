@@ -12,7 +12,7 @@ from __future__ import annotations
 import argparse
 
 from deltalog.spark.session import get_session
-from deltalog.spark.write import write
+from deltalog.spark.writer import write
 
 
 def main() -> None:

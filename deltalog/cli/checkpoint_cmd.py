@@ -164,7 +164,7 @@ _parts_option = click.option(
 def checkpoint_cmd(table: str, version: int | None, parts: int | None, engine: str, master: str, as_json: bool) -> None:
     """Write a checkpoint of TABLE and move _last_checkpoint forward."""
     if engine == "spark":
-        from deltalog.spark.checkpoint import checkpoint as spark_checkpoint
+        from deltalog.spark.distributed_checkpoint import checkpoint as spark_checkpoint
         from deltalog.spark.session import get_session
 
         spark = get_session(master, "deltalog-checkpoint")

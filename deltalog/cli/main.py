@@ -182,3 +182,8 @@ for _module in (commit_cmd, checkpoint_cmd, maintenance, doctor):
     _module.register(cli)
 
 __all__ = ["EXIT_ERROR", "EXIT_USAGE", "DeltalogGroup", "cli", "error_text", "main", "one_line"]
+
+# ``intents`` (declared intents of long-running writers) lives in deltalog/cli/intents.py.
+from deltalog.cli import intents as _intents_cli  # noqa: E402
+
+_intents_cli.register(cli)

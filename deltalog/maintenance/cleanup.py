@@ -35,6 +35,7 @@ from deltalog.core.retention import (
 )
 from deltalog.core.segment import complete_checkpoints
 from deltalog.errors import CorruptLogError, DeltaLogError, StorageError
+from deltalog.intents import expired_intents
 
 if TYPE_CHECKING:
     from deltalog.log import DeltaLog
@@ -55,6 +56,8 @@ class CleanupResult:
     plan: CleanupPlan
     dry_run: bool
     deleted: tuple[str, ...]
+    #: expired intent files (``_delta_log/_intents/*.json``, :mod:`deltalog.intents`) deleted, or to delete
+    intents: tuple[str, ...] = ()
 
     @property
     def horizon(self) -> Horizon | None:
@@ -83,8 +86,9 @@ def cleanup(log_: DeltaLog, retention: Retention | None = None, dry_run: bool = 
     if sidecars:
         plan = add_sidecars(plan, sidecars, _sidecar_references(log_, paths, plan.remaining_checkpoints))
     plan = _with_ict_horizon(log_, snap, plan)
+    expired = tuple(o.path for o in expired_intents(log_.store, now))
     if dry_run:
-        return CleanupResult(plan, True, ())
+        return CleanupResult(plan, True, (), expired)
     deleted: list[str] = []
     for d in plan.deletions:
         path = f"{LOG_DIR}/{d.path}"
@@ -98,9 +102,12 @@ def cleanup(log_: DeltaLog, retention: Retention | None = None, dry_run: bool = 
                 path=path,
             ) from exc
         deleted.append(path)
+    for path in expired:  # intents of writers that died: older than their timeout plus a margin for clock skew
+        log_.store.delete(path)
+        deleted.append(path)
     if deleted:
         log.info("cleanup of %s deleted %d files; earliest version now %s", log_.location, len(deleted), plan.horizon)
-    return CleanupResult(plan, False, tuple(deleted))
+    return CleanupResult(plan, False, tuple(deleted), expired)
 
 
 def _list_log(log_: DeltaLog) -> tuple[list[LogPath], list[LogFile]]:

@@ -12,21 +12,21 @@ __all__ = ["checkpoint", "read", "write"]
 
 
 def write(*args: Any, **kwargs: Any) -> Any:
-    """See :func:`deltalog.spark.write.write`."""
-    from deltalog.spark.write import write as _write
+    """See :func:`deltalog.spark.writer.write`."""
+    from deltalog.spark.writer import write as _write
 
     return _write(*args, **kwargs)
 
 
 def read(*args: Any, **kwargs: Any) -> Any:
-    """See :func:`deltalog.spark.read.read`."""
-    from deltalog.spark.read import read as _read
+    """See :func:`deltalog.spark.reader.read`."""
+    from deltalog.spark.reader import read as _read
 
     return _read(*args, **kwargs)
 
 
 def checkpoint(*args: Any, **kwargs: Any) -> Any:
-    """See :func:`deltalog.spark.checkpoint.checkpoint`."""
-    from deltalog.spark.checkpoint import checkpoint as _checkpoint
+    """See :func:`deltalog.spark.distributed_checkpoint.checkpoint`."""
+    from deltalog.spark.distributed_checkpoint import checkpoint as _checkpoint
 
     return _checkpoint(*args, **kwargs)

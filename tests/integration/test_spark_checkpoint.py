@@ -15,7 +15,7 @@ from click.testing import CliRunner
 from deltalog import DeltaLog
 from deltalog.cli.main import cli
 from deltalog.core.paths import Kind, parse
-from deltalog.spark.checkpoint import checkpoint
+from deltalog.spark.distributed_checkpoint import checkpoint
 from tests.integration.spark_logs import build_log
 
 NOW = 1_800_000_000_000

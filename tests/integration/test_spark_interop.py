@@ -18,8 +18,8 @@ import pytest
 from deltalake import DeltaTable, QueryBuilder
 
 from deltalog import DeltaLog
-from deltalog.spark.read import read
-from deltalog.spark.write import write
+from deltalog.spark.reader import read
+from deltalog.spark.writer import write
 from deltalog.stats import TIE_BREAKER
 
 LONG = "x" * 40 + "b"

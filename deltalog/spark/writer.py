@@ -13,6 +13,10 @@ Flow of :func:`write`:
    the read predicate) as one version. Files of a commit that is definitely refused (a conflict, an invalid
    commit, an exactly-once batch committed meanwhile) are deleted; after ``CommitStateUnknownError`` nothing
    is deleted, since the commit may have landed.
+
+An overwrite (whole table or ``replace_where``) declares an intent (:mod:`deltalog.intents`) and runs
+``txn.check_early()`` on the driver before the write stage, after it and just before the commit: a conflict
+found early raises the same typed error the commit would, after deleting the files already written.
 """
 
 from __future__ import annotations
@@ -200,13 +204,15 @@ def write(
     configuration: Mapping[str, str] | None = None,
     target_rows_per_file: int = 1_000_000,
     before_commit: Callable[[], None] | None = None,
+    early_conflicts: bool = True,
 ) -> WriteResult:
     """Write ``df`` to the Delta table at ``table_uri`` as one commit.
 
     ``mode="overwrite"`` replaces the whole table, or with ``replace_where`` (a partition-column predicate in
     :meth:`deltalog.Snapshot.files`' ``where`` form) only the matching partitions; the written rows must fall
     inside it. ``configuration`` sets table properties when the table is created. ``before_commit`` runs after
-    the files are written and before the commit (a hook for orchestration and tests).
+    the files are written and before the commit (a hook for orchestration and tests). An overwrite declares an
+    intent and checks for conflicts between stages unless ``early_conflicts`` is False (purely optimistic).
     """
     if mode not in MODES:
         raise InvalidArgumentError(f"mode must be one of {MODES}, not {mode!r}")
@@ -225,6 +231,9 @@ def write(
         return WriteResult(None, True, 0, 0, 0, ())
     snap = txn.snapshot
     removes = txn.remove_where(dict(replace_where) if replace_where else None) if mode == "overwrite" else []
+    early = early_conflicts and mode == "overwrite"  # declare an intent, check between stages (deltalog.intents)
+    if early:
+        txn.declare_intent(where=dict(replace_where) if replace_where else None)
 
     from pyspark.sql import functions as F
 
@@ -241,7 +250,15 @@ def write(
         target_schema=target,
         target_rows=target_rows_per_file,
     )
-    rows = df.select(*[F.col(f"`{c}`") for c in columns]).mapInArrow(fn, RESULT_DDL).collect()
+    try:
+        if early:
+            txn.check_early()  # before any file is written
+        rows = df.select(*[F.col(f"`{c}`") for c in columns]).mapInArrow(fn, RESULT_DDL).collect()
+    except BaseException as exc:
+        txn.abort()  # removes the intent
+        if isinstance(exc, ConcurrentModificationError) and _landed(log, app_id, app_version):
+            return WriteResult(None, True, 0, 0, 0, ())
+        raise
     adds = [
         A.Add(
             path=quote(r["path"], safe="/="),
@@ -256,12 +273,19 @@ def write(
     files = DataFiles(root, storage_options)
     written = [r["path"] for r in rows]
     try:
+        if early:
+            txn.check_early()  # after the write stage
         if replace_where:
             _check_rows_match(replace_where, snap, adds)
         if before_commit is not None:
             before_commit()
-    except BaseException:
+        if early:
+            txn.check_early()  # just before the commit
+    except BaseException as exc:
         _delete(files, written)  # nothing was attempted: the files belong to no commit
+        txn.abort()
+        if isinstance(exc, ConcurrentModificationError) and _landed(log, app_id, app_version):
+            return WriteResult(None, True, 0, 0, 0, ())
         raise
     params: dict[str, Any] = {"mode": mode.capitalize(), "partitionBy": list(partition_columns)}
     if replace_where:
@@ -270,13 +294,19 @@ def write(
         result = txn.commit(adds, operation="WRITE", operation_parameters=params)
     except (ConcurrentModificationError, InvalidCommitError):
         _delete(files, written)  # definitely refused; CommitStateUnknownError and the rest keep the files
-        if app_id is not None and app_version is not None:
-            current = log.snapshot().app_version(app_id)
-            if current is not None and current >= app_version:
-                return WriteResult(None, True, 0, 0, 0, ())
+        if _landed(log, app_id, app_version):
+            return WriteResult(None, True, 0, 0, 0, ())
         raise
     num_rows = sum(r["num_records"] for r in rows)
     return WriteResult(result.version, result.skipped, len(adds), num_rows, len(removes), tuple(a.path for a in adds))
+
+
+def _landed(log: DeltaLog, app_id: str | None, app_version: int | None) -> bool:
+    """Did another run of this exactly-once batch commit it meanwhile (a refusal is then a skip)?"""
+    if app_id is None or app_version is None:
+        return False
+    current = log.snapshot().app_version(app_id)
+    return current is not None and current >= app_version
 
 
 def _delete(files: DataFiles, keys: Sequence[str]) -> None:
