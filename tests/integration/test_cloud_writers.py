@@ -10,6 +10,7 @@ written twice.
 
 from __future__ import annotations
 
+import json
 import multiprocessing
 import threading
 import time
@@ -117,6 +118,20 @@ def _commits(store: LogStore) -> dict[int, list[dict[str, Any]]]:
     return out
 
 
+def _recorded_entries(text: str) -> list[dict[str, Any]]:
+    """moto's request recording: JSON documents, one per line, except that its server threads sometimes
+    write two entries without the newline between them; decode document by document instead of by line."""
+    decoder = json.JSONDecoder()
+    entries, pos = [], 0
+    while True:
+        while pos < len(text) and text[pos].isspace():
+            pos += 1
+        if pos >= len(text):
+            return entries
+        entry, pos = decoder.raw_decode(text, pos)
+        entries.append(entry)
+
+
 def _txn_ids(commits: dict[int, list[dict[str, Any]]]) -> dict[int, str | None]:
     return {
         v: next((a["commitInfo"].get("txnId") for a in acts if "commitInfo" in a), None) for v, acts in commits.items()
@@ -202,8 +217,7 @@ def test_deltalake_and_deltalog_append_to_one_s3_table(moto_server: Server) -> N
 
     # Every commit file either engine wrote was a conditional PUT.
     commit_puts = []
-    for line in recording.splitlines():
-        entry = orjson.loads(line)
+    for entry in _recorded_entries(recording):
         url = str(entry.get("url", ""))
         if entry.get("method") == "PUT" and "/_delta_log/" in url and url.split("?")[0].endswith(".json"):
             commit_puts.append(entry.get("headers") or {})
