@@ -113,6 +113,16 @@ def _runs_text(args: argparse.Namespace, cases: list[Case | WriteCase]) -> str:
 
 def _notes(writes: list[WriteResult], results: list[EngineResult] | None = None) -> list[str]:
     notes = []
+    pandas_cases = [
+        r.case.name
+        for r in results or []
+        if r.engine == "deltalog" and r.runs and all(x.get("pandas_imported_in_call") for x in r.runs)
+    ]
+    if pandas_cases:
+        notes.append(
+            f"- deltalog: pyarrow imported pandas inside the timed call in every run of {', '.join(pandas_cases)} "
+            "(its first pa.array() of a Python sequence does, when pandas is installed)"
+        )
     for r in results or []:
         killed = [x["killed_by_signal"] for x in r.runs if x.get("killed_by_signal")]
         if killed:

@@ -83,9 +83,13 @@ def measure(engine: str, table: str, version: int | None, count: bool, op: str =
     rss_before = _status_kib("VmRSS") or 0
     peak_before = _peak_rss_kib()
     reset = op != "load" and _reset_peak_rss()
+    had_pandas = "pandas" in sys.modules
     c2, t2 = time.process_time(), time.perf_counter()
     files = call()
     t3, c3 = time.perf_counter(), time.process_time()
+    # pyarrow imports pandas (when installed) on the first pa.array() of a Python sequence: ~0.3-0.5 s in a
+    # fresh process, inside the timed call. Recorded so the report can say when that happened.
+    pandas_in_call = not had_pandas and "pandas" in sys.modules
     peak_call = _peak_rss_kib()  # before the untimed count, so the count cannot inflate it
     if count and op == "load":
         files = runner.count_files(table, version)
@@ -101,6 +105,7 @@ def measure(engine: str, table: str, version: int | None, count: bool, op: str =
         "peak_rss_kib": max(peak_before, peak_call),  # the whole process
         "call_peak_rss_kib": peak_call if reset else None,  # the timed call alone (VmHWM reset before it)
         "details": getattr(runner, "details", {}),
+        "pandas_imported_in_call": pandas_in_call,
     }
 
 

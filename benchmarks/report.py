@@ -39,7 +39,8 @@ def _first_line(path: str, prefix: str) -> str | None:
 
 
 def package_versions(engines: list[str]) -> dict[str, str]:
-    names = ["deltalog", "pyarrow", "orjson", "deltalake", "duckdb", "duckdb-extension-delta"]
+    # pandas: not used by any engine here, but pyarrow imports it inside deltalog's first pa.array() call
+    names = ["deltalog", "pyarrow", "orjson", "pandas", "deltalake", "duckdb", "duckdb-extension-delta"]
     for e in engines:
         names += [p for p in ENGINES[e].packages if p not in names]
     out = {}
