@@ -28,7 +28,8 @@ from azure.core import exceptions as az
 from fsspec.asyn import sync
 
 from deltalog.errors import FileAlreadyExistsError, StorageError
-from deltalog.storage.base import Capabilities, FileInfo, split_dir
+from deltalog.storage.base import FileInfo, split_dir
+from deltalog.storage.bucket_paths import BucketPaths
 from deltalog.storage.options import scrub
 from deltalog.storage.prefix_listing import list_from_by_prefix
 
@@ -69,7 +70,7 @@ def _code(exc: BaseException) -> str:
     return str(getattr(code, "value", code) or "")
 
 
-class AzureLogStore:
+class AzureLogStore(BucketPaths):
     """A table under ``abfs[s]://container/prefix`` (or ``az://``); paths are relative to that prefix."""
 
     def __init__(
@@ -84,6 +85,7 @@ class AzureLogStore:
         allow_unsafe_commits: bool = False,
     ) -> None:
         self._container = container
+        self._bucket_name = container
         self._prefix = prefix.strip("/")
         self._display = display_root or f"abfs://{container}" + (f"/{self._prefix}" if self._prefix else "")
         self._secrets = secrets
@@ -96,32 +98,6 @@ class AzureLogStore:
             raise StorageError(scrub(msg, secrets)) from None
         #: only consulted by stores without atomic put-if-absent; kept for a uniform interface
         self.allow_unsafe_commits = allow_unsafe_commits
-
-    # ------------------------------------------------------------------------------------------ basics
-    @property
-    def root(self) -> str:
-        return self._display
-
-    @property
-    def fs(self) -> Any:
-        return self._fs
-
-    @property
-    def capabilities(self) -> Capabilities:
-        return Capabilities(atomic_put_if_absent=True)
-
-    def _key(self, path: str) -> str:
-        path = path.strip("/")
-        if not self._prefix:
-            return path
-        return f"{self._prefix}/{path}" if path else self._prefix
-
-    def _dir_prefix(self, directory: str) -> str:
-        key = self._key(directory)
-        return f"{key}/" if key else ""
-
-    def _full(self, path: str) -> str:
-        return f"{self._container}/{self._key(path)}"
 
     # ------------------------------------------------------------------------------------------ errors
     def _error(self, op: str, path: str, exc: BaseException) -> StorageError:

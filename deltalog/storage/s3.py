@@ -29,7 +29,8 @@ import botocore.session
 import s3fs
 
 from deltalog.errors import FileAlreadyExistsError, StorageError
-from deltalog.storage.base import Capabilities, FileInfo, split_dir
+from deltalog.storage.base import FileInfo, split_dir
+from deltalog.storage.bucket_paths import BucketPaths
 from deltalog.storage.options import scrub
 
 log = logging.getLogger(__name__)
@@ -108,7 +109,7 @@ def _code_status(exc: BaseException) -> tuple[str, int]:
     return str(err.get("Code", "")), int(meta.get("HTTPStatusCode") or 0)
 
 
-class S3LogStore:
+class S3LogStore(BucketPaths):
     """A table under ``s3://bucket/prefix``; paths given to it are relative to that prefix."""
 
     def __init__(
@@ -126,6 +127,7 @@ class S3LogStore:
         if problem is not None:
             raise StorageError(f"cannot write safely to {scheme}://{bucket}: {problem}")
         self._bucket = bucket
+        self._bucket_name = bucket
         self._prefix = prefix.strip("/")
         self._display = f"{scheme}://{bucket}" + (f"/{self._prefix}" if self._prefix else "")
         self._secrets = secrets
@@ -134,32 +136,6 @@ class S3LogStore:
         self._fs = fs if fs is not None else s3fs.S3FileSystem(**kwargs)
         #: only consulted by stores without atomic put-if-absent; kept for a uniform interface
         self.allow_unsafe_commits = allow_unsafe_commits
-
-    # ------------------------------------------------------------------------------------------ basics
-    @property
-    def root(self) -> str:
-        return self._display
-
-    @property
-    def fs(self) -> Any:
-        return self._fs
-
-    @property
-    def capabilities(self) -> Capabilities:
-        return Capabilities(atomic_put_if_absent=True)
-
-    def _key(self, path: str) -> str:
-        path = path.strip("/")
-        if not self._prefix:
-            return path
-        return f"{self._prefix}/{path}" if path else self._prefix
-
-    def _dir_prefix(self, directory: str) -> str:
-        key = self._key(directory)
-        return f"{key}/" if key else ""
-
-    def _full(self, path: str) -> str:
-        return f"{self._bucket}/{self._key(path)}"
 
     # ------------------------------------------------------------------------------------------ errors
     def _error(self, op: str, path: str, exc: BaseException) -> StorageError:
