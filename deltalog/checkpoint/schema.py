@@ -13,24 +13,36 @@ from typing import Any
 import pyarrow as pa
 
 from deltalog.arrow_schema import arrow_type
-from deltalog.core.file_columns import DV_TYPE, STRING_MAP
+from deltalog.core.file_columns import ADD_FIELDS, REMOVE_FIELDS, STRING_MAP
 from deltalog.core.schema import PHYSICAL_NAME, top_level_fields
 
 STRING_LIST = pa.list_(pa.field("element", pa.string()))
 
 TXN = pa.struct([pa.field("appId", pa.string()), pa.field("version", pa.int64()), pa.field("lastUpdated", pa.int64())])
+
+
+def _pick(fields: list[pa.Field], names: list[str]) -> list[pa.Field]:
+    """Fields of the replay layout, in the order Spark writes them in a checkpoint (types defined once)."""
+    by_name = {f.name: f for f in fields}
+    return [by_name[n] for n in names]
+
+
+# Checkpoints drop stats and tags from removes.
 REMOVE = pa.struct(
-    [
-        pa.field("path", pa.string()),
-        pa.field("deletionTimestamp", pa.int64()),
-        pa.field("dataChange", pa.bool_()),
-        pa.field("extendedFileMetadata", pa.bool_()),
-        pa.field("partitionValues", STRING_MAP),
-        pa.field("size", pa.int64()),
-        pa.field("deletionVector", DV_TYPE),
-        pa.field("baseRowId", pa.int64()),
-        pa.field("defaultRowCommitVersion", pa.int64()),
-    ]
+    _pick(
+        REMOVE_FIELDS,
+        [
+            "path",
+            "deletionTimestamp",
+            "dataChange",
+            "extendedFileMetadata",
+            "partitionValues",
+            "size",
+            "deletionVector",
+            "baseRowId",
+            "defaultRowCommitVersion",
+        ],
+    )
 )
 METADATA = pa.struct(
     [
@@ -65,18 +77,21 @@ SIDECAR = pa.struct(
     ]
 )
 
-_ADD_BASE = [
-    pa.field("path", pa.string()),
-    pa.field("partitionValues", STRING_MAP),
-    pa.field("size", pa.int64()),
-    pa.field("modificationTime", pa.int64()),
-    pa.field("dataChange", pa.bool_()),
-    pa.field("tags", STRING_MAP),
-    pa.field("deletionVector", DV_TYPE),
-    pa.field("baseRowId", pa.int64()),
-    pa.field("defaultRowCommitVersion", pa.int64()),
-    pa.field("clusteringProvider", pa.string()),
-]
+_ADD_BASE = _pick(
+    ADD_FIELDS,
+    [
+        "path",
+        "partitionValues",
+        "size",
+        "modificationTime",
+        "dataChange",
+        "tags",
+        "deletionVector",
+        "baseRowId",
+        "defaultRowCommitVersion",
+        "clusteringProvider",
+    ],
+)
 
 # Types whose min/max a stats struct can hold exactly; others (decimals read from JSON floats, binary,
 # nested collections) are left out of stats_parsed, which readers treat as "no statistic", never as a bound.

@@ -20,6 +20,7 @@ from rich.text import Text
 from deltalog import DeltaLog
 from deltalog.cli import render
 from deltalog.cli.documents import Document, iso_ms
+from deltalog.cli.options import emit
 from deltalog.core.retention import resolve_retention
 from deltalog.errors import InvalidArgumentError
 from deltalog.maintenance.cleanup import CleanupResult
@@ -52,13 +53,6 @@ def _check_retention(ctx: click.Context, param: click.Parameter, value: str | No
         except InvalidArgumentError as exc:
             raise click.BadParameter(str(exc), ctx, param) from None
     return value
-
-
-def _emit(doc: Document, as_json: bool, human: render.Renderer) -> None:
-    if as_json:
-        render.write_json(doc)
-    else:
-        render.show(human, doc)
 
 
 # ---------------------------------------------------------------------------------------------- documents
@@ -246,7 +240,7 @@ _dry_run = click.option(
 def cleanup_cmd(table: str, retention: str | None, dry_run: bool, as_json: bool) -> None:
     """Delete expired log files below a checkpoint; shows the earliest version that stays reachable."""
     log = DeltaLog.for_table(table)
-    _emit(cleanup_document(log, log.cleanup(retention=retention, dry_run=dry_run)), as_json, render_cleanup)
+    emit(cleanup_document(log, log.cleanup(retention=retention, dry_run=dry_run)), as_json, render_cleanup)
 
 
 @click.command("vacuum")
@@ -265,7 +259,7 @@ def vacuum_cmd(table: str, retention: str | None, dry_run: bool, force: bool, as
     log = DeltaLog.for_table(table)
     with _progress_bar() as tick:
         result = log.vacuum(retention=retention, dry_run=dry_run, force=force, progress=tick)
-    _emit(vacuum_document(log, result), as_json, render_vacuum)
+    emit(vacuum_document(log, result), as_json, render_vacuum)
 
 
 @click.command("restore")
@@ -286,7 +280,7 @@ def restore_cmd(table: str, version: int | None, timestamp: str | None, no_check
         raise click.UsageError("give exactly one of --version and --timestamp", ctx)
     log = DeltaLog.for_table(table)
     result = log.restore(version=version, timestamp=timestamp, check_files=not no_check_files)
-    _emit(restore_document(log, result), as_json, render_restore)
+    emit(restore_document(log, result), as_json, render_restore)
 
 
 def register(group: click.Group) -> None:
