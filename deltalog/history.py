@@ -8,11 +8,12 @@ searches only the versions that have them.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from deltalog.core.paths import LOG_DIR, Kind
+from deltalog.core.paths import LOG_DIR, Kind, LogPath
+from deltalog.core.segment import earliest_version
 from deltalog.core.timetravel import monotonize, to_epoch_ms
 from deltalog.core.timetravel import version_at as _version_at
 from deltalog.errors import CorruptLogError, TableNotFoundError
@@ -55,9 +56,14 @@ def _ict_enablement(log: DeltaLog) -> tuple[int, int | None] | None:
     return version, ts
 
 
-def timeline_parts(log: DeltaLog) -> tuple[Timeline, Timeline]:
-    """The commits before in-commit timestamps (monotonized mtimes) and those with them (their ICT)."""
-    paths = log.list_log(0)
+def timeline_parts(log: DeltaLog, paths: Sequence[LogPath] | None = None) -> tuple[Timeline, Timeline]:
+    """The commits before in-commit timestamps (monotonized mtimes) and those with them (their ICT).
+
+    ``paths`` is a listing of the whole log the caller already holds (mtimes are made monotonic from the
+    first commit on, so nothing shorter will do); without it the log is listed here.
+    """
+    if paths is None:
+        paths = log.list_log(0)
     commits = [p for p in paths if p.kind is Kind.COMMIT]
     if not paths:
         raise TableNotFoundError(f"no Delta table at {log.location}: {LOG_DIR} has no commits")
@@ -87,8 +93,11 @@ def commit_timeline(log: DeltaLog) -> Timeline:
 def version_at(log: DeltaLog, timestamp: Timestamp, allow_after_latest: bool = False) -> int:
     """The latest version committed at or before ``timestamp``, among the reconstructable ones."""
     ts = to_epoch_ms(timestamp)
-    earliest = log.earliest_version()
-    before, ict = timeline_parts(log)
+    paths = log.list_log(0)  # one listing for both the earliest version and the timeline
+    earliest = earliest_version(paths)
+    if earliest is None:
+        raise TableNotFoundError(f"no Delta table at {log.location}: {LOG_DIR} has no commits")
+    before, ict = timeline_parts(log, paths)
     before = [(v, t) for v, t in before if v >= earliest]
     ict = [(v, t) for v, t in ict if v >= earliest]
     if ict:

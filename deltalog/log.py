@@ -13,12 +13,12 @@ import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from deltalog import history, loading
+from deltalog import history, loading, log_listing
 from deltalog.core import engine_safety, properties
 from deltalog.core import last_checkpoint as hints
 from deltalog.core.features import check_writable
 from deltalog.core.jsonlines import commit_info_of
-from deltalog.core.paths import LAST_CHECKPOINT, LOG_DIR, Kind, LogPath, commit_name, parse, version_prefix
+from deltalog.core.paths import LAST_CHECKPOINT, LOG_DIR, Kind, LogPath, commit_name
 from deltalog.core.replay import CommitData
 from deltalog.core.segment import (
     LogSegment,
@@ -29,6 +29,7 @@ from deltalog.core.segment import (
 )
 from deltalog.errors import (
     CheckpointError,
+    CorruptLogError,
     InvalidArgumentError,
     TableNotFoundError,
     VersionNotFoundError,
@@ -88,14 +89,12 @@ class DeltaLog:
         return int(self._clock() * 1000)
 
     # ------------------------------------------------------------------------------------------ listing
-    def list_log(self, from_version: int = 0) -> list[LogPath]:
-        """Parsed log files with version ``>= from_version``, sorted; unknown names are skipped."""
-        out = []
-        for info in self.store.list_from(f"{LOG_DIR}/{version_prefix(from_version)}"):
-            p = parse(info.name, info.size, info.mtime)
-            if p is not None:
-                out.append(p)
-        return out
+    def list_log(self, from_version: int = 0, to_version: int | None = None) -> list[LogPath]:
+        """Parsed log files with ``from_version <= version <= to_version`` (open-ended when None), sorted.
+
+        Unknown names are skipped.
+        """
+        return log_listing.list_log(self.store, from_version, to_version)
 
     def read_hint(self) -> hints.LastCheckpoint | None:
         """``_last_checkpoint`` if present and sound; a warning and ``None`` otherwise."""
@@ -111,9 +110,22 @@ class DeltaLog:
             return None
 
     def _listing_for(self, version: int | None) -> list[LogPath]:
+        return self._listing_and_scope(version)[0]
+
+    def _listing_and_scope(self, version: int | None) -> tuple[list[LogPath], bool]:
+        """The listing to rebuild ``version`` (the latest when None), and whether it is the whole log.
+
+        A version behind the ``_last_checkpoint`` hint is listed from near itself
+        (:func:`~deltalog.log_listing.listing_near`): its checkpoint is older than the hint's, and the log
+        between it and the hint is no use to it. Without a hint there is likely no checkpoint at all, so the
+        whole log is listed.
+        """
         hint = self.read_hint()
+        if hint is not None and version is not None and 0 <= version < hint.version:
+            paths = log_listing.listing_near(self.store, version)
+            return paths, False
         if hint is None or hint.version == 0 or (version is not None and version < hint.version):
-            return self.list_log(0)
+            return self.list_log(0), True
         paths = self.list_log(hint.version)
         if not any(c.version == hint.version for c in complete_checkpoints(paths)):
             log.warning(
@@ -122,16 +134,17 @@ class DeltaLog:
                 self.location,
                 hint.version,
             )
-            return self.list_log(0)
-        return paths
+            return self.list_log(0), True
+        return paths, bool(paths) and paths[0].version == 0
 
     def segment(self, version: int | None = None) -> LogSegment:
-        paths = self._listing_for(version)
+        paths, whole = self._listing_and_scope(version)
         try:
             return build_segment(paths, version, where=f"{self.location}/{LOG_DIR}")
-        except (VersionNotFoundError, TableNotFoundError):
-            if paths and paths[0].version > 0:
-                # A listing that started at the hint cannot tell about older versions: ask the full log.
+        except (VersionNotFoundError, TableNotFoundError, CorruptLogError):
+            if not whole:
+                # A listing that started at the hint or near the version cannot tell about the rest of the
+                # log: ask the full log, whose answer (a segment, or the error as it always read) stands.
                 return build_segment(self.list_log(0), version, where=f"{self.location}/{LOG_DIR}")
             raise
 
@@ -142,6 +155,9 @@ class DeltaLog:
         return v
 
     def earliest_version(self) -> int:
+        """The oldest reconstructable version: 0 when ``0.json`` is there (one short listing), else a full one."""
+        if any(p.version == 0 and p.kind is Kind.COMMIT for p in self.list_log(0, 0)):
+            return 0
         v = earliest_version(self.list_log(0))
         if v is None:
             raise TableNotFoundError(f"no Delta table at {self.location}: {LOG_DIR} has no commits")

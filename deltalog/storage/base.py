@@ -84,10 +84,41 @@ class LogStore(Protocol):
         ...
 
 
+def list_between(store: LogStore, path: str, stop: str | None) -> list[FileInfo]:
+    """:meth:`LogStore.list_from` ``path``, keeping only names ``< stop`` (all of them when ``stop`` is None).
+
+    Why: time travel to an old version needs the log around that version, not everything after it. Stores
+    that can end a listing early (local: no ``stat`` past ``stop``; S3: no further pages) provide
+    ``list_range(path, stop)``; any other store lists from ``path`` and the tail is dropped here, which is
+    correct, only no cheaper.
+    """
+    if _ranged_listing_is_current(type(store)):
+        return list(store.list_range(path, stop))  # type: ignore[attr-defined]
+    files = list(store.list_from(path))
+    if stop is None:
+        return files
+    end = stop.encode()
+    return [f for f in files if f.name.encode() < end]
+
+
+def _ranged_listing_is_current(cls: type) -> bool:
+    """Whether ``cls`` has a ``list_range`` at least as derived as its ``list_from``.
+
+    A subclass that overrides only ``list_from`` (to record or alter listings) must keep seeing every listing,
+    so its inherited ``list_range`` is not used.
+    """
+    owners = {"list_from": -1, "list_range": -1}
+    for depth, klass in enumerate(cls.__mro__):
+        for name, seen in owners.items():
+            if seen < 0 and name in vars(klass):
+                owners[name] = depth
+    return 0 <= owners["list_range"] <= owners["list_from"]
+
+
 def split_dir(path: str) -> tuple[str, str]:
     """(directory, last segment) of a store-relative path."""
     head, _, tail = path.rpartition("/")
     return head, tail
 
 
-__all__ = ["Capabilities", "FileInfo", "LogStore", "split_dir"]
+__all__ = ["Capabilities", "FileInfo", "LogStore", "list_between", "split_dir"]

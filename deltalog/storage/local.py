@@ -52,15 +52,23 @@ class LocalLogStore:
         return os.path.exists(self._abs(path))
 
     def list_from(self, path: str) -> Iterator[FileInfo]:
+        return iter(self.list_range(path, None))
+
+    def list_range(self, path: str, stop: str | None) -> list[FileInfo]:
+        """Like :meth:`list_from`, but only names ``< stop`` too; see :func:`~deltalog.storage.base.list_between`.
+
+        The directory scan is one call whatever the range; the per-file ``stat`` is what a long log costs,
+        so names outside the range are dropped before it.
+        """
         directory, start = split_dir(path)
         full = self._abs(directory) if directory else self._root
         try:
             entries = list(os.scandir(full))
         except (FileNotFoundError, NotADirectoryError):
-            return iter(())
+            return []
         out = []
         for e in entries:
-            if e.name < start:
+            if e.name < start or (stop is not None and e.name >= stop):
                 continue
             try:
                 if not e.is_file():
@@ -70,7 +78,7 @@ class LocalLogStore:
                 continue
             out.append(FileInfo(e.name, st.st_size, st.st_mtime_ns // 1_000_000))
         out.sort(key=lambda f: f.name.encode())
-        return iter(out)
+        return out
 
     def walk(self, path: str = "", skip: Callable[[str], bool] | None = None) -> Iterator[FileInfo]:
         """Files under ``path`` with store-relative names; see :meth:`LogStore.walk`.

@@ -214,20 +214,28 @@ class S3LogStore(BucketPaths):
         ``StartAfter`` is exclusive, so it is set just below ``start`` (its last character decremented); the
         few keys between that and ``start`` are dropped here.
         """
+        return iter(self.list_range(path, None))
+
+    def list_range(self, path: str, stop: str | None) -> list[FileInfo]:
+        """:meth:`list_from`, ending at the first name ``>= stop``: keys come in order, so no later page is fetched."""
         directory, start = split_dir(path)
         prefix = self._dir_prefix(directory)
         kwargs: dict[str, Any] = {"Prefix": prefix, "Delimiter": "/"}
         if start and ord(start[-1]) > 0:
             kwargs["StartAfter"] = prefix + start[:-1] + chr(ord(start[-1]) - 1)
+        end = stop.encode() if stop is not None else None
         out = []
         for page in self._pages("list", path, **kwargs):
             for obj in page.get("Contents") or ():
                 name = obj["Key"][len(prefix) :]
+                if end is not None and name.encode() >= end:
+                    out.sort(key=lambda f: f.name.encode())
+                    return out
                 if not name or "/" in name or name.encode() < start.encode():
                     continue
                 out.append(FileInfo(name, int(obj.get("Size") or 0), _mtime_ms(obj.get("LastModified"))))
         out.sort(key=lambda f: f.name.encode())
-        return iter(out)
+        return out
 
     def walk(self, path: str = "", skip: Callable[[str], bool] | None = None) -> Iterator[FileInfo]:
         """Files under ``path`` with store-relative names; see :meth:`LogStore.walk`.

@@ -15,7 +15,7 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 
 from deltalog.errors import FileAlreadyExistsError, StorageError
-from deltalog.storage.base import LogStore
+from deltalog.storage.base import LogStore, list_between
 from deltalog.storage.prefix_listing import version_of
 
 LOG = "_delta_log"
@@ -132,6 +132,20 @@ def test_list_from_is_sorted_and_starts_at_start(new_store: Callable[[], LogStor
     after_last = [f.name for f in store.list_from(f"{LOG}/00000000000000000026.")]
     assert [n for n in after_last if version_of(n) is not None] == []
     assert [f.name for f in store.list_from(f"{LOG}/_")] == ["_last_checkpoint"]
+
+
+def test_list_between_stops_before_stop(new_store: Callable[[], LogStore]) -> None:
+    store = new_store()
+    names = [f"{v:020d}.json" for v in range(1, 30)] + ["00000000000000000010.checkpoint.parquet", "_last_checkpoint"]
+    with ThreadPoolExecutor(8) as pool:
+        list(pool.map(lambda n: store.put_if_absent(f"{LOG}/{n}", b"x"), names))
+    got = [f.name for f in list_between(store, f"{LOG}/00000000000000000005.", "00000000000000000011.")]
+    want = sorted((n for n in names if "00000000000000000005." <= n < "00000000000000000011."), key=str.encode)
+    assert got == want  # 5..10 and the checkpoint of 10, sorted
+    tail = [f.name for f in list_between(store, f"{LOG}/00000000000000000028.", None)]
+    assert [n for n in tail if version_of(n) is not None] == [f"{28:020d}.json", f"{29:020d}.json"]
+    assert list_between(store, f"{LOG}/00000000000000000031.", "00000000000000000040.") == []
+    assert list_between(store, f"{LOG}/00000000000000000007.", "00000000000000000007.") == []
 
 
 def test_list_from_a_missing_directory_is_empty(new_store: Callable[[], LogStore]) -> None:
