@@ -19,6 +19,7 @@ from deltalog.arrow_schema import to_arrow_schema
 from deltalog.core import actions as A
 from deltalog.core import properties
 from deltalog.core.codec import decode_dv
+from deltalog.core.file_columns import array_of, scalar_of
 from deltalog.core.features import check_readable, supported_features
 from deltalog.core.partitions import PartitionValueError, conditions_from_where, parse_value
 from deltalog.core.paths import parse
@@ -184,7 +185,7 @@ class Snapshot:
         except PartitionValueError as exc:
             raise InvalidArgumentError(str(exc)) from None
         columns = {f["name"]: f for f in top_level_fields(self.schema_json)}
-        mask = pa.array([True] * table.num_rows, pa.bool_())
+        mask = pa.repeat(scalar_of(True, pa.bool_()), table.num_rows)
         partition = set(self.partition_columns)
         for column in {c.column for c in conds}:
             if column not in columns:
@@ -217,7 +218,7 @@ class Snapshot:
             null_keep = all(c.matches(None) for c in typed)
             indices = encoded.indices
             col_mask = (
-                pc.take(pa.array(keep_unique, pa.bool_()), indices) if uniques else pa.nulls(len(indices), pa.bool_())
+                pc.take(array_of(keep_unique, pa.bool_()), indices) if uniques else pa.nulls(len(indices), pa.bool_())
             )
             col_mask = pc.fill_null(col_mask, null_keep)
             mask = pc.and_(mask, col_mask)
@@ -248,16 +249,16 @@ class Snapshot:
         chunks = []
         for chunk in col.chunks:
             items = chunk.items
-            empty = pc.equal(items, "")
+            empty = pc.equal(items, scalar_of("", pa.string()))
             has_empty = bool(pc.any(empty).as_py())
             if not renames and not has_empty:
                 chunks.append(chunk)
                 continue
             keys = chunk.keys
             if renames:
-                keys = pa.array([renames.get(k, k) for k in keys.to_pylist()], pa.string())
+                keys = array_of([renames.get(k, k) for k in keys.to_pylist()], pa.string())
             if has_empty:
-                items = pc.if_else(empty, pa.scalar(None, pa.string()), items)
+                items = pc.if_else(empty, scalar_of(None, pa.string()), items)
             chunks.append(pa.MapArray.from_arrays(chunk.offsets, keys, items, type=chunk.type, mask=chunk.is_null()))
         return pa.chunked_array(chunks, type=col.type)
 

@@ -8,6 +8,7 @@ from this state without renaming.
 
 from __future__ import annotations
 
+import builtins
 from collections.abc import Sequence
 from operator import itemgetter
 from typing import Any
@@ -15,6 +16,11 @@ from typing import Any
 import orjson
 import pyarrow as pa
 import pyarrow.compute as pc
+
+try:
+    import numpy as np
+except ImportError:  # pragma: no cover - pyarrow runs without numpy, and then without pandas too
+    np = None
 
 STRING_MAP = pa.map_(pa.string(), pa.string())
 DV_TYPE = pa.struct(
@@ -61,6 +67,69 @@ REMOVE_SCHEMA = pa.schema(REMOVE_FIELDS)
 ADD_COLUMNS_NO_STATS = [f.name for f in ADD_FIELDS if f.name != "stats"]
 
 
+_NUMPY_TYPES: dict[pa.DataType, Any] = (
+    {} if np is None else {pa.int64(): np.int64, pa.int32(): np.int32, pa.bool_(): np.bool_}
+)
+builtins_type = builtins.type
+_PYTHON_TYPES: dict[pa.DataType, type] = {pa.int64(): int, pa.int32(): int, pa.bool_(): bool}
+
+
+def array_of(values: Sequence[Any], type: pa.DataType) -> pa.Array:
+    """``pa.array`` of a Python sequence, for strings, integers and booleans, without pyarrow's pandas probe.
+
+    ``pa.array`` (of a list or of a numpy array alike) first asks whether its input is a pandas object,
+    which imports pandas when it is installed: half a second in a cold process, and pyspark users always
+    have it. Strings go through Arrow's own builder, numbers through numpy buffers; neither asks. Values
+    of the wrong Python type are an ``ArrowTypeError``, as ``pa.array`` would raise (no silent casts).
+    """
+    if type == pa.string():
+        builder = pa.lib.StringBuilder()
+        try:
+            builder.append_values(values)
+        except TypeError as exc:
+            raise pa.ArrowTypeError(f"expected strings: {exc}") from None
+        return builder.finish()
+    dtype = _NUMPY_TYPES.get(type)
+    if dtype is None:
+        return pa.array(values, type)
+    want = _PYTHON_TYPES[type]
+    n = len(values)
+    present = [v is not None for v in values]
+    if not all(type_ is want for type_, ok in zip(map(builtins_type, values), present, strict=True) if ok):
+        bad = next(v for v, ok in zip(values, present, strict=True) if ok and builtins_type(v) is not want)
+        raise pa.ArrowTypeError(f"expected {want.__name__}, got {builtins_type(bad).__name__}: {bad!r}")
+    filled = values if all(present) else [v if ok else 0 for v, ok in zip(values, present, strict=True)]
+    try:
+        data = np.fromiter(filled, dtype=dtype, count=n)
+    except OverflowError as exc:
+        raise pa.ArrowInvalid(f"integer out of range for {type}: {exc}") from None
+    if type == pa.bool_():
+        data = np.packbits(data, bitorder="little")
+    validity = None
+    if not all(present):
+        validity = pa.py_buffer(np.packbits(np.fromiter(present, dtype=np.bool_, count=n), bitorder="little"))
+    return pa.Array.from_buffers(type, n, [validity, pa.py_buffer(data)])
+
+
+def scalar_of(value: Any, type: pa.DataType) -> pa.Scalar:
+    """``pa.scalar`` without the pandas probe (see :func:`array_of`); compute kernels given a bare Python
+    value make the same call, so hot paths pass scalars built here."""
+    return pa.nulls(1, type)[0] if value is None else array_of([value], type)[0]
+
+
+def empty_table(schema: pa.Schema) -> pa.Table:
+    """A table of no rows; ``Schema.empty_table`` would import pandas (see :func:`array_of`)."""
+    return pa.Table.from_arrays([pa.nulls(0, f.type) for f in schema], schema=schema)
+
+
+def empty_adds() -> pa.Table:
+    return empty_table(ADD_SCHEMA)
+
+
+def empty_removes() -> pa.Table:
+    return empty_table(REMOVE_SCHEMA)
+
+
 def _as_text(v: Any) -> str | None:
     if v is None or isinstance(v, str):
         return v
@@ -80,20 +149,20 @@ def _map_column(values: list[Any]) -> pa.Array:
     keys = [k for o in objs for k in o]
     items = [x for o in objs for x in o.values()]
     try:
-        item_array = pa.array(items, pa.string())
+        item_array = array_of(items, pa.string())
     except (pa.ArrowInvalid, pa.ArrowTypeError):
-        item_array = pa.array([_as_text(x) for x in items], pa.string())
-    mask = pa.array([v is None for v in values], pa.bool_()) if any(v is None for v in values) else None
+        item_array = array_of([_as_text(x) for x in items], pa.string())
+    mask = array_of([v is None for v in values], pa.bool_()) if any(v is None for v in values) else None
     return pa.MapArray.from_arrays(
-        pa.array(offsets, pa.int32()), pa.array(keys, pa.string()), item_array, type=STRING_MAP, mask=mask
+        array_of(offsets, pa.int32()), array_of(keys, pa.string()), item_array, type=STRING_MAP, mask=mask
     )
 
 
 def _text_column(values: list[Any]) -> pa.Array:
     try:
-        return pa.array(values, pa.string())
+        return array_of(values, pa.string())
     except (pa.ArrowInvalid, pa.ArrowTypeError):
-        return pa.array([_as_text(v) for v in values], pa.string())
+        return array_of([_as_text(v) for v in values], pa.string())
 
 
 _COMMON = ("path", "partitionValues", "size", "modificationTime", "dataChange")
@@ -140,10 +209,10 @@ def table_from_dicts(rows: Sequence[dict[str, Any]], schema: pa.Schema) -> pa.Ta
                 raise pa.ArrowTypeError(f"{f.name} must be a JSON object: {exc}") from None
         elif f.name == "stats":
             arrays.append(_text_column(values))
-        elif values and all(v is None for v in values):
+        elif all(v is None for v in values):
             arrays.append(pa.nulls(len(values), f.type))
         else:
-            arrays.append(pa.array(values, type=f.type))
+            arrays.append(array_of(values, f.type))
     return pa.Table.from_arrays(arrays, schema=schema)
 
 
@@ -191,6 +260,11 @@ __all__ = [
     "REMOVE_FIELDS",
     "REMOVE_SCHEMA",
     "STRING_MAP",
+    "array_of",
+    "empty_adds",
+    "empty_removes",
+    "empty_table",
+    "scalar_of",
     "conform",
     "table_from_dicts",
 ]

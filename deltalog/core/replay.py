@@ -20,8 +20,17 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from deltalog.core import actions as A
+from deltalog.core import bulk_replay
 from deltalog.core.codec import ActionDecodeError, from_dict
-from deltalog.core.file_columns import ADD_SCHEMA, REMOVE_SCHEMA, table_from_dicts
+from deltalog.core.file_columns import (
+    ADD_SCHEMA,
+    REMOVE_SCHEMA,
+    array_of,
+    empty_adds,
+    empty_removes,
+    scalar_of,
+    table_from_dicts,
+)
 from deltalog.core.jsonlines import parse_lines
 from deltalog.core.pathkeys import canonical_path, needs_canonicalizing
 from deltalog.errors import CorruptLogError
@@ -51,11 +60,11 @@ class BaseState:
     metadata: A.Metadata | None = None
     txns: dict[str, A.Txn] = field(default_factory=dict)
     domains: dict[str, A.DomainMetadata] = field(default_factory=dict)
-    adds: pa.Table = field(default_factory=ADD_SCHEMA.empty_table)
+    adds: pa.Table = field(default_factory=empty_adds)
     #: rows of ``adds`` that are adds (a checkpoint read keeps other actions' rows to filter only once)
     adds_valid: pa.ChunkedArray | pa.Array | None = None
     adds_stats: Callable[[], pa.ChunkedArray] | None = None
-    removes: Callable[[], pa.Table] = field(default=REMOVE_SCHEMA.empty_table)
+    removes: Callable[[], pa.Table] = field(default=empty_removes)
 
 
 @dataclass
@@ -80,7 +89,7 @@ class FileState:
     base_stats: Callable[[], pa.ChunkedArray] | None
     tail: pa.Table
     base_removes: Callable[[], pa.Table]
-    touched: frozenset[str]
+    touched: pa.Array  # keys of every file action replayed after the base (duplicates allowed)
     tail_removes: pa.Table
     root: str | None
 
@@ -98,8 +107,8 @@ class FileState:
 
     def tombstones(self) -> pa.Table:
         base = self.base_removes()
-        if self.touched and base.num_rows:
-            base = base.filter(pc.invert(pc.is_in(key_column(base, self.root), pa.array(list(self.touched)))))
+        if len(self.touched) and base.num_rows:
+            base = base.filter(pc.invert(pc.is_in(key_column(base, self.root), value_set=self.touched)))
         if not self.tail_removes.num_rows:
             return base
         return pa.concat_tables([base, self.tail_removes]) if base.num_rows else self.tail_removes
@@ -136,7 +145,7 @@ def _needs_canonicalizing(paths: pa.Array) -> pa.Array | None:
     raw = data.to_pybytes()
     if b"%" not in raw and b":" not in raw:
         first = pc.utf8_slice_codeunits(paths, 0, 1)
-        leading = pc.equal(first, "/")
+        leading = pc.equal(first, scalar_of("/", pa.string()))
         return leading if pc.any(leading).as_py() else None
     return pc.match_substring_regex(paths, r"[%:]|^/")
 
@@ -148,7 +157,7 @@ def key_column(table: pa.Table, root: str | None) -> pa.Array:
     if special is not None and pc.any(special).as_py():
         values = paths.to_pylist()
         flags = special.to_pylist()
-        paths = pa.array(
+        paths = array_of(
             [canonical_path(p, root) if f else p for p, f in zip(values, flags, strict=False)], pa.string()
         )
     dvs = table.column("deletionVector").combine_chunks()
@@ -156,7 +165,7 @@ def key_column(table: pa.Table, root: str | None) -> pa.Array:
         return paths
     ids = [_dv_id(d) for d in dvs.to_pylist()]
     out = [p if not i else f"{p}\x00{i}" for p, i in zip(paths.to_pylist(), ids, strict=False)]
-    return pa.array(out, pa.string())
+    return array_of(out, pa.string())
 
 
 def _corrupt(commit: CommitData, line: int, why: str) -> CorruptLogError:
@@ -204,16 +213,72 @@ def _gc_paused() -> Iterator[None]:
 
 
 def replay(base: BaseState, commits: Sequence[CommitData], root: str | None) -> ReplayResult:
-    """Apply ``commits`` (ascending, contiguous, all after ``base.version``) to ``base``."""
+    """Apply ``commits`` (ascending, contiguous, all after ``base.version``) to ``base``.
+
+    Long runs of commits go through Arrow's JSON reader (:mod:`deltalog.core.bulk_replay`) when it can
+    replay them exactly; everything else, and every error, takes the exact path below.
+    """
+    if sum(len(c.data) for c in commits) >= bulk_replay.MIN_BYTES:
+        result = _bulk(base, commits, root)
+        if result is not None:
+            return result
     with _gc_paused():
         return _replay(base, commits, root)
 
 
+def _bulk(base: BaseState, commits: Sequence[CommitData], root: str | None) -> ReplayResult | None:
+    done = bulk_replay.replay_commits(base, commits, root)
+    if done is None:
+        return None
+    info = bulk_replay.commit_info(commits[-1])
+    return _result(base, done.state, commits[-1].version, done.adds, done.removes, done.touched, info, root)
+
+
+def _result(
+    base: BaseState,
+    state: bulk_replay.NonFile,
+    version: int,
+    tail: pa.Table,
+    tail_removes: pa.Table,
+    touched: pa.Array,
+    commit_info: dict[str, Any] | None,
+    root: str | None,
+) -> ReplayResult:
+    files = FileState(
+        base=base.adds,
+        base_mask=_base_mask(base, touched, root),
+        base_stats=base.adds_stats,
+        tail=tail,
+        base_removes=base.removes,
+        touched=touched,
+        tail_removes=tail_removes,
+        root=root,
+    )
+    return ReplayResult(
+        version=version,
+        protocol=state.protocol,
+        protocol_source=state.protocol_source,
+        metadata=state.metadata,
+        metadata_source=state.metadata_source,
+        txns=state.txns,
+        domains=state.domains,
+        files=files,
+        commit_info=commit_info,
+    )
+
+
+def _base_mask(base: BaseState, touched: pa.Array, root: str | None) -> pa.ChunkedArray | pa.Array | None:
+    """Which base rows survive: valid adds whose key no later action touched."""
+    mask = base.adds_valid
+    if len(touched) and base.adds.num_rows:
+        untouched = pc.invert(pc.is_in(key_column(base.adds, root), value_set=touched))
+        if not pc.all(untouched).as_py():
+            mask = untouched if mask is None else pc.and_(mask, untouched)
+    return mask
+
+
 def _replay(base: BaseState, commits: Sequence[CommitData], root: str | None) -> ReplayResult:
-    protocol, protocol_source = base.protocol, (base.source if base.protocol else None)
-    metadata, metadata_source = base.metadata, (base.source if base.metadata else None)
-    txns = dict(base.txns)
-    domains = dict(base.domains)
+    state = bulk_replay.NonFile(base)
     live: dict[str, dict[str, Any]] = {}
     tombs: dict[str, dict[str, Any]] = {}
     touched: set[str] = set()
@@ -255,55 +320,18 @@ def _replay(base: BaseState, commits: Sequence[CommitData], root: str | None) ->
                     else:
                         live.pop(k, None)
                         tombs[k] = body
-                elif key == "metaData":
-                    metadata = _decode(commit, line_no, key, body)
-                    metadata_source = commit.path
-                elif key == "protocol":
-                    protocol = _decode(commit, line_no, key, body)
-                    protocol_source = commit.path
-                elif key == "txn":
-                    txn = _decode(commit, line_no, key, body)
-                    txns[txn.app_id] = txn
-                elif key == "domainMetadata":
-                    dm = _decode(commit, line_no, key, body)
-                    if dm.removed:
-                        domains.pop(dm.domain, None)
-                    else:
-                        domains[dm.domain] = dm
+                elif key in bulk_replay.STATE_KEYS:
+                    state.take(_decode(commit, line_no, key, body), commit.path)
                 elif key == "commitInfo":
                     commit_info = body if isinstance(body, dict) else None
                 # cdc, checkpointMetadata, sidecar and unknown actions take no part in state.
-    base_mask = base.adds_valid
-    if touched and base.adds.num_rows:
-        untouched = pc.invert(pc.is_in(key_column(base.adds, root), pa.array(list(touched), pa.string())))
-        if not pc.all(untouched).as_py():
-            base_mask = untouched if base_mask is None else pc.and_(base_mask, untouched)
     try:
         tail = table_from_dicts(list(live.values()), ADD_SCHEMA)
         tail_removes = table_from_dicts(list(tombs.values()), REMOVE_SCHEMA)
     except (pa.ArrowInvalid, pa.ArrowTypeError) as exc:
         raise _locate_bad_action(commits, exc) from None
-    files = FileState(
-        base=base.adds,
-        base_mask=base_mask,
-        base_stats=base.adds_stats,
-        tail=tail,
-        base_removes=base.removes,
-        touched=frozenset(touched),
-        tail_removes=tail_removes,
-        root=root,
-    )
-    return ReplayResult(
-        version=version,
-        protocol=protocol,
-        protocol_source=protocol_source,
-        metadata=metadata,
-        metadata_source=metadata_source,
-        txns=txns,
-        domains=domains,
-        files=files,
-        commit_info=commit_info,
-    )
+    touched_keys = array_of(list(touched), pa.string())
+    return _result(base, state, version, tail, tail_removes, touched_keys, commit_info, root)
 
 
 def live_txns(txns: Mapping[str, A.Txn], retention_ms: int | None, now_ms: int) -> dict[str, A.Txn]:

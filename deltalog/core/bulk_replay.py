@@ -1,0 +1,372 @@
+"""Replaying many commits at once through Arrow's JSON reader: file actions never become Python objects.
+
+A long run of commits is mostly ``add`` lines. Parsing them with orjson makes one dict per action, and
+turning those dicts into columns costs as much again; Arrow's multi-threaded JSON reader turns the same
+bytes straight into columns, and reconciling them (newest action per file key wins) is a hash
+aggregation. Non-file actions stay on the exact path: the few commits that hold them (found as rows with
+neither an ``add`` nor a ``remove``) are parsed with orjson as well, and their protocol, metadata, txns and
+domains are applied in version order. The ``commitInfo`` line writers put first is cut from the bytes the
+reader sees, so an ordinary commit holds file actions only.
+
+The fast path only takes logs it can replay exactly like the exact path in :mod:`deltalog.core.replay`;
+anything unusual (a parse error, a line holding two objects, an ``add`` without a path, file actions with
+``tags``, a table whose partition columns change, column mapping) returns ``None`` and the caller replays
+on the exact path, which also produces the precise error naming the file and line. It relies on the
+protocol's one action per line. One documented difference: keys in ``partitionValues`` that are not
+partition columns of the table are dropped (the protocol has the map hold exactly the partition columns).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import orjson
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.json as pj
+
+from deltalog.core import actions as A
+from deltalog.core.codec import ActionDecodeError, from_dict
+from deltalog.core.file_columns import ADD_FIELDS, REMOVE_FIELDS, STRING_MAP, array_of
+from deltalog.core.jsonlines import objects
+from deltalog.errors import CorruptLogError
+
+try:
+    import numpy as np
+except ImportError:  # pragma: no cover - then the exact path replays everything
+    np = None
+
+if TYPE_CHECKING:
+    from deltalog.core.replay import BaseState, CommitData
+
+log = logging.getLogger(__name__)
+
+#: below this many bytes of commits the exact path is as fast and has no fixed cost
+MIN_BYTES = 1 << 20
+
+#: the non-file actions that make up table state (commitInfo, cdc, sidecars and unknown actions do not)
+STATE_KEYS = frozenset({"metaData", "protocol", "txn", "domainMetadata"})
+_NON_FILE_KEYS = (b'"metaData"', b'"protocol"', b'"txn"', b'"domainMetadata"', b'"add"', b'"remove"')
+_BLOCK = 1 << 22
+
+
+class NonFile:
+    """Protocol, metadata, txns and domains applied in log order, as the exact replay does."""
+
+    def __init__(self, base: BaseState) -> None:
+        self.protocol = base.protocol
+        self.protocol_source = base.source if base.protocol else None
+        self.metadata = base.metadata
+        self.metadata_source = base.source if base.metadata else None
+        self.txns = dict(base.txns)
+        self.domains = dict(base.domains)
+        self.partition_sets = {tuple(base.metadata.partition_columns)} if base.metadata else set()
+
+    def take(self, action: A.Action, source: str) -> None:
+        if isinstance(action, A.Metadata):
+            self.metadata, self.metadata_source = action, source
+            self.partition_sets.add(tuple(action.partition_columns))
+        elif isinstance(action, A.Protocol):
+            self.protocol, self.protocol_source = action, source
+        elif isinstance(action, A.Txn):
+            self.txns[action.app_id] = action
+        elif isinstance(action, A.DomainMetadata):
+            if action.removed:
+                self.domains.pop(action.domain, None)
+            else:
+                self.domains[action.domain] = action
+
+    def apply(self, commit: CommitData) -> None:
+        """Take every non-file action of ``commit`` (the bulk path, for the few commits that hold any)."""
+        for _, obj in objects(commit.data, commit.path):
+            for key, body in obj.items():
+                if key in STATE_KEYS:
+                    try:
+                        action = from_dict(key, body)
+                    except ActionDecodeError as exc:
+                        raise CorruptLogError(f"{commit.path}: invalid {key} action: {exc}", path=commit.path) from None
+                    self.take(action, commit.path)
+
+
+@dataclass(frozen=True)
+class Replayed:
+    """What a bulk replay produced: non-file state plus the reconciled file actions."""
+
+    state: NonFile
+    adds: pa.Table
+    removes: pa.Table
+    touched: pa.Array  # keys of every file action (duplicates allowed)
+
+
+def commit_info(commit: CommitData) -> dict[str, Any] | None:
+    """The last commitInfo of the commit, as the exact replay keeps it; writers put it on the first line."""
+    data = commit.data
+    if data.startswith(b'{"commitInfo"') and data.count(b'"commitInfo"') == 1:
+        try:
+            info = orjson.loads(data.partition(b"\n")[0]).get("commitInfo")
+        except orjson.JSONDecodeError:
+            return None
+        return info if isinstance(info, dict) else None
+    last = None
+    for _, obj in objects(data, commit.path):
+        if "commitInfo" in obj:
+            body = obj["commitInfo"]
+            last = body if isinstance(body, dict) else None
+    return last
+
+
+def _json_type(fields: list[pa.Field], partition: pa.DataType) -> pa.DataType:
+    """The struct the JSON reader parses a file action into. Maps are not parseable: ``partitionValues``
+    becomes a struct of the partition columns, and ``tags`` an empty struct that only tells whether an
+    action had any (then the exact path takes over)."""
+    out = []
+    for f in fields:
+        if f.name == "partitionValues":
+            out.append(pa.field(f.name, partition))
+        elif f.name == "tags":
+            out.append(pa.field(f.name, pa.struct([])))
+        else:
+            out.append(f)
+    return pa.struct(out)
+
+
+def _body(data: bytes) -> tuple[memoryview | bytes, int]:
+    """The part of a commit the JSON reader sees and its line count: without a plain first commitInfo line."""
+    if data.startswith(b'{"commitInfo"'):
+        end = data.find(b"\n")
+        if end > 0 and not any(k in data[:end] for k in _NON_FILE_KEYS):
+            rest = memoryview(data)[end + 1 :]
+            return rest, _lines(data) - 1
+    return data, _lines(data)
+
+
+def _lines(data: bytes) -> int:
+    return data.count(b"\n") + (0 if data.endswith(b"\n") else 1)
+
+
+def _numpy(arr: pa.Array) -> Any:
+    """A null-free fixed-width Arrow array as numpy, zero-copy (``to_numpy`` would import pandas)."""
+    width = arr.type.bit_width // 8
+    return np.frombuffer(
+        arr.buffers()[1], dtype=f"<i{width}" if pa.types.is_signed_integer(arr.type) else f"<u{width}"
+    )[arr.offset : arr.offset + len(arr)]
+
+
+def _int_array(values: Any, type: pa.DataType | None = None) -> pa.Array:
+    """A numpy integer vector as Arrow, zero-copy (``pa.array`` would import pandas: see ``array_of``)."""
+    values = np.ascontiguousarray(values)
+    return pa.Array.from_buffers(type or pa.int64(), len(values), [None, pa.py_buffer(values)])
+
+
+def _bool_array(values: Any) -> pa.Array:
+    return pa.Array.from_buffers(pa.bool_(), len(values), [None, pa.py_buffer(np.packbits(values, bitorder="little"))])
+
+
+def _struct_to_map(col: pa.Array) -> pa.Array:
+    """A parsed ``partitionValues`` struct back to the map the rest of deltalog holds."""
+    n = len(col)
+    names = [f.name for f in col.type]
+    k = len(names)
+    mask = col.is_null() if col.null_count else None
+    offsets = _int_array(np.arange(n + 1, dtype="int32") * k, pa.int32())
+    if k == 0:
+        empty = pa.nulls(0, pa.string())
+        return pa.MapArray.from_arrays(offsets, empty, empty, type=STRING_MAP, mask=mask)
+    fields = [col.field(i) for i in range(k)]
+    if k == 1:
+        items = fields[0]
+    else:
+        order = (np.arange(k, dtype="int64")[None, :] * n + np.arange(n, dtype="int64")[:, None]).ravel()
+        items = pa.concat_arrays(fields).take(_int_array(order))
+    keys = pc.take(array_of(names, pa.string()), _int_array(np.tile(np.arange(k, dtype="int64"), n)))
+    return pa.MapArray.from_arrays(offsets, keys, items, type=STRING_MAP, mask=mask)
+
+
+def _to_table(chunks: list[pa.StructArray], fields: list[pa.Field]) -> pa.Table:
+    schema = pa.schema(fields)
+    batches = []
+    for col in chunks:
+        arrays = []
+        for f in fields:
+            if f.name == "tags":
+                arrays.append(pa.nulls(len(col), STRING_MAP))
+            elif f.name == "partitionValues":
+                arrays.append(_struct_to_map(col.field(f.name)))
+            else:
+                arrays.append(col.field(f.name))
+        batches.append(pa.RecordBatch.from_arrays(arrays, schema=schema))
+    return pa.Table.from_batches(batches, schema=schema)
+
+
+def _runs(col: pa.StructArray, gaps: Any) -> list[pa.StructArray]:
+    """``col`` without the rows at ``gaps`` (sorted), as zero-copy slices: no copy of the stats strings."""
+    out = []
+    start = 0
+    for g in gaps.tolist():
+        if g > start:
+            out.append(col.slice(start, g - start))
+        start = g + 1
+    if start < len(col):
+        out.append(col.slice(start))
+    return out
+
+
+def _valid_rows(col: pa.StructArray, offset: int) -> tuple[list[pa.StructArray], Any]:
+    """The non-null rows of ``col`` and their positions in the whole run (slices when few rows are null)."""
+    n = len(col)
+    if not col.null_count:
+        return [col], np.arange(offset, offset + n, dtype="int64")
+    valid = col.is_valid()
+    positions = _numpy(pc.indices_nonzero(valid)).astype("int64") + offset
+    if col.null_count == n:
+        return [], positions
+    if col.null_count <= 64:
+        return _runs(col, _numpy(pc.indices_nonzero(pc.invert(valid)))), positions
+    return [col.filter(valid)], positions
+
+
+def _partition_ok(chunks: list[pa.StructArray], k: int, required: bool) -> bool:
+    """Every action has a path and no tags, and names its partition values (a remove may leave them out);
+    an all-null row may hide keys under other names (another case, physical names)."""
+    for col in chunks:
+        if col.null_count or col.field("path").null_count or col.field("tags").null_count != len(col):
+            return False
+        if k:
+            values = col.field("partitionValues")
+            if required and values.null_count:
+                return False
+            nulls = [pc.and_(values.field(i).is_null(), values.is_valid()) for i in range(k)]
+            all_null = nulls[0]
+            for more in nulls[1:]:
+                all_null = pc.and_(all_null, more)
+            if pc.any(all_null).as_py():
+                return False
+    return True
+
+
+def _read_json(buf: bytes, schema: pa.Schema) -> pa.Table:
+    return pj.read_json(
+        pa.BufferReader(buf),
+        read_options=pj.ReadOptions(block_size=_BLOCK),
+        parse_options=pj.ParseOptions(explicit_schema=schema, unexpected_field_behavior="ignore"),
+    )
+
+
+def _hand_over(why: str) -> None:
+    log.debug("bulk replay hands over to the exact path: %s", why)
+    return None
+
+
+def replay_commits(base: BaseState, commits: Sequence[CommitData], root: str | None) -> Replayed | None:
+    """Non-file state and file actions of ``commits`` on top of ``base``, or None to use the exact path."""
+    from deltalog.core.replay import key_column
+
+    if np is None or not commits or any(not c.data or c.data.isspace() for c in commits):
+        return _hand_over("an empty commit")  # corrupt: the exact path says so
+    bodies = [_body(c.data) for c in commits]
+    line_counts = np.fromiter((n for _, n in bodies), dtype="int64", count=len(bodies))
+    ends = np.cumsum(line_counts)
+    # Joined with newlines: a piece's own final newline becomes a blank line, which the reader skips; any
+    # other blank or whitespace-only line makes the row count differ from the line count (exact path).
+    buf = b"\n".join(body for body, _ in bodies)
+    del bodies
+    metadata = _metadata_guess(base, commits)
+    if metadata is None:
+        return _hand_over("no metadata to shape the parse")
+    partition_columns = list(metadata.partition_columns)
+    partition = pa.struct([pa.field(name, pa.string()) for name in partition_columns])
+    schema = pa.schema(
+        [pa.field("add", _json_type(ADD_FIELDS, partition)), pa.field("remove", _json_type(REMOVE_FIELDS, partition))]
+    )
+    try:
+        table = (
+            _read_json(buf, schema)
+            if buf and not buf.isspace()
+            else pa.Table.from_arrays([pa.nulls(0, f.type) for f in schema], schema=schema)
+        )
+    except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError) as exc:
+        return _hand_over(f"the JSON reader refused the log ({exc})")
+    del buf
+    if table.num_rows != int(ends[-1]):
+        return _hand_over("a blank line or two objects on one line")
+    add_chunks: list[pa.StructArray] = []
+    remove_chunks: list[pa.StructArray] = []
+    add_pos: list[Any] = []
+    remove_pos: list[Any] = []
+    offset = 0
+    for batch in table.to_batches():
+        add, remove = batch.column(0), batch.column(1)
+        chunks, pos = _valid_rows(add, offset)
+        add_chunks += chunks
+        add_pos.append(pos)
+        if remove.null_count != len(remove):
+            chunks, pos = _valid_rows(remove, offset)
+            remove_chunks += chunks
+            remove_pos.append(pos)
+        offset += len(batch)
+    adds_at = np.concatenate(add_pos) if add_pos else np.zeros(0, "int64")
+    removes_at = np.concatenate(remove_pos) if remove_pos else np.zeros(0, "int64")
+    file_rows = np.union1d(adds_at, removes_at) if len(removes_at) else adds_at
+    if len(file_rows) != len(adds_at) + len(removes_at):
+        return _hand_over("an add and a remove on one line")
+    state = NonFile(base)
+    if len(file_rows) != offset:
+        others = np.setdiff1d(np.arange(offset, dtype="int64"), file_rows, assume_unique=True)
+        try:
+            for i in sorted(set(np.searchsorted(ends, others, side="right").tolist())):
+                state.apply(commits[i])
+        except CorruptLogError:
+            return _hand_over("an invalid non-file action")  # the exact path reports its line
+    if state.metadata is None or state.partition_sets != {tuple(partition_columns)}:
+        return _hand_over("the partition columns change")
+    if state.metadata.configuration.get("delta.columnMapping.mode", "none") != "none":
+        return _hand_over("column mapping")  # partition keys are physical names there
+    k = len(partition_columns)
+    if not _partition_ok(add_chunks, k, True) or not _partition_ok(remove_chunks, k, False):
+        return _hand_over("tags, a missing path, or partition values under other keys")
+    adds = _to_table(add_chunks, ADD_FIELDS)
+    removes = _to_table(remove_chunks, REMOVE_FIELDS)
+    add_keys = key_column(adds, root)
+    if not len(removes_at) and pc.count_distinct(add_keys).as_py() == len(add_keys):
+        return Replayed(state, adds, removes, add_keys)
+    remove_keys = key_column(removes, root)
+    keys = pa.concat_arrays([add_keys, remove_keys])
+    # The newest action per key: dictionary codes of the keys, then the highest row position per code
+    # (numpy's ufunc.at applies every pair, in any order; Arrow's group_by would import pandas).
+    codes = _numpy(keys.dictionary_encode().indices).astype("int64")
+    positions = np.concatenate([adds_at, removes_at])
+    newest = np.full(int(codes.max()) + 1, -1, dtype="int64")
+    np.maximum.at(newest, codes, positions)
+    alive = np.zeros(offset, dtype=np.bool_)
+    alive[newest] = True
+    adds = adds.filter(_bool_array(alive[adds_at]))
+    removes = removes.filter(_bool_array(alive[removes_at]))
+    return Replayed(state, adds, removes, keys)
+
+
+def _metadata_guess(base: BaseState, commits: Sequence[CommitData]) -> A.Metadata | None:
+    """The metadata whose partition columns shape the parse: the base's, else the first metaData line.
+
+    Only a guess for the parse schema: :func:`replay_commits` checks every metaData the run holds against
+    it, and a table whose partition columns change within the run goes to the exact path.
+    """
+    if base.metadata is not None:
+        return base.metadata
+    for commit in commits:
+        if b'"metaData"' not in commit.data:
+            continue
+        for _, obj in objects(commit.data, commit.path):
+            body = obj.get("metaData")
+            if isinstance(body, dict):
+                try:
+                    action = from_dict("metaData", body)
+                except ActionDecodeError:
+                    return None
+                return action if isinstance(action, A.Metadata) else None
+    return None
+
+
+__all__ = ["STATE_KEYS", "MIN_BYTES", "NonFile", "Replayed", "commit_info", "replay_commits"]
