@@ -1,8 +1,9 @@
 """Reading checkpoints (classic, multi-part, V2 with sidecars) into a replay base.
 
-Only the columns replay needs are read: non-file actions in full (they are few rows), file actions
-without ``stats`` unless asked. A checkpoint that cannot be read is a :class:`CorruptLogError` naming the
-file: the protocol gives no permission to fall back silently to older state.
+Only the columns replay needs are read (see :mod:`deltalog.checkpoint.scan`): non-file actions located by
+one leaf and decoded only where they are, file actions batch by batch without ``stats`` unless asked. A
+checkpoint that cannot be read is a :class:`CorruptLogError` naming the file: the protocol gives no
+permission to fall back silently to older state.
 """
 
 from __future__ import annotations
@@ -10,17 +11,16 @@ from __future__ import annotations
 import datetime as dt
 import logging
 import re
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Iterator
 from decimal import Decimal
 from typing import Any
 from urllib.parse import unquote
 
 import orjson
 import pyarrow as pa
-import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from deltalog.checkpoint.scan import Layout, iter_rows, non_file_rows, open_parquet
 from deltalog.core import actions as A
 from deltalog.core.codec import ActionDecodeError, from_dict
 from deltalog.core.file_columns import (
@@ -91,57 +91,6 @@ class _Collected:
             self.has_checkpoint_metadata = True
 
 
-@contextmanager
-def _open_parquet(store: LogStore, path: str) -> Iterator[pq.ParquetFile]:
-    """A parquet reader over the store's stream, closed when the block ends."""
-    try:
-        handle = store.open(path)
-    except FileNotFoundError:
-        raise CorruptLogError(f"checkpoint file {path} disappeared while reading", path=path) from None
-    try:
-        try:
-            pf = pq.ParquetFile(handle)
-        except (pa.ArrowInvalid, OSError) as exc:
-            raise CorruptLogError(f"{path} is not a readable parquet checkpoint: {exc}", path=path) from None
-        yield pf
-    finally:
-        handle.close()
-
-
-def _read_struct(
-    pf: pq.ParquetFile, path: str, struct: str, fields: list[str], keep_nulls: bool = False
-) -> pa.Table | None:
-    """Rows of top-level struct column ``struct`` (only ``fields`` of it).
-
-    Rows of other actions are dropped, unless ``keep_nulls``: then they stay as rows with a null ``path``,
-    so a caller that filters anyway can do it once, together with its own mask, instead of copying every
-    nested column twice.
-    """
-    names = pf.schema_arrow.names
-    if struct not in names:
-        return None
-    stype = pf.schema_arrow.field(struct).type
-    present = [f for f in fields if stype.get_field_index(f) >= 0]
-    if "path" not in present:
-        return None
-    try:
-        column = pf.read(columns=[f"{struct}.{f}" for f in present]).column(struct)
-    except (pa.ArrowInvalid, OSError) as exc:
-        raise CorruptLogError(f"{path} is not a readable parquet checkpoint: {exc}", path=path) from None
-    table = pa.Table.from_struct_array(column)  # flattening applies the struct's own nulls to its fields
-    return table if keep_nulls else table.filter(pc.is_valid(table.column("path")))
-
-
-def _stats_from_parsed(pf: pq.ParquetFile, path: str) -> pa.ChunkedArray:
-    """JSON stats rebuilt from ``stats_parsed`` for checkpoints written with structs only."""
-    table = _read_struct(pf, path, "add", ["path", "stats_parsed"], keep_nulls=True)
-    if table is None or "stats_parsed" not in table.column_names:
-        n = 0 if table is None else table.num_rows
-        return pa.chunked_array([pa.nulls(n, pa.string())])
-    out = [None if row is None else stats_json(row) for row in table.column("stats_parsed").to_pylist()]
-    return pa.chunked_array([pa.array(out, pa.string())])
-
-
 def _drop_nulls(v: Any) -> Any:
     if isinstance(v, dict):
         return {k: _drop_nulls(x) for k, x in v.items() if x is not None}
@@ -168,6 +117,101 @@ def stats_json(row: dict[str, Any]) -> str:
     return _NUMBER.sub(r"\1", text)
 
 
+class FileActions:
+    """The file actions of one checkpoint, read on demand in the row order of :attr:`BaseState.adds`.
+
+    Used as ``BaseState.adds_stats`` (calling it returns the ``stats`` column); a checkpoint writer that
+    finds one behind a snapshot streams the adds with their stats batch by batch (:meth:`iter_adds`)
+    instead of holding the whole table with stats at once.
+    """
+
+    def __init__(
+        self, store: LogStore, files: list[str], inline_adds: list[dict[str, Any]], inline_removes: list[dict[str, Any]]
+    ) -> None:
+        self.store = store
+        self.files = files
+        self.inline_adds = inline_adds
+        self.inline_removes = inline_removes
+
+    def adds_in(self, pf: pq.ParquetFile, layout: Layout, path: str, stats: bool) -> Iterator[pa.Table]:
+        """One file's add rows (``ADD_SCHEMA``), batch by batch; ``stats`` from JSON or ``stats_parsed``."""
+        if not layout.has("add"):
+            return
+        fields = list(ADD_COLUMNS_NO_STATS)
+        parsed = False
+        if stats:
+            if layout.field_type("add").get_field_index("stats") >= 0:
+                fields.append("stats")
+            else:
+                fields.append("stats_parsed")
+                parsed = True
+        for table in iter_rows(pf, layout, path, "add", fields):
+            if parsed:
+                table = _with_stats_from_parsed(table)
+            yield conform(table, ADD_SCHEMA)
+
+    def iter_adds(self, stats: bool = True) -> Iterator[pa.Table]:
+        """Every add row of the checkpoint in order (``ADD_SCHEMA``), at most ``BATCH_ROWS`` per table."""
+        for path in self.files:
+            with open_parquet(self.store, path) as pf:
+                yield from self.adds_in(pf, Layout(pf), path, stats)
+        if self.inline_adds:
+            yield table_from_dicts(self.inline_adds, ADD_SCHEMA)
+
+    def __call__(self) -> pa.ChunkedArray:
+        """The ``stats`` column of every add row, in order (``BaseState.adds_stats``)."""
+        chunks: list[pa.Array] = []
+        for path in self.files:
+            with open_parquet(self.store, path) as pf:
+                layout = Layout(pf)
+                if not layout.has("add"):
+                    continue
+                if layout.field_type("add").get_field_index("stats") >= 0:
+                    for table in iter_rows(pf, layout, path, "add", ["path", "stats"]):
+                        chunks.append(_stats_of(table))
+                else:
+                    for table in iter_rows(pf, layout, path, "add", ["path", "stats_parsed"]):
+                        chunks.append(_with_stats_from_parsed(table).column("stats").combine_chunks())
+        if self.inline_adds:
+            inline = [a.get("stats") for a in self.inline_adds]
+            chunks.append(
+                pa.array(
+                    [s if s is None or isinstance(s, str) else orjson.dumps(s).decode() for s in inline], pa.string()
+                )
+            )
+        return pa.chunked_array(chunks, type=pa.string())
+
+    def removes(self) -> pa.Table:
+        """The checkpoint's tombstones (``REMOVE_SCHEMA``); the footer usually shows there are none."""
+        parts: list[pa.Table] = []
+        for path in self.files:
+            with open_parquet(self.store, path) as pf:
+                layout = Layout(pf)
+                parts.extend(conform(t, REMOVE_SCHEMA) for t in iter_rows(pf, layout, path, "remove", _REMOVE_NAMES))
+        if self.inline_removes:
+            parts.append(table_from_dicts(self.inline_removes, REMOVE_SCHEMA))
+        return pa.concat_tables(parts) if parts else REMOVE_SCHEMA.empty_table()
+
+
+_REMOVE_NAMES = [f.name for f in REMOVE_FIELDS]
+
+
+def _stats_of(table: pa.Table) -> pa.Array:
+    if "stats" not in table.column_names:
+        return pa.nulls(table.num_rows, pa.string())
+    col = table.column("stats").combine_chunks()
+    return col if col.type == pa.string() else col.cast(pa.string())
+
+
+def _with_stats_from_parsed(table: pa.Table) -> pa.Table:
+    """JSON stats rebuilt from ``stats_parsed`` for checkpoints written with structs only."""
+    if "stats_parsed" not in table.column_names:
+        return table.append_column("stats", pa.nulls(table.num_rows, pa.string()))
+    rows = table.column("stats_parsed").to_pylist()
+    text = pa.array([None if row is None else stats_json(row) for row in rows], pa.string())
+    return table.drop_columns(["stats_parsed"]).append_column("stats", text)
+
+
 class CheckpointReader:
     """Reads one complete checkpoint of a table through its store."""
 
@@ -178,62 +222,68 @@ class CheckpointReader:
         return [f"{LOG_DIR}/{p.name}" for p in ref.files]
 
     def read_base(self, ref: CheckpointRef) -> BaseState:
+        """Everything replay needs from the checkpoint; ``stats`` and tombstones are loaded on demand.
+
+        Add rows are read batch by batch and only the rows that are adds are kept, so ``adds_valid`` is
+        always None and the peak memory is the table plus one batch.
+        """
         collected = _Collected()
-        add_parts: list[pa.Table] = []
         inline_adds: list[dict[str, Any]] = []
         inline_removes: list[dict[str, Any]] = []
         parquet_files: list[str] = []
+        actions = FileActions(self.store, parquet_files, inline_adds, inline_removes)
+        add_parts: list[pa.Table] = []
         for path in self._files(ref):
             if path.endswith(".json"):
                 self._read_json(path, collected, inline_adds, inline_removes)
             else:
-                with _open_parquet(self.store, path) as pf:
-                    self._read_non_file(pf, path, collected)
-                    table = _read_struct(pf, path, "add", ADD_COLUMNS_NO_STATS, keep_nulls=True)
-                if table is not None:
-                    add_parts.append(conform(table, ADD_SCHEMA))
+                with open_parquet(self.store, path) as pf:
+                    layout = Layout(pf)
+                    self._read_non_file(pf, layout, path, collected)
+                    add_parts.extend(actions.adds_in(pf, layout, path, stats=False))
                 parquet_files.append(path)
-        sidecar_files = [f"{LOG_DIR}/{SIDECAR_DIR}/{_sidecar_name(s.path)}" for s in collected.sidecars]
-        for path in sidecar_files:
-            with _open_parquet(self.store, path) as pf:
-                table = _read_struct(pf, path, "add", ADD_COLUMNS_NO_STATS, keep_nulls=True)
-            if table is not None:
-                add_parts.append(conform(table, ADD_SCHEMA))
+        for s in collected.sidecars:
+            path = f"{LOG_DIR}/{SIDECAR_DIR}/{_sidecar_name(s.path)}"
+            with open_parquet(self.store, path) as pf:
+                add_parts.extend(actions.adds_in(pf, Layout(pf), path, stats=False))
+            parquet_files.append(path)
         if inline_adds:
             add_parts.append(table_from_dicts(inline_adds, ADD_SCHEMA))
-        adds = pa.concat_tables(add_parts) if add_parts else ADD_SCHEMA.empty_table()
-        valid = pc.is_valid(adds.column("path"))
-        all_valid = adds.column("path").null_count == 0
-        stat_files = parquet_files + sidecar_files
-        inline_stats = [a.get("stats") for a in inline_adds]
-        source = self._files(ref)[0]
+        base = self._base(ref, collected)
+        base.adds = pa.concat_tables(add_parts) if add_parts else ADD_SCHEMA.empty_table()
+        base.adds_stats = actions
+        base.removes = actions.removes
+        return base
+
+    def read_non_file(self, ref: CheckpointRef) -> BaseState:
+        """Protocol, metadata, txns and domain metadata of the checkpoint, without its file actions.
+
+        What a blind append needs, at the cost of the footer and a few leaf columns: a V2 checkpoint's
+        sidecars hold only file actions and are not opened. The result has no adds and no tombstones.
+        """
+        collected = _Collected()
+        for path in self._files(ref):
+            if path.endswith(".json"):
+                self._read_json(path, collected, [], [])
+            else:
+                with open_parquet(self.store, path) as pf:
+                    self._read_non_file(pf, Layout(pf), path, collected)
+        return self._base(ref, collected)
+
+    def _base(self, ref: CheckpointRef, collected: _Collected) -> BaseState:
+        """A base with the checkpoint's non-file actions and no file actions (yet)."""
         return BaseState(
             version=ref.version,
-            source=source,
+            source=self._files(ref)[0],
             protocol=collected.protocol,
             metadata=collected.metadata,
             txns=collected.txns,
             domains=collected.domains,
-            adds=adds,
-            adds_valid=None if all_valid else valid,
-            adds_stats=self._stats_loader(stat_files, inline_stats),
-            removes=self._removes_loader(stat_files, inline_removes),
         )
 
-    def _read_non_file(self, pf: pq.ParquetFile, path: str, collected: _Collected) -> None:
-        names = pf.schema_arrow.names
-        cols = [c for c in _NON_FILE if c in names]
-        if not cols:
-            return
-        try:
-            table = pf.read(columns=cols)
-        except (pa.ArrowInvalid, OSError) as exc:
-            raise CorruptLogError(f"{path} is not a readable parquet checkpoint: {exc}", path=path) from None
-        for col in cols:
-            column = table.column(col)
-            if column.null_count == len(column):
-                continue
-            for body in column.filter(pc.is_valid(column)).to_pylist():
+    def _read_non_file(self, pf: pq.ParquetFile, layout: Layout, path: str, collected: _Collected) -> None:
+        for col in _NON_FILE:
+            for body in non_file_rows(pf, layout, path, col):
                 collected.take(col, body, path)
 
     def _read_json(
@@ -254,49 +304,10 @@ class CheckpointReader:
                 elif key in _NON_FILE:
                     collected.take(key, body, path)
 
-    def _stats_loader(self, files: list[str], inline: list[Any]) -> Callable[[], pa.ChunkedArray]:
-        def load() -> pa.ChunkedArray:
-            chunks: list[pa.Array] = []
-            for path in files:
-                with _open_parquet(self.store, path) as pf:
-                    if "add" not in pf.schema_arrow.names:
-                        continue
-                    stype = pf.schema_arrow.field("add").type
-                    if stype.get_field_index("stats") >= 0:
-                        table = _read_struct(pf, path, "add", ["path", "stats"], keep_nulls=True)
-                        if table is not None:
-                            chunks.extend(table.column("stats").cast(pa.string()).chunks)
-                    else:
-                        chunks.extend(_stats_from_parsed(pf, path).chunks)
-            if inline:
-                chunks.append(
-                    pa.array(
-                        [s if s is None or isinstance(s, str) else orjson.dumps(s).decode() for s in inline],
-                        pa.string(),
-                    )
-                )
-            return pa.chunked_array(chunks, type=pa.string())
-
-        return load
-
-    def _removes_loader(self, files: list[str], inline: list[dict[str, Any]]) -> Callable[[], pa.Table]:
-        def load() -> pa.Table:
-            parts: list[pa.Table] = []
-            for path in files:
-                with _open_parquet(self.store, path) as pf:
-                    table = _read_struct(pf, path, "remove", [f.name for f in REMOVE_FIELDS])
-                if table is not None:
-                    parts.append(conform(table, REMOVE_SCHEMA))
-            if inline:
-                parts.append(table_from_dicts(inline, REMOVE_SCHEMA))
-            return pa.concat_tables(parts) if parts else REMOVE_SCHEMA.empty_table()
-
-        return load
-
 
 def iter_checkpoint_actions(store: LogStore, ref: CheckpointRef) -> Iterator[A.Action]:
     """Non-file actions of a checkpoint, for tools that inspect it."""
-    base = CheckpointReader(store).read_base(ref)
+    base = CheckpointReader(store).read_non_file(ref)
     if base.protocol:
         yield base.protocol
     if base.metadata:
@@ -305,4 +316,4 @@ def iter_checkpoint_actions(store: LogStore, ref: CheckpointRef) -> Iterator[A.A
     yield from base.domains.values()
 
 
-__all__ = ["CheckpointReader", "iter_checkpoint_actions"]
+__all__ = ["CheckpointReader", "FileActions", "iter_checkpoint_actions", "stats_json"]
