@@ -1,12 +1,17 @@
-"""deltalog: a Delta Lake transaction-log engine."""
+"""deltalog: a Delta Lake transaction-log engine.
+
+The writing side (:class:`Transaction`, :class:`CommitResult`, :class:`RetryPolicy`) is imported on first
+use: reading a table never needs the committer, conflict checks or intents, and ``import deltalog`` is paid
+by every reader (see ``tests/unit/test_import_surface.py``).
+"""
 
 from __future__ import annotations
 
 import logging
+from typing import TYPE_CHECKING, Any
 
 from deltalog import actions
 from deltalog._version import __version__
-from deltalog.committer import RetryPolicy
 from deltalog.errors import (
     CheckpointError,
     CommitStateUnknownError,
@@ -32,9 +37,35 @@ from deltalog.errors import (
 )
 from deltalog.log import DeltaLog, HistoryEntry
 from deltalog.snapshot import Snapshot
-from deltalog.transaction import CommitResult, Transaction
+
+if TYPE_CHECKING:
+    from deltalog.committer import RetryPolicy
+    from deltalog.transaction import CommitResult, Transaction
 
 logging.getLogger(__name__).addHandler(logging.NullHandler())
+
+_LAZY = {
+    "CommitResult": "deltalog.transaction",
+    "Transaction": "deltalog.transaction",
+    "RetryPolicy": "deltalog.committer",
+}
+
+
+def __getattr__(name: str) -> Any:
+    """The writing API, imported when first named (PEP 562)."""
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY))
+
 
 __all__ = [
     "CommitResult",

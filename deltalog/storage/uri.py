@@ -8,13 +8,15 @@
 from __future__ import annotations
 
 import os
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote, urlsplit
 
 from deltalog.errors import InvalidArgumentError
 from deltalog.storage.base import LogStore
 from deltalog.storage.local import LocalLogStore
-from deltalog.storage.options import parse_options
+
+if TYPE_CHECKING:
+    from deltalog.storage.options import StoreOptions
 
 S3_SCHEMES = ("s3", "s3a")
 AZURE_SCHEMES = ("abfs", "abfss", "az")
@@ -36,11 +38,18 @@ def _missing_extra(scheme: str, extra: str, exc: ImportError) -> InvalidArgument
     )
 
 
+def _parse_options(kind: str, storage_options: dict[str, Any] | None) -> StoreOptions:
+    """:func:`deltalog.storage.options.parse_options`, imported here: local tables never need it."""
+    from deltalog.storage.options import parse_options
+
+    return parse_options(kind, storage_options)
+
+
 def _s3_store(loc: str, scheme: str, storage_options: dict[str, Any] | None) -> LogStore:
     parts = urlsplit(loc)
     if not parts.netloc:
         raise InvalidArgumentError(f"{scheme}:// location {loc!r} names no bucket (expected {scheme}://bucket/path)")
-    opts = parse_options("s3", storage_options)
+    opts = _parse_options("s3", storage_options)
     try:
         from deltalog.storage.s3 import S3LogStore
     except ImportError as exc:
@@ -62,7 +71,7 @@ def _azure_store(loc: str, scheme: str, storage_options: dict[str, Any] | None) 
         raise InvalidArgumentError(
             f"{scheme}:// location {loc!r} names no container (expected {scheme}://container/path)"
         )
-    opts = parse_options("azure", storage_options)
+    opts = _parse_options("azure", storage_options)
     kwargs = dict(opts.fs_kwargs)
     if host and "connection_string" not in kwargs:
         kwargs.setdefault("account_name", host.split(".", 1)[0])  # container@account.dfs.core.windows.net
@@ -98,7 +107,7 @@ def store_for(location: str | os.PathLike[str], storage_options: dict[str, Any] 
 
     from deltalog.storage.fsspec_store import FsspecLogStore
 
-    opts = parse_options(scheme, storage_options)
+    opts = _parse_options(scheme, storage_options)
     fs, path = fsspec.core.url_to_fs(loc, **opts.fs_kwargs)
     store = FsspecLogStore(fs, path, display_root=_redact(loc))
     if opts.allow_unsafe_commits:
