@@ -114,7 +114,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("engine")
     parser.add_argument("table")
     parser.add_argument("--version", type=int, default=None)
-    parser.add_argument("--op", default="load", help="load | checkpoint | checkpoint_call | append")
+    parser.add_argument("--op", default="load", help="load | checkpoint | checkpoint_call | append | append_loaded")
     parser.add_argument("--count", action="store_true", help="also count live files independently (untimed)")
     args = parser.parse_args(argv)
     use_exported_source()

@@ -12,7 +12,8 @@ log in the state the case starts from, and the copy is checked after the run:
   :data:`benchmarks.cases.HINTS_DIR`), or left out when there is none;
 - after a checkpoint run: a checkpoint of the target version exists, is not empty, holds exactly the
   table's live files as ``add`` rows, and ``_last_checkpoint`` names the target version;
-- after an append run: the next version exists and holds exactly one ``add`` whose data file exists.
+- after an append run (one-shot, or on the loaded table): the next version exists and holds exactly one
+  ``add`` whose data file exists.
 
 Stdlib only at import; pyarrow is imported for the checkpoint check.
 """
@@ -25,7 +26,7 @@ import os
 import shutil
 from typing import Any
 
-from benchmarks.cases import HINTS_DIR, BuiltTable, Case
+from benchmarks.cases import APPEND_OPS, HINTS_DIR, BuiltTable, Case
 from benchmarks.synth import LOG_DIR
 
 LAST_CHECKPOINT = "_last_checkpoint"
@@ -143,7 +144,7 @@ def verify_append(case: Case, built: BuiltTable, dest: str) -> dict[str, Any]:
 def verify(case: Case, built: BuiltTable, dest: str) -> dict[str, Any]:
     if case.op in ("checkpoint", "checkpoint_call"):
         return verify_checkpoint(case, built, dest)
-    if case.op == "append":
+    if case.op in APPEND_OPS:
         return verify_append(case, built, dest)
     raise ValueError(f"nothing to verify for op {case.op!r}")
 
