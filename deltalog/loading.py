@@ -10,7 +10,7 @@ from deltalog.checkpoint.reader import CheckpointReader
 from deltalog.core import engine_safety
 from deltalog.core.features import check_readable
 from deltalog.core.paths import LOG_DIR, SIDECAR_DIR, commit_name
-from deltalog.core.replay import BaseState, CommitData, replay
+from deltalog.core.replay import BaseState, CommitData, ReplayResult, replay, state_only
 from deltalog.core.segment import LogSegment, build_segment
 from deltalog.errors import CorruptLogError, DeltaLogError
 from deltalog.snapshot import Snapshot
@@ -82,6 +82,36 @@ def _load_once(dlog: DeltaLog, segment: LogSegment) -> Snapshot:
     else:
         base = BaseState(version=-1, source=f"{LOG_DIR}/{commit_name(0)}")
     result = replay(base, read_commits(dlog, segment), dlog.store.root)
+    _vet(dlog, segment, result)
+    return Snapshot(dlog, segment, result, now_ms=dlog.now_ms())
+
+
+def load_state(dlog: DeltaLog, segment: LogSegment) -> Snapshot:
+    """A snapshot holding protocol, metadata, txns and domains now and its file list on first use.
+
+    For a blind append on a large table: the checkpoint's few non-file rows and the small commits after
+    it are all it reads. A log without a checkpoint, or with a long tail of commits, is loaded in full
+    (parsing its commits is most of the work either way), as is one whose checkpoint cannot be read (the
+    full load knows how to fall back past it).
+    """
+    commits_bytes = sum(p.size for p in segment.commits)
+    if segment.checkpoint is None or commits_bytes > LAZY_TAIL_BYTES:
+        return load(dlog, segment)
+    try:
+        base = CheckpointReader(dlog.store).read_non_file(segment.checkpoint)
+        result = state_only(base, read_commits(dlog, segment))
+        result.version = segment.version
+        _vet(dlog, segment, result)
+    except CorruptLogError:
+        return load(dlog, segment)
+    return Snapshot(dlog, segment, result, now_ms=dlog.now_ms(), files=lambda: load(dlog, segment)._files)
+
+
+#: the commits after a checkpoint that a deferred load still parses (checkpoint intervals keep it small)
+LAZY_TAIL_BYTES = 4 << 20
+
+
+def _vet(dlog: DeltaLog, segment: LogSegment, result: ReplayResult) -> None:
     where = f"{dlog.location}/{LOG_DIR} ({segment.describe()})"
     if result.protocol is not None:
         check_readable(result.protocol, f"{dlog.location}/{result.protocol_source}")
@@ -90,7 +120,6 @@ def _load_once(dlog: DeltaLog, segment: LogSegment) -> Snapshot:
     if result.metadata is None:
         raise CorruptLogError(f"no metaData action found in {where}: version {segment.version} is unreadable")
     result.version = segment.version
-    return Snapshot(dlog, segment, result, now_ms=dlog.now_ms())
 
 
-__all__ = ["load", "read_commits"]
+__all__ = ["load", "load_state", "read_commits"]

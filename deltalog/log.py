@@ -181,7 +181,8 @@ class DeltaLog:
             return cached
         return self._replay(self.segment(version))
 
-    def _refresh_latest(self) -> Snapshot:
+    def _refresh_latest(self, lazy: bool = False) -> Snapshot:
+        """The latest snapshot; ``lazy`` defers a fresh load's file list (see :func:`loading.load_state`)."""
         with self._lock:
             cached = self._latest
         snap: Snapshot | None = None
@@ -200,7 +201,8 @@ class DeltaLog:
                 segment = LogSegment(newer[-1].version, None, tuple(contiguous))
                 snap = cached.advance(self._read_commits(segment))
         if snap is None:
-            snap = self._replay(self.segment(None))
+            segment = self.segment(None)
+            snap = loading.load_state(self, segment) if lazy else self._replay(segment)
         self._remember(snap)
         return snap
 
@@ -238,7 +240,10 @@ class DeltaLog:
         """A transaction on the latest snapshot; with ``app_id``/``app_version`` it commits exactly once."""
         from deltalog.transaction import Transaction
 
-        return Transaction(self, self.snapshot(), isolation, app_id=app_id, app_version=app_version, retry=retry)
+        # A blind append needs protocol, metadata and txns, not the file list: the transaction's snapshot
+        # loads its files only if the transaction reads them.
+        snap = self._refresh_latest(lazy=True)
+        return Transaction(self, snap, isolation, app_id=app_id, app_version=app_version, retry=retry)
 
     def add_columns(self, fields: Any) -> CommitResult:
         from deltalog.table_setup import add_columns

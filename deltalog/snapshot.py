@@ -7,8 +7,9 @@ inside.
 
 from __future__ import annotations
 
+import threading
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
@@ -19,11 +20,11 @@ from deltalog.arrow_schema import to_arrow_schema
 from deltalog.core import actions as A
 from deltalog.core import properties
 from deltalog.core.codec import decode_dv
-from deltalog.core.file_columns import array_of, scalar_of
 from deltalog.core.features import check_readable, supported_features
+from deltalog.core.file_columns import array_of, scalar_of
 from deltalog.core.partitions import PartitionValueError, conditions_from_where, parse_value
 from deltalog.core.paths import parse
-from deltalog.core.replay import BaseState, CommitData, ReplayResult, live_txns, replay
+from deltalog.core.replay import BaseState, CommitData, FileState, ReplayResult, live_txns, replay, state_only
 from deltalog.core.schema import SchemaError, parse_schema, physical_names, top_level_fields
 from deltalog.core.segment import LogSegment
 from deltalog.errors import CorruptLogError, InvalidArgumentError
@@ -49,12 +50,26 @@ _OUTPUT = [
 class Snapshot:
     """The state of a table at :attr:`version`."""
 
-    def __init__(self, log: DeltaLog, segment: LogSegment, result: ReplayResult, now_ms: int | None = None) -> None:
+    def __init__(
+        self,
+        log: DeltaLog,
+        segment: LogSegment,
+        result: ReplayResult,
+        now_ms: int | None = None,
+        files: Callable[[], FileState] | None = None,
+    ) -> None:
+        """``files`` loads the file state when ``result`` has none: a snapshot made for a blind append, or
+        advanced past commits, holds protocol, metadata and txns at once and its file list on demand."""
         assert result.protocol is not None and result.metadata is not None
+        assert result.files is not None or files is not None
         self._log = log
         self.segment = segment
         self._result = result
         self._now_ms = int(time.time() * 1000) if now_ms is None else now_ms
+        self._load_files = files
+        self._files_lock = threading.Lock()
+        #: for a snapshot advanced from another without loading files: that one, and the commits since
+        self._anchor: tuple[Snapshot, tuple[CommitData, ...]] | None = None
 
     # ------------------------------------------------------------------------------------------ identity
     @property
@@ -136,8 +151,27 @@ class Snapshot:
 
     # ------------------------------------------------------------------------------------------ files
     @property
+    def files_loaded(self) -> bool:
+        """Whether the file list is in memory (a deferred one loads on the first call that needs it)."""
+        return self._result.files is not None
+
+    @property
+    def _files(self) -> FileState:
+        files = self._result.files
+        if files is None:
+            with self._files_lock:
+                if self._result.files is None:
+                    assert self._load_files is not None
+                    self._result.files = self._load_files()
+                    self._load_files = None
+                    self._anchor = None
+                files = self._result.files
+                assert files is not None
+        return files
+
+    @property
     def num_files(self) -> int:
-        return self._result.files.num_files
+        return self._files.num_files
 
     def files(self, where: Mapping[str, Any] | None = None, stats: bool = False) -> pa.Table:
         """Live files as Arrow, one row per add; ``where`` prunes by partition values (logical names).
@@ -146,14 +180,14 @@ class Snapshot:
         ``>=``, ``!=``, ``in``, ``not in``). A condition on a non-partition column cannot prune and keeps
         every file; an unknown column is an :class:`InvalidArgumentError`.
         """
-        table = self._result.files.adds(stats=stats)
+        table = self._files.adds(stats=stats)
         if where:
             table = table.filter(self.partition_mask(table, where))
         return self._present(table, stats)
 
     def add_actions(self, where: Mapping[str, Any] | None = None) -> Iterator[A.Add]:
         """Live files as :class:`~deltalog.actions.Add` values (for building removes); stats included."""
-        table = self._result.files.adds(stats=True)
+        table = self._files.adds(stats=True)
         if where:
             table = table.filter(self.partition_mask(table, where))
         for row in table.to_pylist():
@@ -173,11 +207,11 @@ class Snapshot:
 
     def tombstones(self) -> pa.Table:
         """Removes still in the state (not yet filtered by retention), as Arrow in the log's field names."""
-        return self._result.files.tombstones()
+        return self._files.tombstones()
 
     def raw_files(self, stats: bool = False) -> pa.Table:
         """Live adds in the log's own field names and physical partition keys (for checkpoints)."""
-        return self._result.files.adds(stats=stats)
+        return self._files.adds(stats=stats)
 
     def partition_mask(self, table: pa.Table, where: Mapping[str, Any]) -> pa.Array:
         try:
@@ -265,25 +299,15 @@ class Snapshot:
     def advance(self, commits: Sequence[CommitData]) -> Snapshot:
         """The snapshot after ``commits`` (the next versions, in order), replaying only them.
 
-        The live-file table of this snapshot becomes the base; nothing is re-read from storage.
+        Only their non-file actions are applied now; the file list is replayed onto this snapshot's when
+        first asked for. A writer that keeps appending therefore pays for its commits, not for the table,
+        and a chain of such advances replays its commits once, onto the last snapshot that had files.
         """
         if not commits:
             return self
         if commits[0].version != self.version + 1:
             raise ValueError(f"commits must start at version {self.version + 1}, not {commits[0].version}")
-        files = self._result.files
-        base = BaseState(
-            version=self.version,
-            source=self.segment.describe(),
-            protocol=self._result.protocol,
-            metadata=self._result.metadata,
-            txns=dict(self._result.txns),
-            domains=dict(self._result.domains),
-            adds=files.adds(stats=False),
-            adds_stats=lambda: files.adds(stats=True).column("stats"),
-            removes=files.tombstones,
-        )
-        result = replay(base, commits, self._log.store.root)
+        result = state_only(self._state_base(), commits)
         assert result.protocol is not None and result.protocol_source is not None
         check_readable(result.protocol, f"{self._log.location}/{result.protocol_source}")
         new_paths = []
@@ -292,10 +316,41 @@ class Snapshot:
             assert parsed is not None
             new_paths.append(parsed)
         segment = LogSegment(result.version, self.segment.checkpoint, self.segment.commits + tuple(new_paths))
-        return Snapshot(self._log, segment, result, now_ms=self._log.now_ms())
+        anchor, pending = (self, tuple(commits))
+        if self._anchor is not None and not self.files_loaded:
+            anchor, pending = self._anchor[0], self._anchor[1] + tuple(commits)
+        snap = Snapshot(
+            self._log, segment, result, now_ms=self._log.now_ms(), files=lambda: anchor._replay_files(pending)
+        )
+        snap._anchor = (anchor, pending)
+        return snap
+
+    def _state_base(self, with_files: bool = False) -> BaseState:
+        r = self._result
+        base = BaseState(
+            version=self.version,
+            source=self.segment.describe(),
+            protocol=r.protocol,
+            metadata=r.metadata,
+            txns=dict(r.txns),
+            domains=dict(r.domains),
+        )
+        if with_files:
+            files = self._files
+            base.adds = files.adds(stats=False)
+            base.adds_stats = lambda: files.adds(stats=True).column("stats")
+            base.removes = files.tombstones
+        return base
+
+    def _replay_files(self, commits: Sequence[CommitData]) -> FileState:
+        """This snapshot's files with ``commits`` replayed onto them (a deferred advance, resolved)."""
+        files = replay(self._state_base(with_files=True), commits, self._log.store.root).files
+        assert files is not None
+        return files
 
     def __repr__(self) -> str:
-        return f"Snapshot(table={self._log.location!r}, version={self.version}, files={self.num_files})"
+        files = self.num_files if self.files_loaded else "not loaded"
+        return f"Snapshot(table={self._log.location!r}, version={self.version}, files={files})"
 
 
 def _rename_struct(col: pa.ChunkedArray, names: list[str]) -> pa.ChunkedArray:

@@ -76,7 +76,7 @@ class ReplayResult:
     metadata_source: str | None
     txns: dict[str, A.Txn]
     domains: dict[str, A.DomainMetadata]
-    files: FileState
+    files: FileState | None  # None until loaded, for a snapshot that defers its files (see state_only)
     commit_info: dict[str, Any] | None  # raw commitInfo of the last replayed commit
 
 
@@ -267,6 +267,32 @@ def _result(
     )
 
 
+def state_only(base: BaseState, commits: Sequence[CommitData]) -> ReplayResult:
+    """Protocol, metadata, txns, domains and commitInfo after ``commits``, without the file actions.
+
+    What a blind append needs, at the cost of parsing a few small commits: the file list, the expensive
+    part of a large table, is left to be loaded when something asks for it. Every commit is still parsed
+    in full, so malformed JSON is reported here as it would be by :func:`replay`.
+    """
+    state = bulk_replay.NonFile(base)
+    for commit in commits:
+        if not commit.data.strip():
+            raise CorruptLogError(f"{commit.path} is empty: a commit holds at least one action", path=commit.path)
+        state.apply(commit)
+    version = commits[-1].version if commits else base.version
+    return ReplayResult(
+        version=version,
+        protocol=state.protocol,
+        protocol_source=state.protocol_source,
+        metadata=state.metadata,
+        metadata_source=state.metadata_source,
+        txns=state.txns,
+        domains=state.domains,
+        files=None,
+        commit_info=bulk_replay.commit_info(commits[-1]) if commits else None,
+    )
+
+
 def _base_mask(base: BaseState, touched: pa.Array, root: str | None) -> pa.ChunkedArray | pa.Array | None:
     """Which base rows survive: valid adds whose key no later action touched."""
     mask = base.adds_valid
@@ -355,4 +381,5 @@ __all__ = [
     "key_of",
     "live_txns",
     "replay",
+    "state_only",
 ]

@@ -1,0 +1,106 @@
+"""Snapshots that hold protocol, metadata and txns at once and their file list on demand.
+
+A blind append needs no file list, and advancing the cached snapshot after a commit should cost the
+commit, not the table. Whatever asks for files later must see exactly what a fresh load sees.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from deltalog import DeltaLog
+from deltalog.actions import Add
+from deltalog.errors import CorruptLogError
+from tests.unit import logkit as K
+
+
+def _table(tmp_path: Path, commits: int = 12) -> Path:
+    history: list[list[dict[str, Any]]] = [
+        [K.commit_info("CREATE"), K.protocol(), K.metadata(partition_columns=("p",))]
+    ]
+    for v in range(1, commits):
+        history.append([K.commit_info(), K.add(f"p=a/{v}.parquet", {"p": "a"}), K.txn("app", v, K.T0)])
+    path = K.write_table(tmp_path / "t", history)
+    DeltaLog.for_table(str(path)).checkpoint(version=commits - 2)
+    return path
+
+
+def _add(name: str) -> Add:
+    return Add(path=name, partition_values={"p": "a"}, size=1, modification_time=K.T0, data_change=True)
+
+
+def _files(path: Path) -> list[str]:
+    return sorted(DeltaLog.for_table(str(path)).snapshot().files().column("path").to_pylist())
+
+
+def test_a_blind_append_from_a_fresh_log_leaves_the_file_list_unread(tmp_path: Path) -> None:
+    path = _table(tmp_path)
+    log = DeltaLog.for_table(str(path), auto_checkpoint=False)
+    txn = log.start_transaction(app_id="app", app_version=20)
+    assert not txn.snapshot.files_loaded
+    assert txn.snapshot.app_version("app") == 11  # txns from the checkpoint and the commit after it
+    assert txn.snapshot.partition_columns == ["p"]
+    result = txn.commit([_add("p=a/new.parquet")])
+    assert result.version == 12
+    latest = log.snapshot()
+    assert latest.version == 12
+    assert not latest.files_loaded
+    assert sorted(latest.files().column("path").to_pylist()) == _files(path)
+    assert "p=a/new.parquet" in _files(path)
+
+
+def test_a_deferred_snapshot_loads_its_files_when_the_transaction_reads(tmp_path: Path) -> None:
+    path = _table(tmp_path)
+    txn = DeltaLog.for_table(str(path), auto_checkpoint=False).start_transaction()
+    removed = txn.remove_where({"p": "a"})
+    assert txn.snapshot.files_loaded
+    assert len(removed) == 11
+    txn.commit()
+    assert _files(path) == []
+
+
+def test_a_chain_of_deferred_advances_replays_onto_the_last_loaded_files(tmp_path: Path) -> None:
+    path = _table(tmp_path)
+    log = DeltaLog.for_table(str(path), auto_checkpoint=False)
+    loaded = log.snapshot()
+    loaded.files()
+    assert loaded.files_loaded
+    for i in range(5):
+        log.start_transaction().commit([_add(f"p=a/more-{i}.parquet")])
+    appended = log.snapshot()
+    assert not appended.files_loaded
+    assert appended._anchor is not None and appended._anchor[0] is loaded  # one replay of the five commits
+    assert len(appended._anchor[1]) == 5
+    txn = log.start_transaction()
+    txn.remove_files(["p=a/1.parquet"])  # reads the files: resolves the chain
+    assert appended.files_loaded
+    txn.commit()
+    latest = log.snapshot()
+    assert latest.version == loaded.version + 6
+    assert not latest.files_loaded
+    assert sorted(latest.files().column("path").to_pylist()) == _files(path)
+    assert latest.num_files == loaded.num_files + 4
+    assert [t["path"] for t in latest.tombstones().to_pylist()] == ["p=a/1.parquet"]
+
+
+def test_a_deferred_advance_still_rejects_malformed_commits(tmp_path: Path) -> None:
+    path = _table(tmp_path)
+    log = DeltaLog.for_table(str(path), auto_checkpoint=False)
+    snap = log.snapshot()
+    (path / "_delta_log" / K.commit_name(12)).write_bytes(b'{"commitInfo":{}}\n{"add": nope}\n')
+    with pytest.raises(CorruptLogError) as err:
+        log.snapshot()
+    assert err.value.path is not None and err.value.path.endswith(K.commit_name(12))
+    assert snap.version == 11
+
+
+def test_an_unreadable_checkpoint_falls_back_to_a_full_load(tmp_path: Path) -> None:
+    path = _table(tmp_path)
+    checkpoint = next((path / "_delta_log").glob("*.checkpoint.parquet"))
+    checkpoint.write_bytes(b"PAR1 torn")
+    txn = DeltaLog.for_table(str(path), auto_checkpoint=False).start_transaction()
+    assert txn.snapshot.app_version("app") == 11
+    assert txn.snapshot.num_files == 11
