@@ -15,6 +15,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.json as pj
 
+from deltalog.core.file_columns import array_of
 from deltalog.core.partitions import PartitionValueError, parse_value
 from deltalog.core.schema import top_level_fields
 
@@ -49,7 +50,7 @@ def stats_parsed(stats: pa.ChunkedArray | pa.Array, target: pa.StructType) -> pa
     values = stats.combine_chunks() if isinstance(stats, pa.ChunkedArray) else stats
     n = len(values)
     if n == 0:
-        return pa.array([], target)
+        return pa.nulls(0, target)
     texts = [t.encode() if t else b"{}" for t in values.to_pylist()]
     parsed = _parse_stats(texts, target)
     if parsed is None:
@@ -58,8 +59,8 @@ def stats_parsed(stats: pa.ChunkedArray | pa.Array, target: pa.StructType) -> pa
         bad = sum(r is None for r in rows)
         log.warning("stats of %d file(s) do not fit the table schema; their stats_parsed is left null", bad)
         parsed = pa.concat_arrays([r if r is not None else pa.nulls(1, target) for r in rows])
-        mask = pa.array([r is None for r in rows], pa.bool_())
-        values = pc.if_else(mask, pa.scalar(None, pa.string()), values)
+        mask = array_of([r is None for r in rows], pa.bool_())
+        values = pc.if_else(mask, pa.nulls(1, pa.string())[0], values)
     if parsed.null_count or values.null_count:
         parsed = pa.StructArray.from_arrays(
             [parsed.field(i) for i in range(parsed.type.num_fields)], fields=list(target), mask=values.is_null()

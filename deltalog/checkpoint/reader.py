@@ -28,7 +28,10 @@ from deltalog.core.file_columns import (
     ADD_SCHEMA,
     REMOVE_FIELDS,
     REMOVE_SCHEMA,
+    array_of,
     conform,
+    empty_adds,
+    empty_removes,
     table_from_dicts,
 )
 from deltalog.core.jsonlines import objects
@@ -174,11 +177,8 @@ class FileActions:
                         chunks.append(_with_stats_from_parsed(table).column("stats").combine_chunks())
         if self.inline_adds:
             inline = [a.get("stats") for a in self.inline_adds]
-            chunks.append(
-                pa.array(
-                    [s if s is None or isinstance(s, str) else orjson.dumps(s).decode() for s in inline], pa.string()
-                )
-            )
+            texts = [s if s is None or isinstance(s, str) else orjson.dumps(s).decode() for s in inline]
+            chunks.append(array_of(texts, pa.string()))
         return pa.chunked_array(chunks, type=pa.string())
 
     def removes(self) -> pa.Table:
@@ -190,7 +190,7 @@ class FileActions:
                 parts.extend(conform(t, REMOVE_SCHEMA) for t in iter_rows(pf, layout, path, "remove", _REMOVE_NAMES))
         if self.inline_removes:
             parts.append(table_from_dicts(self.inline_removes, REMOVE_SCHEMA))
-        return pa.concat_tables(parts) if parts else REMOVE_SCHEMA.empty_table()
+        return pa.concat_tables(parts) if parts else empty_removes()
 
 
 _REMOVE_NAMES = [f.name for f in REMOVE_FIELDS]
@@ -208,7 +208,7 @@ def _with_stats_from_parsed(table: pa.Table) -> pa.Table:
     if "stats_parsed" not in table.column_names:
         return table.append_column("stats", pa.nulls(table.num_rows, pa.string()))
     rows = table.column("stats_parsed").to_pylist()
-    text = pa.array([None if row is None else stats_json(row) for row in rows], pa.string())
+    text = array_of([None if row is None else stats_json(row) for row in rows], pa.string())
     return table.drop_columns(["stats_parsed"]).append_column("stats", text)
 
 
@@ -250,7 +250,7 @@ class CheckpointReader:
         if inline_adds:
             add_parts.append(table_from_dicts(inline_adds, ADD_SCHEMA))
         base = self._base(ref, collected)
-        base.adds = pa.concat_tables(add_parts) if add_parts else ADD_SCHEMA.empty_table()
+        base.adds = pa.concat_tables(add_parts) if add_parts else empty_adds()
         base.adds_stats = actions
         base.removes = actions.removes
         return base
@@ -279,6 +279,8 @@ class CheckpointReader:
             metadata=collected.metadata,
             txns=collected.txns,
             domains=collected.domains,
+            adds=empty_adds(),
+            removes=empty_removes,
         )
 
     def _read_non_file(self, pf: pq.ParquetFile, layout: Layout, path: str, collected: _Collected) -> None:

@@ -171,6 +171,37 @@ def checkpoint_schema(add: pa.StructType, v2: bool = False, sidecar_file: bool =
     return pa.schema(fields)
 
 
+def _leaves(name: str, t: pa.DataType) -> list[str]:
+    """Parquet column paths under ``name`` as pyarrow writes them with compliant nested types."""
+    if pa.types.is_struct(t):
+        return [p for f in t for p in _leaves(f"{name}.{f.name}", f.type)]
+    if pa.types.is_map(t):
+        return [*_leaves(f"{name}.key_value.key", t.key_type), *_leaves(f"{name}.key_value.value", t.item_type)]
+    if pa.types.is_list(t) or pa.types.is_large_list(t):
+        return _leaves(f"{name}.list.element", t.value_type)
+    return [name]
+
+
+#: unique per file, so a dictionary never pays: the writer would build one per page and then drop it
+_NO_DICTIONARY = frozenset({"add.path", "add.stats", "remove.path", "remove.stats"})
+#: min/max of a million JSON strings prune nothing; ``add.path`` keeps its statistics (null counts let
+#: readers skip row groups without adds)
+_NO_STATISTICS = frozenset({"add.stats"})
+
+
+def encoding_options(schema: pa.Schema) -> dict[str, list[str]]:
+    """``ParquetWriter`` options for a checkpoint: which leaves get dictionaries and statistics.
+
+    Encodings only: the values written are the same; encoding a million-file checkpoint gets about a
+    third cheaper.
+    """
+    leaves = [p for f in schema for p in _leaves(f.name, f.type)]
+    return {
+        "use_dictionary": [p for p in leaves if p not in _NO_DICTIONARY],
+        "write_statistics": [p for p in leaves if p not in _NO_STATISTICS],
+    }
+
+
 __all__ = [
     "CHECKPOINT_METADATA",
     "DOMAIN",
@@ -181,6 +212,7 @@ __all__ = [
     "TXN",
     "add_type",
     "checkpoint_schema",
+    "encoding_options",
     "partition_values_parsed_type",
     "stats_parsed_type",
 ]

@@ -23,10 +23,21 @@ import pyarrow.parquet as pq
 from deltalog.checkpoint import schema as S
 from deltalog.checkpoint.hint import update_hint
 from deltalog.checkpoint.parsed import partition_values_parsed, stats_parsed
+from deltalog.checkpoint.rows import (
+    add_struct,
+    live_tombstones,
+    nested_array,
+    non_file_table,
+    null_table,
+    streamed_adds,
+)
+from deltalog.checkpoint.scan import BATCH_ROWS
 from deltalog.core import properties
+from deltalog.core.file_columns import array_of
 from deltalog.core.paths import LOG_DIR, SIDECAR_DIR, checkpoint_name, multipart_name
 from deltalog.core.replay import key_column
 from deltalog.errors import CheckpointError, FileAlreadyExistsError, InvalidArgumentError
+from deltalog.storage.local import LocalLogStore
 
 if TYPE_CHECKING:
     from deltalog.snapshot import Snapshot
@@ -36,7 +47,6 @@ log = logging.getLogger(__name__)
 
 Progress = Callable[[str, int, int], None]
 
-BATCH_ROWS = 65_536
 SIDECAR_ROWS = 100_000
 
 
@@ -61,64 +71,6 @@ class _Sections:
     removes: pa.Array
     add_keys: pa.Array | None
     remove_keys: pa.Array | None
-
-
-def _null_table(schema: pa.Schema, column: str, values: pa.Array) -> pa.Table:
-    n = len(values)
-    return pa.Table.from_arrays([values if f.name == column else pa.nulls(n, f.type) for f in schema], schema=schema)
-
-
-def _struct(rows: list[dict[str, Any]], t: pa.StructType) -> pa.Array:
-    return pa.array(rows, type=t)
-
-
-def _non_file_rows(snapshot: Snapshot) -> list[tuple[str, pa.Array]]:
-    p = snapshot.protocol
-    m = snapshot.metadata
-    out = [
-        (
-            "protocol",
-            _struct(
-                [
-                    {
-                        "minReaderVersion": p.min_reader_version,
-                        "minWriterVersion": p.min_writer_version,
-                        "readerFeatures": list(p.reader_features) if p.reader_features is not None else None,
-                        "writerFeatures": list(p.writer_features) if p.writer_features is not None else None,
-                    }
-                ],
-                S.PROTOCOL,
-            ),
-        ),
-        (
-            "metaData",
-            _struct(
-                [
-                    {
-                        "id": m.id,
-                        "name": m.name,
-                        "description": m.description,
-                        "format": {"provider": m.format.provider, "options": list(m.format.options.items())},
-                        "schemaString": m.schema_string,
-                        "partitionColumns": list(m.partition_columns),
-                        "configuration": list(m.configuration.items()),
-                        "createdTime": m.created_time,
-                    }
-                ],
-                S.METADATA,
-            ),
-        ),
-    ]
-    txns = [{"appId": t.app_id, "version": t.version, "lastUpdated": t.last_updated} for t in snapshot.txns.values()]
-    if txns:
-        out.append(("txn", _struct(txns, S.TXN)))
-    domains = [
-        {"domain": d.domain, "configuration": d.configuration, "removed": False}
-        for d in snapshot.domain_metadata.values()
-    ]
-    if domains:
-        out.append(("domainMetadata", _struct(domains, S.DOMAIN)))
-    return out
 
 
 class CheckpointWriter:
@@ -158,62 +110,41 @@ class CheckpointWriter:
         t = S.add_type(self.stats_json, sp_type if sp is not None else None, pv_type if pvp is not None else None)
         return t, sp, pvp
 
-    def sections(self) -> tuple[_Sections, pa.StructType]:
+    def sections(self, keys: bool = False) -> tuple[_Sections, pa.StructType]:
+        """Every row in memory: for multi-part and V2 checkpoints and the parsed stats columns."""
         snap = self.snapshot
         adds = snap.raw_files(stats=self.stats_json or self.stats_struct)
         add_t, sp, pvp = self._add_type(adds)
-        n = adds.num_rows
-        children = []
-        for f in add_t:
-            if f.name == "dataChange":
-                children.append(pa.array([False] * n, pa.bool_()))  # reconciled state, as Spark writes it
-            elif f.name == "stats_parsed":
-                children.append(sp)
-            elif f.name == "partitionValues_parsed":
-                children.append(pvp)
-            else:
-                col = adds.column(f.name)
-                children.append(col.combine_chunks().cast(f.type) if col.type != f.type else col.combine_chunks())
-        add_array = pa.StructArray.from_arrays(children, fields=list(add_t)) if n else pa.array([], add_t)
-
-        retention = properties.deleted_file_retention_ms(snap.configuration)
-        tomb = snap.tombstones()
-        if tomb.num_rows:
-            ts = pc.fill_null(tomb.column("deletionTimestamp"), 0)
-            tomb = tomb.filter(pc.greater(ts, snap.log.now_ms() - retention))
-        rm_children = []
-        for f in S.REMOVE:
-            if f.name == "dataChange":
-                rm_children.append(pa.array([False] * tomb.num_rows, pa.bool_()))
-            else:
-                col = tomb.column(f.name).combine_chunks()
-                rm_children.append(col.cast(f.type) if col.type != f.type else col)
-        remove_array = (
-            pa.StructArray.from_arrays(rm_children, fields=list(S.REMOVE)) if tomb.num_rows else pa.array([], S.REMOVE)
-        )
+        tomb, remove_array = live_tombstones(snap)
         schema = S.checkpoint_schema(add_t, v2=self.v2)
-        non_file = pa.concat_tables([_null_table(schema, col, arr) for col, arr in _non_file_rows(snap)])
         root = self.store.root
         sections = _Sections(
-            non_file=non_file,
-            adds=add_array,
+            non_file=non_file_table(snap, schema),
+            adds=add_struct(adds, add_t, sp, pvp),
             removes=remove_array,
-            add_keys=key_column(adds, root) if n else None,
-            remove_keys=key_column(tomb, root) if tomb.num_rows else None,
+            add_keys=key_column(adds, root) if keys and adds.num_rows else None,
+            remove_keys=key_column(tomb, root) if keys and tomb.num_rows else None,
         )
         return sections, add_t
 
     # ------------------------------------------------------------------------------------------ encoding
     def _encode(self, schema: pa.Schema, tables: Iterator[pa.Table], total: int, stage: str) -> bytes:
-        buf = io.BytesIO()
-        with pq.ParquetWriter(buf, schema, compression=self.compression, use_compliant_nested_type=True) as writer:
+        """The parquet file of ``tables``; bytes, or a zero-copy view of Arrow's buffer for a local store."""
+        sink = pa.BufferOutputStream()
+        options = S.encoding_options(schema)
+        with pq.ParquetWriter(
+            sink, schema, compression=self.compression, use_compliant_nested_type=True, **options
+        ) as writer:
             done = 0
             for t in tables:
                 if t.num_rows:
                     writer.write_table(t, row_group_size=BATCH_ROWS)
                     done += t.num_rows
                     self._tick(stage, done, total)
-        return buf.getvalue()
+        buf = sink.getvalue()
+        if isinstance(self.store, LocalLogStore):
+            return memoryview(buf)  # type: ignore[return-value]  # written with os.write: no copy of the file
+        return buf.to_pybytes()
 
     def _file_rows(
         self, schema: pa.Schema, sec: _Sections, add_idx: pa.Array | None, rm_idx: pa.Array | None
@@ -221,9 +152,9 @@ class CheckpointWriter:
         adds = sec.adds if add_idx is None else sec.adds.take(add_idx)
         removes = sec.removes if rm_idx is None else sec.removes.take(rm_idx)
         for start in range(0, len(adds), BATCH_ROWS):
-            yield _null_table(schema, "add", adds.slice(start, BATCH_ROWS))
+            yield null_table(schema, "add", adds.slice(start, BATCH_ROWS))
         for start in range(0, len(removes), BATCH_ROWS):
-            yield _null_table(schema, "remove", removes.slice(start, BATCH_ROWS))
+            yield null_table(schema, "remove", removes.slice(start, BATCH_ROWS))
 
     def _publish(self, path: str, data: bytes) -> bool:
         """True if we wrote it; False if an equivalent file was already there (a racing writer).
@@ -237,7 +168,7 @@ class CheckpointWriter:
             return True
         except FileAlreadyExistsError:
             pass
-        if _same_rows(self.store, path, pq.ParquetFile(io.BytesIO(data)).metadata.num_rows):
+        if _same_rows(self.store, path, pq.ParquetFile(pa.BufferReader(data)).metadata.num_rows):
             log.info("%s already exists: another writer checkpointed this version", path)
             return False
         log.warning("%s exists but is unreadable or incomplete; replacing it", path)
@@ -249,7 +180,12 @@ class CheckpointWriter:
         started = time.monotonic()
         if parts is not None and parts > 1 and self.v2:
             raise InvalidArgumentError("multi-part checkpoints are forbidden on tables with the v2Checkpoint feature")
-        sec, add_t = self.sections()
+        multipart = parts is not None and parts > 1
+        streamed = None if self.stats_struct or self.v2 or multipart else streamed_adds(self.snapshot, self.stats_json)
+        if streamed is not None:
+            files, sizes, wrote, num_actions, num_adds = self._write_streamed(streamed)
+            return self._finish("classic", files, sizes, wrote, num_actions, num_adds, started)
+        sec, add_t = self.sections(keys=multipart)
         num_actions = sec.non_file.num_rows + len(sec.adds) + len(sec.removes)
         if self.v2:
             files, sizes, wrote = self._write_v2(sec, add_t)
@@ -260,23 +196,63 @@ class CheckpointWriter:
         else:
             files, sizes, wrote = self._write_classic(sec, add_t)
             kind = "classic"
+        return self._finish(kind, files, sizes, wrote, num_actions, len(sec.adds), started)
+
+    def _finish(
+        self,
+        kind: str,
+        files: list[str],
+        sizes: list[int],
+        wrote: bool,
+        num_actions: int,
+        num_adds: int,
+        started: float,
+    ) -> CheckpointResult:
+        """Move ``_last_checkpoint`` forward to the files just written (or found)."""
         version = self.snapshot.version
         hint: dict[str, Any] = {"version": version, "size": num_actions}
         if kind == "multipart":
             hint["parts"] = len(files)
         hint["sizeInBytes"] = sum(sizes)
-        hint["numOfAddFiles"] = len(sec.adds)
+        hint["numOfAddFiles"] = num_adds
         update_hint(self.store, hint)
         return CheckpointResult(
             version=version,
             kind=kind,
             files=tuple(files),
             num_actions=num_actions,
-            num_add_files=len(sec.adds),
+            num_add_files=num_adds,
             size_in_bytes=sum(sizes),
             seconds=time.monotonic() - started,
             already_existed=not wrote,
         )
+
+    def _write_streamed(self, adds: Iterator[pa.Table]) -> tuple[list[str], list[int], bool, int, int]:
+        """A classic checkpoint encoded batch by batch from :func:`streamed_adds`: same rows, same order.
+
+        Only one batch of adds with stats is in memory at a time, besides the encoded file.
+        """
+        snap = self.snapshot
+        add_t = S.add_type(self.stats_json, None, None)
+        schema = S.checkpoint_schema(add_t)
+        non_file = non_file_table(snap, schema)
+        _, removes = live_tombstones(snap)
+        num_adds = 0
+
+        def tables() -> Iterator[pa.Table]:
+            nonlocal num_adds
+            yield non_file
+            for table in adds:
+                num_adds += table.num_rows
+                yield null_table(schema, "add", add_struct(table, add_t))
+            for start in range(0, len(removes), BATCH_ROWS):
+                yield null_table(schema, "remove", removes.slice(start, BATCH_ROWS))
+
+        total = non_file.num_rows + snap.num_files + len(removes)
+        data = self._encode(schema, tables(), total, "write")
+        path = f"{LOG_DIR}/{checkpoint_name(snap.version)}"
+        wrote = self._publish(path, data)
+        return [path], [len(data)], wrote, non_file.num_rows + num_adds + len(removes), num_adds
 
     def _write_classic(self, sec: _Sections, add_t: pa.StructType) -> tuple[list[str], list[int], bool]:
         schema = S.checkpoint_schema(add_t)
@@ -300,8 +276,8 @@ class CheckpointWriter:
             rows = self._file_rows(
                 schema,
                 sec,
-                add_idx if add_idx is not None else pa.array([], pa.int64()),
-                rm_idx if rm_idx is not None else pa.array([], pa.int64()),
+                add_idx if add_idx is not None else pa.nulls(0, pa.int64()),
+                rm_idx if rm_idx is not None else pa.nulls(0, pa.int64()),
             )
             data = self._encode(schema, _chain(first, rows), total, f"part {i + 1}/{parts}")
             path = f"{LOG_DIR}/{multipart_name(self.snapshot.version, i + 1, parts)}"
@@ -320,7 +296,7 @@ class CheckpointWriter:
             side_schema = S.checkpoint_schema(add_t, sidecar_file=True)
             chunks = list(range(0, n_file, SIDECAR_ROWS))
             for i, start in enumerate(chunks):
-                idx = pa.array(range(start, min(start + SIDECAR_ROWS, n_file)), pa.int64())
+                idx = array_of(list(range(start, min(start + SIDECAR_ROWS, n_file))), pa.int64())
                 a_idx = pc.filter(idx, pc.less(idx, len(sec.adds)))
                 r_idx = pc.subtract(pc.filter(idx, pc.greater_equal(idx, len(sec.adds))), len(sec.adds))
                 data = self._encode(
@@ -342,13 +318,15 @@ class CheckpointWriter:
                         "tags": None,
                     }
                 )
-        meta = _struct([{"version": version, "tags": [("numOfAddFiles", str(len(sec.adds)))]}], S.CHECKPOINT_METADATA)
+        meta = nested_array(
+            [{"version": version, "tags": [("numOfAddFiles", str(len(sec.adds)))]}], S.CHECKPOINT_METADATA
+        )
         head = [
-            _null_table(schema, "checkpointMetadata", meta),
+            null_table(schema, "checkpointMetadata", meta),
             sec.non_file.cast(schema) if sec.non_file.schema != schema else sec.non_file,
         ]
         if sidecar_rows:
-            head.append(_null_table(schema, "sidecar", _struct(sidecar_rows, S.SIDECAR)))
+            head.append(null_table(schema, "sidecar", nested_array(sidecar_rows, S.SIDECAR)))
             body: Iterator[pa.Table] = iter(())
         else:
             body = self._file_rows(schema, sec, None, None)
@@ -375,7 +353,7 @@ def _chain(first: list[pa.Table], rest: Iterator[pa.Table]) -> Iterator[pa.Table
 def _assign(keys: pa.Array | None, parts: int) -> pa.Array | None:
     if keys is None:
         return None
-    return pa.array([zlib.crc32(k.encode()) % parts for k in keys.to_pylist()], pa.int64())
+    return array_of([zlib.crc32(k.encode()) % parts for k in keys.to_pylist()], pa.int64())
 
 
 def write_checkpoint(

@@ -19,6 +19,7 @@ import pytest
 
 from deltalog import DeltaLog
 from deltalog import actions as A
+from deltalog.checkpoint import rows
 from deltalog.checkpoint.reader import CheckpointReader
 from deltalog.core.file_columns import ADD_SCHEMA, REMOVE_SCHEMA
 from deltalog.core.paths import LOG_DIR, SIDECAR_DIR
@@ -156,3 +157,61 @@ def test_read_non_file_matches_read_base_on_corpus_checkpoints(name: str) -> Non
         checked += 1
     if not checked:
         pytest.skip(f"{name} has no readable checkpoint")
+
+
+# ---------------------------------------------------------------------------------------------- streamed write
+
+
+def _recheckpoint(root: Path, stream: bool, monkeypatch: pytest.MonkeyPatch) -> pa.Table:
+    """Checkpoint the latest version from a fresh load (base = the older checkpoint), read back the file."""
+    used: list[bool] = []
+
+    def spy(snapshot: object, stats: bool) -> object:
+        out = rows.streamed_adds(snapshot, stats) if stream else None  # type: ignore[arg-type]
+        used.append(out is not None)
+        return out
+
+    with monkeypatch.context() as m:
+        m.setattr("deltalog.checkpoint.writer.streamed_adds", spy)
+        log = DeltaLog.for_table(root)
+        result = log.checkpoint()
+    assert used == [stream]
+    path = root / result.files[0]
+    table = pq.read_table(path)
+    path.unlink()
+    (root / LOG_DIR / "_last_checkpoint").unlink()
+    return table
+
+
+@pytest.mark.parametrize("reorder", [False, True])
+def test_streamed_checkpoint_equals_the_in_memory_one(
+    tmp_path: Path, reorder: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr("deltalog.checkpoint.scan.BATCH_ROWS", 4)  # several batches, masks cut across them
+    monkeypatch.setattr("deltalog.checkpoint.rows.BATCH_ROWS", 4)
+    log = build(tmp_path, 30)
+    result = log.checkpoint()
+    if reorder:
+        _reorder(tmp_path / result.files[0], 5)
+    gone = [A.Remove(f"part={j % 3}/f{j:04d}.parquet", int(time.time() * 1000), True) for j in (3, 4, 5, 17)]
+    log.start_transaction().commit([*gone, A.Add("part=1/new.parquet", {"part": "1"}, 7, 2, True, stats="{}")])
+    log.start_transaction().commit([A.Add("part=1/f0010.parquet", {"part": "1"}, 99, 3, True)])  # re-added
+    streamed = _recheckpoint(tmp_path, True, monkeypatch)
+    in_memory = _recheckpoint(tmp_path, False, monkeypatch)
+    assert streamed.schema == in_memory.schema
+    assert streamed.equals(in_memory)
+    adds = streamed.column("add").drop_null()
+    assert len(adds) == 29 - 4 + 1
+    assert adds[-1]["path"].as_py() == "part=1/f0010.parquet" and adds[-1]["size"].as_py() == 99
+
+
+def test_checkpoint_encoding_options_name_real_leaves(tmp_path: Path) -> None:
+    from deltalog.checkpoint import schema as S
+
+    schema = S.checkpoint_schema(S.add_type(True, None, None), v2=True)
+    pq.write_table(schema.empty_table(), tmp_path / "x.parquet")
+    md = pq.ParquetFile(tmp_path / "x.parquet").metadata
+    leaves = {md.schema.column(i).path for i in range(md.num_columns)}
+    options = S.encoding_options(schema)
+    assert set(options["use_dictionary"]) == leaves - {"add.path", "add.stats", "remove.path"}
+    assert set(options["write_statistics"]) == leaves - {"add.stats"}
