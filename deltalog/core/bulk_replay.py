@@ -46,6 +46,8 @@ log = logging.getLogger(__name__)
 
 #: below this many bytes of commits the exact path is as fast and has no fixed cost
 MIN_BYTES = 1 << 20
+#: up to this many bytes of commits, adds' stats are parsed only when asked for (the bytes are held)
+DEFER_STATS_BYTES = 256 << 20
 
 #: the non-file actions that make up table state (commitInfo, cdc, sidecars and unknown actions do not)
 STATE_KEYS = frozenset({"metaData", "protocol", "txn", "domainMetadata"})
@@ -193,6 +195,8 @@ def _to_table(chunks: list[pa.StructArray], fields: list[pa.Field]) -> pa.Table:
         for f in fields:
             if f.name == "tags":
                 arrays.append(pa.nulls(len(col), STRING_MAP))
+            elif col.type.get_field_index(f.name) < 0:  # stats, when the parse skipped them
+                arrays.append(pa.nulls(len(col), f.type))
             elif f.name == "partitionValues":
                 arrays.append(_struct_to_map(col.field(f.name)))
             else:
@@ -260,8 +264,14 @@ def _hand_over(why: str) -> None:
     return None
 
 
-def replay_commits(base: BaseState, commits: Sequence[CommitData], root: str | None) -> Replayed | None:
-    """Non-file state and file actions of ``commits`` on top of ``base``, or None to use the exact path."""
+def replay_commits(
+    base: BaseState, commits: Sequence[CommitData], root: str | None, stats: bool = True
+) -> Replayed | None:
+    """Non-file state and file actions of ``commits`` on top of ``base``, or None to use the exact path.
+
+    Without ``stats`` the adds' ``stats`` column is all null: the reader skips the strings instead of
+    copying them, a third of the parse; a second call with ``stats`` gives the same rows with them.
+    """
     from deltalog.core.replay import key_column
 
     if np is None or not commits or any(not c.data or c.data.isspace() for c in commits):
@@ -278,8 +288,9 @@ def replay_commits(base: BaseState, commits: Sequence[CommitData], root: str | N
         return _hand_over("no metadata to shape the parse")
     partition_columns = list(metadata.partition_columns)
     partition = pa.struct([pa.field(name, pa.string()) for name in partition_columns])
+    add_fields = ADD_FIELDS if stats else [f for f in ADD_FIELDS if f.name != "stats"]
     schema = pa.schema(
-        [pa.field("add", _json_type(ADD_FIELDS, partition)), pa.field("remove", _json_type(REMOVE_FIELDS, partition))]
+        [pa.field("add", _json_type(add_fields, partition)), pa.field("remove", _json_type(REMOVE_FIELDS, partition))]
     )
     try:
         table = (
@@ -369,4 +380,4 @@ def _metadata_guess(base: BaseState, commits: Sequence[CommitData]) -> A.Metadat
     return None
 
 
-__all__ = ["STATE_KEYS", "MIN_BYTES", "NonFile", "Replayed", "commit_info", "replay_commits"]
+__all__ = ["DEFER_STATS_BYTES", "STATE_KEYS", "MIN_BYTES", "NonFile", "Replayed", "commit_info", "replay_commits"]

@@ -92,6 +92,8 @@ class FileState:
     touched: pa.Array  # keys of every file action replayed after the base (duplicates allowed)
     tail_removes: pa.Table
     root: str | None
+    #: loads the ``stats`` column of ``tail`` (same row order) when the replay left it unparsed
+    tail_stats: Callable[[], pa.ChunkedArray] | None = None
 
     def adds(self, stats: bool = False) -> pa.Table:
         base = self.base
@@ -99,11 +101,19 @@ class FileState:
             base = base.set_column(base.schema.get_field_index("stats"), "stats", self.base_stats())
         if self.base_mask is not None:
             base = base.filter(self.base_mask)
-        if not self.tail.num_rows:
+        tail = self.tail_adds(stats)
+        if not tail.num_rows:
             return base
         if not base.num_rows:
-            return self.tail
-        return pa.concat_tables([base, self.tail])
+            return tail
+        return pa.concat_tables([base, tail])
+
+    def tail_adds(self, stats: bool = False) -> pa.Table:
+        """The adds replayed after the base, with their stats when asked for."""
+        tail = self.tail
+        if stats and self.tail_stats is not None and tail.num_rows:
+            tail = tail.set_column(tail.schema.get_field_index("stats"), "stats", self.tail_stats())
+        return tail
 
     def tombstones(self) -> pa.Table:
         base = self.base_removes()
@@ -227,11 +237,30 @@ def replay(base: BaseState, commits: Sequence[CommitData], root: str | None) -> 
 
 
 def _bulk(base: BaseState, commits: Sequence[CommitData], root: str | None) -> ReplayResult | None:
-    done = bulk_replay.replay_commits(base, commits, root)
+    # Stats are most of a commit's bytes: left unparsed, they are parsed again from the same bytes when
+    # asked for. Holding the bytes for that is bounded; beyond the bound, they are parsed now.
+    defer = sum(len(c.data) for c in commits) <= bulk_replay.DEFER_STATS_BYTES
+    done = bulk_replay.replay_commits(base, commits, root, stats=not defer)
     if done is None:
         return None
     info = bulk_replay.commit_info(commits[-1])
-    return _result(base, done.state, commits[-1].version, done.adds, done.removes, done.touched, info, root)
+    tail_stats = _deferred_stats(base, commits, root) if defer else None
+    version = commits[-1].version
+    return _result(base, done.state, version, done.adds, done.removes, done.touched, info, root, tail_stats)
+
+
+def _deferred_stats(base: BaseState, commits: Sequence[CommitData], root: str | None) -> Callable[[], pa.ChunkedArray]:
+    loaded: list[pa.ChunkedArray] = []
+
+    def load() -> pa.ChunkedArray:
+        if not loaded:
+            done = bulk_replay.replay_commits(base, commits, root, stats=True)
+            if done is None:  # the same bytes replayed once already: only a bug gets here
+                raise CorruptLogError(f"{commits[0].path} .. {commits[-1].path} could not be replayed again")
+            loaded.append(done.adds.column("stats"))
+        return loaded[0]
+
+    return load
 
 
 def _result(
@@ -243,6 +272,7 @@ def _result(
     touched: pa.Array,
     commit_info: dict[str, Any] | None,
     root: str | None,
+    tail_stats: Callable[[], pa.ChunkedArray] | None = None,
 ) -> ReplayResult:
     files = FileState(
         base=base.adds,
@@ -253,6 +283,7 @@ def _result(
         touched=touched,
         tail_removes=tail_removes,
         root=root,
+        tail_stats=tail_stats,
     )
     return ReplayResult(
         version=version,
