@@ -234,7 +234,8 @@ class Snapshot:
                 typed = [type(c)(c.column, c.op, tuple(parse_value(ctype, v) for v in c.values)) for c in col_conds]
             except PartitionValueError as exc:
                 raise InvalidArgumentError(f"column {column!r}: {exc}") from None
-            raw = pc.map_lookup(table.column("partitionValues"), self.physical_names[column], "first")
+            key = scalar_of(self.physical_names[column], pa.string())
+            raw = pc.map_lookup(table.column("partitionValues"), key, "first")
             encoded = (
                 raw.combine_chunks().dictionary_encode()
                 if isinstance(raw, pa.ChunkedArray)
@@ -254,7 +255,7 @@ class Snapshot:
             col_mask = (
                 pc.take(array_of(keep_unique, pa.bool_()), indices) if uniques else pa.nulls(len(indices), pa.bool_())
             )
-            col_mask = pc.fill_null(col_mask, null_keep)
+            col_mask = pc.fill_null(col_mask, scalar_of(null_keep, pa.bool_()))
             mask = pc.and_(mask, col_mask)
         return mask
 

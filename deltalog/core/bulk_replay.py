@@ -344,7 +344,8 @@ def replay_commits(
     if not len(removes_at) and pc.count_distinct(add_keys).as_py() == len(add_keys):
         return Replayed(state, adds, removes, add_keys)
     remove_keys = key_column(removes, root)
-    keys = pa.concat_arrays([add_keys, remove_keys])
+    parts = [c for k in (add_keys, remove_keys) for c in (k.chunks if isinstance(k, pa.ChunkedArray) else [k])]
+    keys = pa.concat_arrays(parts) if parts else pa.nulls(0, pa.string())
     # The newest action per key: dictionary codes of the keys, then the highest row position per code
     # (numpy's ufunc.at applies every pair, in any order; Arrow's group_by would import pandas).
     codes = _numpy(keys.dictionary_encode().indices).astype("int64")

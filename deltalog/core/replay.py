@@ -28,7 +28,6 @@ from deltalog.core.file_columns import (
     array_of,
     empty_adds,
     empty_removes,
-    scalar_of,
     table_from_dicts,
 )
 from deltalog.core.jsonlines import parse_lines
@@ -143,39 +142,37 @@ def key_of(body: Mapping[str, Any], root: str | None) -> str:
     return f"{path}\x00{_dv_id(dv)}" if dv else path
 
 
-def _needs_canonicalizing(paths: pa.Array) -> pa.Array | None:
-    """Which paths need decoding (``%``, a scheme's ``:``, a leading ``/``); None when none can.
+def _may_need_canonicalizing(paths: pa.Array) -> bool:
+    """Whether any path may need decoding (``%``, a scheme's ``:``, a leading ``/``).
 
     Most logs hold plain relative paths: one byte search over the string data rules that out at memchr
-    speed, before any per-row pass.
+    speed, before any per-row pass (a sliced chunk's buffer may hold more strings than the slice: a
+    false alarm only costs the exact pass).
     """
     data = paths.buffers()[2]
     if data is None:
-        return None
+        return False
     raw = data.to_pybytes()
-    if b"%" not in raw and b":" not in raw:
-        first = pc.utf8_slice_codeunits(paths, 0, 1)
-        leading = pc.equal(first, scalar_of("/", pa.string()))
-        return leading if pc.any(leading).as_py() else None
-    return pc.match_substring_regex(paths, r"[%:]|^/")
+    return b"%" in raw or b":" in raw or bool(pc.any(pc.starts_with(paths, "/")).as_py())
 
 
-def key_column(table: pa.Table, root: str | None) -> pa.Array:
-    """The reconciliation key of every row of a file-action table, vectorised where the paths allow."""
-    paths = table.column("path").combine_chunks()
-    special = _needs_canonicalizing(paths)
-    if special is not None and pc.any(special).as_py():
-        values = paths.to_pylist()
-        flags = special.to_pylist()
-        paths = array_of(
-            [canonical_path(p, root) if f else p for p, f in zip(values, flags, strict=False)], pa.string()
-        )
-    dvs = table.column("deletionVector").combine_chunks()
-    if dvs.null_count == len(dvs):
+def key_column(table: pa.Table, root: str | None) -> pa.Array | pa.ChunkedArray:
+    """The reconciliation key of every row of a file-action table, vectorised where the paths allow.
+
+    Plain paths without deletion vectors are their own keys: the path column is returned as it is,
+    chunks and all, without a copy.
+    """
+    paths = table.column("path")
+    chunks = paths.chunks if isinstance(paths, pa.ChunkedArray) else [paths]
+    dvs = table.column("deletionVector")
+    if dvs.null_count == len(dvs) and not any(_may_need_canonicalizing(c) for c in chunks):
         return paths
-    ids = [_dv_id(d) for d in dvs.to_pylist()]
-    out = [p if not i else f"{p}\x00{i}" for p, i in zip(paths.to_pylist(), ids, strict=False)]
-    return array_of(out, pa.string())
+    values = paths.to_pylist()
+    keys = [canonical_path(p, root) if needs_canonicalizing(p) else p for p in values]
+    if dvs.null_count != len(dvs):
+        ids = [_dv_id(d) for d in dvs.to_pylist()]
+        keys = [k if not i else f"{k}\x00{i}" for k, i in zip(keys, ids, strict=True)]
+    return array_of(keys, pa.string())
 
 
 def _corrupt(commit: CommitData, line: int, why: str) -> CorruptLogError:
