@@ -35,11 +35,12 @@ from deltalog.errors import (
     UnsupportedFeatureError,
     VersionNotFoundError,
 )
-from deltalog.log import DeltaLog, HistoryEntry
+from deltalog.log import DeltaLog
 from deltalog.snapshot import Snapshot
 
 if TYPE_CHECKING:
     from deltalog.committer import RetryPolicy
+    from deltalog.history import HistoryEntry
     from deltalog.transaction import CommitResult, Transaction
 
 logging.getLogger(__name__).addHandler(logging.NullHandler())
@@ -48,11 +49,12 @@ _LAZY = {
     "CommitResult": "deltalog.transaction",
     "Transaction": "deltalog.transaction",
     "RetryPolicy": "deltalog.committer",
+    "HistoryEntry": "deltalog.history",
 }
 
 
 def __getattr__(name: str) -> Any:
-    """The writing API, imported when first named (PEP 562)."""
+    """The writing API and history entries, imported when first named (PEP 562)."""
     module = _LAZY.get(name)
     if module is None:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import logging
-from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING
 
 from deltalog.checkpoint.reader import CheckpointReader
@@ -33,6 +32,8 @@ def read_commits(dlog: DeltaLog, segment: LogSegment) -> list[CommitData]:
             raise CorruptLogError(f"{path} disappeared while the log was read", path=path) from None
 
     if len(paths) > 4 and not store.capabilities.local:
+        from concurrent.futures import ThreadPoolExecutor
+
         with ThreadPoolExecutor(max_workers=16) as pool:
             datas = list(pool.map(read, paths))
     else:

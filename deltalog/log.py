@@ -13,7 +13,7 @@ import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from deltalog import history, loading, log_listing
+from deltalog import loading, log_listing
 from deltalog.core import engine_safety, properties
 from deltalog.core import last_checkpoint as hints
 from deltalog.core.features import check_writable
@@ -34,7 +34,6 @@ from deltalog.errors import (
     TableNotFoundError,
     VersionNotFoundError,
 )
-from deltalog.history import HistoryEntry
 from deltalog.snapshot import Snapshot
 from deltalog.storage.base import LogStore
 from deltalog.storage.uri import store_for
@@ -43,6 +42,7 @@ if TYPE_CHECKING:
     from deltalog.checkpoint.writer import CheckpointResult, Progress
     from deltalog.committer import Outcome, RetryPolicy
     from deltalog.core.retention import Retention
+    from deltalog.history import HistoryEntry
     from deltalog.maintenance.cleanup import CleanupResult
     from deltalog.maintenance.restore import RestoreResult
     from deltalog.maintenance.vacuum import VacuumProgress, VacuumResult
@@ -348,10 +348,14 @@ class DeltaLog:
     # ------------------------------------------------------------------------------------------ time
     def commit_timeline(self) -> list[tuple[int, int]]:
         """(version, commit time ms) for every commit file present, ascending; see :mod:`deltalog.history`."""
+        from deltalog import history
+
         return history.commit_timeline(self)
 
     def version_at(self, timestamp: Timestamp, allow_after_latest: bool = False) -> int:
         """The version "as of" ``timestamp``: the latest commit at or before it; see :mod:`deltalog.history`."""
+        from deltalog import history
+
         return history.version_at(self, timestamp, allow_after_latest)
 
     def _commit_info(self, version: int) -> dict[str, Any]:
@@ -360,6 +364,8 @@ class DeltaLog:
 
     def history(self, limit: int | None = None) -> Iterator[HistoryEntry]:
         """Commits newest first: version, time (ms, as time travel sees it) and commitInfo."""
+        from deltalog import history
+
         for entry in history.entries(self, limit):
             self._warn_unsafe_engine(
                 engine_safety.engine_risk(entry.commit_info.get("engineInfo"), self.location, entry.version)

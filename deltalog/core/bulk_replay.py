@@ -26,7 +26,6 @@ from typing import TYPE_CHECKING, Any
 import orjson
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.json as pj
 
 from deltalog.core import actions as A
 from deltalog.core.codec import ActionDecodeError, from_dict
@@ -252,6 +251,8 @@ def _partition_ok(chunks: list[pa.StructArray], k: int, required: bool) -> bool:
 
 
 def _read_json(buf: bytes, schema: pa.Schema) -> pa.Table:
+    import pyarrow.json as pj  # only long logs come here: not a cost of ``import deltalog``
+
     return pj.read_json(
         pa.BufferReader(buf),
         read_options=pj.ReadOptions(block_size=_BLOCK),
