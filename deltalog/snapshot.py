@@ -169,6 +169,10 @@ class Snapshot:
                 assert files is not None
         return files
 
+    def file_state(self) -> FileState:
+        """The replayed file state (loaded now if deferred): for writers that stream it, e.g. checkpoints."""
+        return self._files
+
     @property
     def num_files(self) -> int:
         return self._files.num_files

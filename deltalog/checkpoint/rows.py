@@ -151,15 +151,6 @@ def live_tombstones(snapshot: Snapshot) -> tuple[pa.Table, pa.Array]:
     return tomb, pa.StructArray.from_arrays(children, fields=list(S.REMOVE))
 
 
-def _file_state(snapshot: Snapshot) -> FileState | None:
-    """The snapshot's file state (loaded if the snapshot deferred it)."""
-    loader = getattr(snapshot, "_files", None)
-    if callable(loader):
-        files: FileState | None = loader()
-        return files
-    return snapshot._result.files  # the writer streams what the snapshot holds
-
-
 def streamed_adds(snapshot: Snapshot, stats: bool) -> Iterator[pa.Table] | None:
     """The live adds of ``snapshot`` in ``raw_files`` order, batch by batch, or None if not streamable.
 
@@ -167,8 +158,8 @@ def streamed_adds(snapshot: Snapshot, stats: bool) -> Iterator[pa.Table] | None:
     checkpoint's :class:`FileActions`): its rows are re-read with ``stats``, the live mask applied slice by
     slice, then the adds of later commits follow.
     """
-    files = _file_state(snapshot)
-    if files is None or not isinstance(files.base_stats, FileActions):
+    files = snapshot.file_state()
+    if not isinstance(files.base_stats, FileActions):
         return None
     return _stream(files, files.base_stats, stats)
 
@@ -187,7 +178,7 @@ def _stream(files: FileState, source: FileActions, stats: bool) -> Iterator[pa.T
             yield table
     if offset != files.base.num_rows:
         raise CheckpointError(f"the checkpoint behind this snapshot now has {offset} adds, not {files.base.num_rows}")
-    tail = files.tail
+    tail = files.tail_adds(stats)
     for start in range(0, tail.num_rows, BATCH_ROWS):
         yield tail.slice(start, BATCH_ROWS)
 

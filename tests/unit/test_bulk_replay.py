@@ -264,3 +264,29 @@ def test_a_load_never_imports_pandas(tmp_path: Path) -> None:
     )
     out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False", out.stderr
+
+
+def test_a_checkpoint_after_a_bulk_replay_keeps_the_deferred_stats(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The bulk path leaves stats unparsed; a checkpoint written from that state (streamed from the older
+    checkpoint plus the replayed tail) must still carry every add's stats."""
+    import pyarrow.parquet as pq
+
+    monkeypatch.setattr(bulk_replay, "MIN_BYTES", 0)
+    commits = [_start()] + [
+        [K.commit_info()] + [K.add(f"p=a/{v}-{i}.parquet", {"p": "a"}, stats=f'{{"numRecords":{v}}}') for i in range(3)]
+        for v in range(1, 8)
+    ]
+    path = _table(tmp_path, commits)
+    DeltaLog.for_table(str(path)).checkpoint(version=3)
+    log = DeltaLog.for_table(str(path))
+    tail = log.snapshot().file_state().tail
+    assert tail.num_rows == 12 and tail.column("stats").null_count == 12  # deferred, not parsed yet
+    log.checkpoint()
+    table = pq.read_table(path / "_delta_log" / f"{7:020d}.checkpoint.parquet", columns=["add"]).column("add")
+    rows = [r for r in table.to_pylist() if r is not None]
+    assert len(rows) == 21
+    assert {r["path"]: r["stats"] for r in rows} == {
+        f"p=a/{v}-{i}.parquet": f'{{"numRecords":{v}}}' for v in range(1, 8) for i in range(3)
+    }
