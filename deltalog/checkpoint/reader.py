@@ -13,12 +13,11 @@ import logging
 import re
 from collections.abc import Iterator
 from decimal import Decimal
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote
 
 import orjson
 import pyarrow as pa
-import pyarrow.parquet as pq
 
 from deltalog.checkpoint.scan import Layout, iter_rows, non_file_rows, open_parquet
 from deltalog.core import actions as A
@@ -40,6 +39,9 @@ from deltalog.core.replay import BaseState
 from deltalog.core.segment import CheckpointRef
 from deltalog.errors import CorruptLogError
 from deltalog.storage.base import LogStore
+
+if TYPE_CHECKING:
+    import pyarrow.parquet as pq
 
 log = logging.getLogger(__name__)
 

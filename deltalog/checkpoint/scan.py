@@ -14,14 +14,16 @@ import io
 import logging
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.parquet as pq
 
 from deltalog.errors import CorruptLogError
 from deltalog.storage.base import LogStore
+
+if TYPE_CHECKING:
+    import pyarrow.parquet as pq
 
 log = logging.getLogger(__name__)
 
@@ -64,6 +66,8 @@ def open_parquet(store: LogStore, path: str) -> Iterator[pq.ParquetFile]:
                 source = pa.OSFile(handle.name)
             except OSError:
                 source = handle
+        import pyarrow.parquet as pq  # a checkpoint's first read pays for it, not ``import deltalog``
+
         try:
             pf = pq.ParquetFile(source, buffer_size=_READ_BUFFER, pre_buffer=False)
         except (pa.ArrowInvalid, OSError) as exc:
