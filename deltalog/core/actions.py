@@ -7,7 +7,6 @@ these classes know nothing about bytes.
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -137,6 +136,12 @@ def remove_for(add: Add, deletion_timestamp: int | None = None, data_change: boo
     )
 
 
+def _new_id() -> str:
+    import uuid  # only a new table needs one: not a cost of ``import deltalog``
+
+    return str(uuid.uuid4())
+
+
 @_value
 class Format(_Value):
     """``metaData.format``: the data file format, always parquet in practice."""
@@ -149,7 +154,7 @@ class Format(_Value):
 class Metadata(_Value):
     """``metaData``: table id, schema, partition columns and configuration."""
 
-    id: str = field(default_factory=lambda: str(uuid.uuid4()))
+    id: str = field(default_factory=_new_id)
     name: str | None = None
     description: str | None = None
     format: Format = field(default_factory=Format)

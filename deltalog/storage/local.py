@@ -11,7 +11,6 @@ import contextlib
 import errno
 import logging
 import os
-import uuid
 from collections.abc import Callable, Iterator
 from typing import BinaryIO
 
@@ -126,6 +125,8 @@ class LocalLogStore:
     def _write_temp(self, final: str, data: bytes) -> str:
         directory, name = os.path.split(final)
         os.makedirs(directory, exist_ok=True)
+        import uuid  # writers only: not a cost of ``import deltalog``
+
         tmp = os.path.join(directory, f".{name}.{uuid.uuid4().hex}.tmp")
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
         try:
