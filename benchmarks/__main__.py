@@ -15,7 +15,8 @@ import subprocess
 import sys
 
 from benchmarks import scratch
-from benchmarks.cases import CASES, WRITE_OPS, BuiltTable, Case, Table, WriteCase, build
+from benchmarks.bounds import BOUNDS
+from benchmarks.cases import CASES, GROUPS, WRITE_OPS, BuiltTable, Case, Table, WriteCase, build
 from benchmarks.engines import ENGINES
 from benchmarks.measure import ROOT, BenchError, EngineResult, case_engines, run_case
 from benchmarks.report import load_average, machine_facts, markdown_section, text_table, update_markdown
@@ -27,8 +28,10 @@ MIN_WRITE_RUNS_FOR_MARKDOWN = 3
 PREAMBLE = "# Benchmarks\n\nTimings of deltalog against other engines; see `scripts/bench --help`.\n"
 
 
-def _names(value: str, known: dict[str, object], what: str) -> list[str]:
-    names = [v.strip() for v in value.split(",") if v.strip()]
+def _names(
+    value: str, known: dict[str, object], what: str, groups: dict[str, tuple[str, ...]] | None = None
+) -> list[str]:
+    names = [n for v in value.split(",") if v.strip() for n in (groups or {}).get(v.strip(), (v.strip(),))]
     unknown = [n for n in names if n not in known]
     if unknown:
         raise SystemExit(f"unknown {what}: {', '.join(unknown)} (known: {', '.join(known)})")
@@ -55,7 +58,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     args = p.parse_args(argv)
     if min(args.runs, args.slow_runs, args.write_runs) < 1 or args.warmup < 0:
         p.error("--runs, --slow-runs and --write-runs must be >= 1 and --warmup >= 0")
-    args.case_names = _names(args.cases, CASES, "case")
+    args.case_names = _names(args.cases, CASES, "case", GROUPS)
     args.engine_names = _names(args.engines, ENGINES, "engine")
     return args
 
@@ -71,6 +74,10 @@ def _list() -> None:
     for e in ENGINES.values():
         doc = (e.runner.__doc__ or "").replace("``", "").splitlines()
         print(f"engine {e.name}: {doc[0] if doc else ''}")
+    for b in BOUNDS.values():
+        print(f"bound {b.name}: {b.what.replace('`', '')}")
+    for group, members in GROUPS.items():
+        print(f"--cases {group}: {', '.join(members)}")
 
 
 def _profile(case_names: list[str], tables: dict[str, BuiltTable], root: str, top: int) -> None:
@@ -78,6 +85,9 @@ def _profile(case_names: list[str], tables: dict[str, BuiltTable], root: str, to
         case = CASES[name]
         if isinstance(case, WriteCase):
             print(f"\n===== case {name}: not profiled (many processes; profile D-append for one append)")
+            continue
+        if case.op == "bound":
+            print(f"\n===== case {name}: not profiled (parsing bounds, not deltalog)")
             continue
         built = tables[case.table.name]
         out = os.path.join(root, f"profile-{name}.prof")

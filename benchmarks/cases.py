@@ -17,6 +17,8 @@ import os
 import shutil
 from dataclasses import dataclass, field
 
+from benchmarks.bounds import BOUNDS
+from benchmarks.engines import READ_OPS
 from benchmarks.synth import LOG_DIR, LogSpec, write_log
 
 MARKER = ".bench-table.json"
@@ -25,13 +27,15 @@ MARKER = ".bench-table.json"
 HINTS_DIR = ".bench-hints"
 
 #: What a case does with its table, each timed in a fresh process (see :mod:`benchmarks.engines`):
-#: ``load`` a snapshot and its live files; ``checkpoint`` open the table and write a checkpoint of the
+#: ``load`` a snapshot and its live files; ``load_stats`` the same with the adds' stats (deltalog
+#: ``files(stats=True)``); ``bound`` a parsing bound (:mod:`benchmarks.bounds`: its "engines" are bounds);
+#: ``checkpoint`` open the table and write a checkpoint of the
 #: version ("with the table load"); ``checkpoint_call`` load first (untimed), then time only the
 #: checkpoint call; ``append`` open the table and commit one new 10-row file (a blind append);
 #: ``append_loaded`` open the table, load its latest snapshot and write the data file (untimed), then time
 #: only the commit of that file on the loaded table. The last four write, so they run on a scratch copy of
 #: the log (hard links), never on the table itself.
-OPS = ("load", "checkpoint", "checkpoint_call", "append", "append_loaded")
+OPS = (*READ_OPS, "checkpoint", "checkpoint_call", "append", "append_loaded")
 WRITE_OPS = ("checkpoint", "checkpoint_call", "append", "append_loaded")
 APPEND_OPS = ("append", "append_loaded")
 
@@ -48,7 +52,9 @@ class Case:
 
     ``engines`` limits the engines that can do the operation (duckdb cannot write); ``slow`` cases get
     ``--slow-runs`` timed runs instead of ``--runs``. ``target`` is the issue 7 target the row measures,
-    quoted in the report so every number is read against the right bar.
+    quoted in the report so every number is read against the right bar. A ``bound`` case's ``engines``
+    are parsing bounds (always all of them, whatever ``--engines`` says), and ``against`` names the
+    deltalog cases (``files()``, then ``files(stats=True)``) whose medians the report puts beside them.
     """
 
     name: str
@@ -60,10 +66,13 @@ class Case:
     engines: tuple[str, ...] | None = None
     slow: bool = False
     target: str = ""
+    against: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if self.op not in OPS:
             raise ValueError(f"case {self.name}: op {self.op!r} is not one of {OPS}")
+        if self.op == "bound" and not all(e in BOUNDS for e in self.engines or ("",)):
+            raise ValueError(f"case {self.name}: a bound case runs bounds of {sorted(BOUNDS)}, not {self.engines}")
 
 
 @dataclass(frozen=True)
@@ -117,6 +126,11 @@ LOG_10K = Table(
 LOG_1M = Table("log-1000x1000-cp998-999", LogSpec(commits=1000, adds_per_commit=1000, checkpoints=(998, 999)))
 
 WRITERS = ("deltalog", "deltalake")
+#: What the peers do in the stats variants of the loads: the same as in the load itself.
+STATS_PEERS = (
+    "peers as in the load (deltalake's get_add_actions(flatten=True) already materialises the stats, "
+    "parsed into columns; duckdb's query is the same)"
+)
 
 # The targets of issue 7, as its table states them (same tables, same machine, fresh processes).
 TARGET_A = "load latest: <= 0.33x deltalake and <= 0.4x duckdb"
@@ -130,12 +144,21 @@ TARGET_LOADED = (
 )
 TARGET_ONE_SHOT = "one-shot blind append from a fresh process, 1M files: <= 0.1x deltalake"
 TARGET_W = "8 local writers x 20 blind appends: 0 failed, >= 2x deltalake's commits/s"
+TARGET_STATS = "none of its own: issue 7 asks for files(stats=True) to be benchmarked beside the load ({})"
+TARGET_BOUNDS = "none: the parsing floor issue 7 asks the A and D loads to be read against (deltalog ÷ bound)"
 TARGET_IMPORT = "import deltalog < 0.3 s (reported beside every load, not part of the timed call)"
 
 CASES: dict[str, Case | WriteCase] = {
     c.name: c
     for c in (
         Case("A", "100k files over 1,000 commits, no checkpoint", LOG_1K, target=TARGET_A),
+        Case(
+            "A-stats",
+            f"case A with stats: deltalog files(stats=True), stats as JSON strings; {STATS_PEERS}",
+            LOG_1K,
+            op="load_stats",
+            target=TARGET_STATS.format("A"),
+        ),
         Case("B", "checkpoint at 1,000 + 10 commits (101.1k files)", LOG_1K_CP, target=TARGET_B),
         Case("C", "10,000 commits x 10 adds, 30% with removes, checkpoint every 100", LOG_10K, target=TARGET_C),
         Case(
@@ -146,6 +169,14 @@ CASES: dict[str, Case | WriteCase] = {
             target=TARGET_C,
         ),
         Case("D", "1M files over 1,000 commits, checkpoint at the latest", LOG_1M, slow=True, target=TARGET_D),
+        Case(
+            "D-stats",
+            f"case D with stats: deltalog files(stats=True), stats as JSON strings; {STATS_PEERS}",
+            LOG_1M,
+            op="load_stats",
+            slow=True,
+            target=TARGET_STATS.format("D"),
+        ),
         Case(
             "A-ckpt",
             "checkpoint write of case A's log (100k files): open + checkpoint",
@@ -199,6 +230,24 @@ CASES: dict[str, Case | WriteCase] = {
             slow=True,
             target=TARGET_LOADED,
         ),
+        Case(
+            "A-bounds",
+            "parsing bounds of case A's log (1,000 JSON commits, 100k adds)",
+            LOG_1K,
+            op="bound",
+            engines=("read-bytes", "orjson-lines", "pyarrow-json"),
+            target=TARGET_BOUNDS,
+            against=("A", "A-stats"),
+        ),
+        Case(
+            "D-bounds",
+            "parsing bounds of case D's checkpoint (1M adds, the checkpoint at 999)",
+            LOG_1M,
+            op="bound",
+            engines=("parquet", "parquet+stats"),
+            target=TARGET_BOUNDS,
+            against=("D", "D-stats"),
+        ),
         WriteCase(
             "W",
             "8 local writers x 20 blind appends of one 10-row parquet file each, one fresh table",
@@ -209,6 +258,10 @@ CASES: dict[str, Case | WriteCase] = {
         ),
     )
 }
+
+
+#: Names that stand for several cases on the command line (``--cases bounds``).
+GROUPS: dict[str, tuple[str, ...]] = {"bounds": ("A-bounds", "D-bounds")}
 
 
 def _read_marker(path: str) -> dict[str, object] | None:
@@ -266,6 +319,7 @@ def build(table: Table, root: str, log: bool = True) -> BuiltTable:
 __all__ = [
     "APPEND_OPS",
     "CASES",
+    "GROUPS",
     "HINTS_DIR",
     "MARKER",
     "OPS",

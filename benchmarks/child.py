@@ -6,6 +6,7 @@ stdout line that starts with :data:`MARK`; anything an engine prints before it i
 
 The operation is a snapshot load by default; ``--op`` picks another (:data:`benchmarks.cases.OPS`), whose
 untimed setup (e.g. loading the table before timing only the checkpoint call) runs before the clock starts.
+ENGINE may also name a parsing bound (:data:`benchmarks.bounds.BOUNDS`, op ``bound``), timed the same way.
 
 Usage: ``python -m benchmarks.child ENGINE TABLE [--version V] [--op OP] [--count]``
 """
@@ -71,18 +72,30 @@ def _check_source(engine: str) -> None:
             raise RuntimeError(f"deltalog was imported from {where}, not from the exported {src}")
 
 
-def measure(engine: str, table: str, version: int | None, count: bool, op: str = "load") -> dict[str, Any]:
-    from benchmarks.engines import ENGINES, plan
+def runner_class(name: str) -> type[Any]:
+    """An engine's runner, or a parsing bound's (:mod:`benchmarks.bounds`): both are timed the same way."""
+    from benchmarks.bounds import BOUNDS
+    from benchmarks.engines import ENGINES
 
+    entry = ENGINES.get(name) or BOUNDS.get(name)
+    if entry is None:
+        raise ValueError(f"no engine or bound named {name!r}")
+    return entry.runner  # type: ignore[no-any-return]
+
+
+def measure(engine: str, table: str, version: int | None, count: bool, op: str = "load") -> dict[str, Any]:
+    from benchmarks.engines import READ_OPS, plan
+
+    cls = runner_class(engine)
     t0 = time.perf_counter()
-    runner = ENGINES[engine].runner()
+    runner = cls()
     t1 = time.perf_counter()
     _check_source(engine)
     rss_import = _status_kib("VmRSS") or 0
     call = plan(runner, op, table, version)  # untimed setup: nothing for a load
     rss_before = _status_kib("VmRSS") or 0
     peak_before = _peak_rss_kib()
-    reset = op != "load" and _reset_peak_rss()
+    reset = op not in READ_OPS and _reset_peak_rss()
     had_pandas = "pandas" in sys.modules
     c2, t2 = time.process_time(), time.perf_counter()
     files = call()
@@ -91,7 +104,10 @@ def measure(engine: str, table: str, version: int | None, count: bool, op: str =
     # fresh process, inside the timed call. Recorded so the report can say when that happened.
     pandas_in_call = not had_pandas and "pandas" in sys.modules
     peak_call = _peak_rss_kib()  # before the untimed count, so the count cannot inflate it
-    if count and op == "load":
+    verify = getattr(runner, "verify", None)
+    if verify is not None:
+        verify()  # untimed checks of what the call returned (e.g. deltalog's stats column has no nulls)
+    if count and op in READ_OPS:
         files = runner.count_files(table, version)
     return {
         "engine": engine,
@@ -114,7 +130,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("engine")
     parser.add_argument("table")
     parser.add_argument("--version", type=int, default=None)
-    parser.add_argument("--op", default="load", help="load | checkpoint | checkpoint_call | append | append_loaded")
+    parser.add_argument(
+        "--op", default="load", help="load | load_stats | bound | checkpoint | checkpoint_call | append | append_loaded"
+    )
     parser.add_argument("--count", action="store_true", help="also count live files independently (untimed)")
     args = parser.parse_args(argv)
     use_exported_source()

@@ -26,6 +26,10 @@ from benchmarks.shape import ABSENT_PARTITION, PARTITION_COLUMN
 
 #: The partition a one-shot append writes into (an existing one, as an append to a live table would).
 APPEND_PARTITION = "00"
+#: Operations that only read the table: no scratch copy, no peak-RSS reset, and the live-file count is checked.
+#: ``load_stats`` is a load with the adds' stats (deltalog ``files(stats=True)``); ``bound`` is a parsing bound
+#: (:mod:`benchmarks.bounds`), timed like a load.
+READ_OPS = ("load", "load_stats", "bound")
 
 
 class Runner(Protocol):
@@ -91,13 +95,36 @@ class DeltalogRunner:
         self.details: dict[str, Any] = {}
         self._log: Any = None
         self._rows: Any = None
+        self._stats: Any = None  # the stats column of the last load_stats, checked by verify()
 
-    def load(self, table: str, version: int | None) -> int:
+    def _snapshot(self, table: str, version: int | None) -> Any:
         snapshot = self._open(table).snapshot(version)
         if version is not None and snapshot.version != version:
             raise RuntimeError(f"deltalog loaded version {snapshot.version}, asked for {version}")
-        self._last = snapshot.files().num_rows
+        return snapshot
+
+    def load(self, table: str, version: int | None) -> int:
+        self._last = self._snapshot(table, version).files().num_rows
         return self._last
+
+    def load_stats(self, table: str, version: int | None) -> int:
+        """``files(stats=True)``: the same load with the ``stats`` column (JSON strings) in the table."""
+        files = self._snapshot(table, version).files(stats=True)
+        self._stats = files.column("stats")
+        self._last = files.num_rows
+        return self._last
+
+    def verify(self) -> None:
+        """Untimed, after the call: every synthetic add has stats, so a null (or non-string) one is a bug."""
+        import pyarrow as pa
+
+        stats = self._stats
+        if stats is None:
+            return
+        if not (pa.types.is_string(stats.type) or pa.types.is_large_string(stats.type)):
+            raise RuntimeError(f"deltalog's stats column is {stats.type}, not JSON strings")
+        if stats.null_count:
+            raise RuntimeError(f"deltalog's stats column has {stats.null_count} nulls; every generated add has stats")
 
     def count_files(self, table: str, version: int | None) -> int:
         return self._last if self._last is not None else self.load(table, version)
@@ -201,6 +228,10 @@ class DeltalakeRunner:
         self._last = dt.get_add_actions(flatten=True).num_rows
         return self._last
 
+    #: ``get_add_actions(flatten=True)`` already materialises the stats (parsed into ``num_records``,
+    #: ``min.<col>``, ``max.<col>``, ``null_count.<col>`` columns): the stats variant is the same call.
+    load_stats = load
+
     def count_files(self, table: str, version: int | None) -> int:
         return self._last if self._last is not None else self.load(table, version)
 
@@ -283,6 +314,9 @@ class DuckdbRunner:
             raise RuntimeError(f"duckdb counted {row} rows in a partition no file has")
         return None
 
+    #: The same query: the kernel reads the stats it needs for pruning either way, and returns no file list.
+    load_stats = load
+
     def count_files(self, table: str, version: int | None) -> int:
         row = self._con.execute(f"SELECT count(*) FROM delta_list_files({self._args(table, version)})").fetchone()
         assert row is not None
@@ -291,8 +325,10 @@ class DuckdbRunner:
 
 def plan(runner: Any, op: str, table: str, version: int | None) -> Callable[[], int | None]:
     """Do ``op``'s untimed setup now and return the call to time (it returns a live-file count or None)."""
-    if op == "load":
+    if op in ("load", "bound"):  # a bound runner's ``load`` is its parse (benchmarks.bounds)
         return lambda: runner.load(table, version)
+    if op == "load_stats":
+        return lambda: runner.load_stats(table, version)
     if version is not None:
         raise ValueError(f"{op} works on the latest version only")
     if op == "checkpoint":
@@ -338,6 +374,7 @@ __all__ = [
     "APPEND_PARTITION",
     "BASELINES",
     "ENGINES",
+    "READ_OPS",
     "SUBJECT",
     "Engine",
     "Runner",

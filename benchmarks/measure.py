@@ -23,7 +23,7 @@ from typing import Any
 from benchmarks import scratch
 from benchmarks.cases import WRITE_OPS, BuiltTable, Case
 from benchmarks.child import MARK
-from benchmarks.engines import ENGINES
+from benchmarks.engines import ENGINES, READ_OPS
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -112,8 +112,19 @@ def run_child(engine: str, table: str, version: int | None, count: bool, op: str
 
 
 def case_engines(case: Case, engines: list[str]) -> list[str]:
-    """The asked-for engines that can do the case's operation."""
+    """The asked-for engines that can do the case's operation; every bound of a ``bound`` case.
+
+    Bounds are not engines (``--engines`` picks what is compared, not the floor it is read against).
+    """
+    if case.op == "bound":
+        return list(case.engines or ())
     return [e for e in engines if case.engines is None or e in case.engines]
+
+
+def _required(engine: str) -> bool:
+    """Whether a failure stops the run: an optional engine is left out instead; a bound always counts."""
+    entry = ENGINES.get(engine)
+    return entry is None or entry.required
 
 
 def _run_one(case: Case, built: BuiltTable, engine: str, count: bool, work_dir: str) -> dict[str, Any]:
@@ -157,7 +168,7 @@ def run_case(
     case: Case, built: BuiltTable, engines: list[str], runs: int, warmup: int, work_dir: str
 ) -> list[EngineResult]:
     """Time ``case`` with every engine; raises :class:`BenchError` on a required failure or a disagreement."""
-    expected = built.expected_files(scratch.target_version(case, built) if case.op != "load" else case.version)
+    expected = built.expected_files(case.version if case.op in READ_OPS else scratch.target_version(case, built))
     engines = case_engines(case, engines)
     results = {e: EngineResult(case, e, expected) for e in engines}
     active = list(engines)
@@ -171,7 +182,7 @@ def run_case(
             out = _run_one(case, built, engine, not timed or round_no == 0, work_dir)
             if "error" in out:
                 msg = f"case {case.name}: {engine} failed: {out['error']}"
-                if ENGINES[engine].required:
+                if _required(engine):
                     raise BenchError(msg + "\n" + out.get("traceback", ""))
                 print(f"  {msg}; leaving {engine} out of this case", file=sys.stderr)
                 res.error = out["error"]

@@ -51,7 +51,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.profile")
     parser.add_argument("table")
     parser.add_argument("--version", type=int, default=None)
-    parser.add_argument("--op", default="load", help="load | checkpoint | checkpoint_call | append | append_loaded")
+    parser.add_argument(
+        "--op", default="load", help="load | load_stats | checkpoint | checkpoint_call | append | append_loaded"
+    )
     parser.add_argument("--top", type=int, default=25)
     parser.add_argument("--out", default=None, help="write the raw cProfile stats here")
     args = parser.parse_args(argv)

@@ -17,6 +17,8 @@ from importlib import metadata
 from benchmarks.cases import TARGET_IMPORT, Case, WriteCase
 from benchmarks.engines import BASELINES, ENGINES
 from benchmarks.measure import EngineResult
+from benchmarks.report_bounds import TITLE as BOUNDS_TITLE
+from benchmarks.report_bounds import bound_columns, bound_notes
 from benchmarks.source import source_state
 from benchmarks.writers import WriteResult
 
@@ -165,7 +167,7 @@ def _mib(value: float | None) -> float | None:
 
 
 def _section_of(res: EngineResult) -> str:
-    return "checkpoint" if res.case.op == "checkpoint_call" else res.case.op
+    return {"checkpoint_call": "checkpoint", "load_stats": "load"}.get(res.case.op, res.case.op)
 
 
 def rows(results: list[EngineResult], columns: list[Column] | None = None) -> list[list[str]]:
@@ -236,7 +238,14 @@ def _groups(results: list[EngineResult]) -> list[tuple[str, list[Column], list[E
             order.append(key)
             by[key] = []
         by[key].append(r)
-    return [(SECTIONS[k][0], SECTIONS[k][1], by[k]) for k in order]
+    # the bounds' columns hold deltalog's medians of other cases, so they are built from every result
+    sections = {**SECTIONS, "bound": (BOUNDS_TITLE, bound_columns(results))}
+    return [(sections[k][0], sections[k][1], by[k]) for k in order]
+
+
+def _under(group: list[EngineResult]) -> list[str]:
+    """Lines printed under a table: what each bound times, for the bounds table."""
+    return bound_notes(group) if group and group[0].case.op == "bound" else []
 
 
 def _text(header: list[str], body: list[list[str]]) -> str:
@@ -263,6 +272,7 @@ def text_table(results: list[EngineResult], writes: list[WriteResult] | None = N
             title,
             _text([h for h, _ in columns], rows(group, columns)),
             *_target_lines([r.case for r in group]),
+            *(line.replace("`", "") for line in _under(group)),
             "",
         ]
     if writes:
@@ -278,6 +288,7 @@ def markdown_table(results: list[EngineResult], writes: list[WriteResult] | None
     parts = []
     for title, columns, group in _groups(results):
         parts += [f"**{title}**", "", _markdown([h for h, _ in columns], rows(group, columns)), ""]
+        parts += [*_under(group), ""] if _under(group) else []
     if writes:
         parts += ["**Concurrent blind appends**", "", _markdown(WRITE_HEADER, write_rows(writes)), ""]
     return "\n".join(parts).rstrip("\n")
