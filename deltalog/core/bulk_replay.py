@@ -100,6 +100,8 @@ class Replayed:
     adds: pa.Table
     removes: pa.Table
     touched: pa.Array  # keys of every file action (duplicates allowed)
+    #: the line (row) of each of ``adds`` in the parsed run, for :func:`stats_of`
+    positions: Any
 
 
 def commit_info(commit: CommitData) -> dict[str, Any] | None:
@@ -265,6 +267,34 @@ def _hand_over(why: str) -> None:
     return None
 
 
+def _joined(commits: Sequence[CommitData]) -> tuple[bytes, Any]:
+    """The bytes the reader parses and the cumulative line count after each commit.
+
+    Joined with newlines: a piece's own final newline becomes a blank line, which the reader skips; any
+    other blank or whitespace-only line makes the row count differ from the line count (exact path).
+    """
+    bodies = [_body(c.data) for c in commits]
+    ends = np.cumsum(np.fromiter((n for _, n in bodies), dtype="int64", count=len(bodies)))
+    return b"\n".join(body for body, _ in bodies), ends
+
+
+def stats_of(commits: Sequence[CommitData], positions: Any) -> pa.Array:
+    """The ``stats`` of the adds at ``positions`` (rows of a :func:`replay_commits` run over ``commits``).
+
+    A parse that builds nothing but the stats strings: the rows are the same lines, so the positions
+    recorded by the first parse pick the same adds.
+    """
+    buf, ends = _joined(commits)
+    schema = pa.schema([pa.field("add", pa.struct([pa.field("stats", pa.string())]))])
+    table = _read_json(buf, schema)
+    if table.num_rows != int(ends[-1]):
+        raise CorruptLogError(f"{commits[0].path} .. {commits[-1].path} changed between two reads")
+    chunks = table.column("add").chunks
+    if not chunks:
+        return pa.nulls(0, pa.string())
+    return pa.concat_arrays([chunk.field("stats") for chunk in chunks]).take(_int_array(positions))
+
+
 def replay_commits(
     base: BaseState, commits: Sequence[CommitData], root: str | None, stats: bool = True
 ) -> Replayed | None:
@@ -277,13 +307,7 @@ def replay_commits(
 
     if np is None or not commits or any(not c.data or c.data.isspace() for c in commits):
         return _hand_over("an empty commit")  # corrupt: the exact path says so
-    bodies = [_body(c.data) for c in commits]
-    line_counts = np.fromiter((n for _, n in bodies), dtype="int64", count=len(bodies))
-    ends = np.cumsum(line_counts)
-    # Joined with newlines: a piece's own final newline becomes a blank line, which the reader skips; any
-    # other blank or whitespace-only line makes the row count differ from the line count (exact path).
-    buf = b"\n".join(body for body, _ in bodies)
-    del bodies
+    buf, ends = _joined(commits)
     metadata = _metadata_guess(base, commits)
     if metadata is None:
         return _hand_over("no metadata to shape the parse")
@@ -343,7 +367,7 @@ def replay_commits(
     removes = _to_table(remove_chunks, REMOVE_FIELDS)
     add_keys = key_column(adds, root)
     if not len(removes_at) and pc.count_distinct(add_keys).as_py() == len(add_keys):
-        return Replayed(state, adds, removes, add_keys)
+        return Replayed(state, adds, removes, add_keys, adds_at)
     remove_keys = key_column(removes, root)
     parts = [c for k in (add_keys, remove_keys) for c in (k.chunks if isinstance(k, pa.ChunkedArray) else [k])]
     keys = pa.concat_arrays(parts) if parts else pa.nulls(0, pa.string())
@@ -355,9 +379,10 @@ def replay_commits(
     np.maximum.at(newest, codes, positions)
     alive = np.zeros(offset, dtype=np.bool_)
     alive[newest] = True
-    adds = adds.filter(_bool_array(alive[adds_at]))
+    kept = alive[adds_at]
+    adds = adds.filter(_bool_array(kept))
     removes = removes.filter(_bool_array(alive[removes_at]))
-    return Replayed(state, adds, removes, keys)
+    return Replayed(state, adds, removes, keys, adds_at[kept])
 
 
 def _metadata_guess(base: BaseState, commits: Sequence[CommitData]) -> A.Metadata | None:
@@ -382,4 +407,13 @@ def _metadata_guess(base: BaseState, commits: Sequence[CommitData]) -> A.Metadat
     return None
 
 
-__all__ = ["DEFER_STATS_BYTES", "STATE_KEYS", "MIN_BYTES", "NonFile", "Replayed", "commit_info", "replay_commits"]
+__all__ = [
+    "DEFER_STATS_BYTES",
+    "STATE_KEYS",
+    "MIN_BYTES",
+    "NonFile",
+    "Replayed",
+    "commit_info",
+    "replay_commits",
+    "stats_of",
+]

@@ -92,7 +92,7 @@ class FileState:
     tail_removes: pa.Table
     root: str | None
     #: loads the ``stats`` column of ``tail`` (same row order) when the replay left it unparsed
-    tail_stats: Callable[[], pa.ChunkedArray] | None = None
+    tail_stats: Callable[[], pa.ChunkedArray | pa.Array] | None = None
 
     def adds(self, stats: bool = False) -> pa.Table:
         base = self.base
@@ -241,20 +241,17 @@ def _bulk(base: BaseState, commits: Sequence[CommitData], root: str | None) -> R
     if done is None:
         return None
     info = bulk_replay.commit_info(commits[-1])
-    tail_stats = _deferred_stats(base, commits, root) if defer else None
+    tail_stats = _deferred_stats(commits, done.positions) if defer else None
     version = commits[-1].version
     return _result(base, done.state, version, done.adds, done.removes, done.touched, info, root, tail_stats)
 
 
-def _deferred_stats(base: BaseState, commits: Sequence[CommitData], root: str | None) -> Callable[[], pa.ChunkedArray]:
-    loaded: list[pa.ChunkedArray] = []
+def _deferred_stats(commits: Sequence[CommitData], positions: Any) -> Callable[[], pa.Array]:
+    loaded: list[pa.Array] = []
 
-    def load() -> pa.ChunkedArray:
+    def load() -> pa.Array:
         if not loaded:
-            done = bulk_replay.replay_commits(base, commits, root, stats=True)
-            if done is None:  # the same bytes replayed once already: only a bug gets here
-                raise CorruptLogError(f"{commits[0].path} .. {commits[-1].path} could not be replayed again")
-            loaded.append(done.adds.column("stats"))
+            loaded.append(bulk_replay.stats_of(commits, positions))
         return loaded[0]
 
     return load
@@ -269,7 +266,7 @@ def _result(
     touched: pa.Array,
     commit_info: dict[str, Any] | None,
     root: str | None,
-    tail_stats: Callable[[], pa.ChunkedArray] | None = None,
+    tail_stats: Callable[[], pa.ChunkedArray | pa.Array] | None = None,
 ) -> ReplayResult:
     files = FileState(
         base=base.adds,
