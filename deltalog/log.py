@@ -18,12 +18,11 @@ from deltalog.core import engine_safety, properties
 from deltalog.core import last_checkpoint as hints
 from deltalog.core.features import check_writable
 from deltalog.core.jsonlines import commit_info_of
-from deltalog.core.paths import LAST_CHECKPOINT, LOG_DIR, Kind, LogPath, commit_name
+from deltalog.core.paths import LOG_DIR, Kind, LogPath, commit_name
 from deltalog.core.replay import CommitData
 from deltalog.core.segment import (
     LogSegment,
     build_segment,
-    complete_checkpoints,
     earliest_version,
     latest_version,
 )
@@ -98,47 +97,13 @@ class DeltaLog:
 
     def read_hint(self) -> hints.LastCheckpoint | None:
         """``_last_checkpoint`` if present and sound; a warning and ``None`` otherwise."""
-        path = f"{LOG_DIR}/{LAST_CHECKPOINT}"
-        try:
-            data = self.store.read(path)
-        except FileNotFoundError:
-            return None
-        try:
-            return hints.parse(data)
-        except hints.HintError as exc:
-            log.warning("ignoring %s/%s: %s; listing the log instead", self.location, path, exc)
-            return None
+        return log_listing.read_hint(self.store, self.location)
 
     def _listing_for(self, version: int | None) -> list[LogPath]:
-        return self._listing_and_scope(version)[0]
-
-    def _listing_and_scope(self, version: int | None) -> tuple[list[LogPath], bool]:
-        """The listing to rebuild ``version`` (the latest when None), and whether it is the whole log.
-
-        A version behind the ``_last_checkpoint`` hint is listed from near itself
-        (:func:`~deltalog.log_listing.listing_near`): its checkpoint is older than the hint's, and the log
-        between it and the hint is no use to it. Without a hint there is likely no checkpoint at all, so the
-        whole log is listed.
-        """
-        hint = self.read_hint()
-        if hint is not None and version is not None and 0 <= version < hint.version:
-            paths = log_listing.listing_near(self.store, version)
-            return paths, False
-        if hint is None or hint.version == 0 or (version is not None and version < hint.version):
-            return self.list_log(0), True
-        paths = self.list_log(hint.version)
-        if not any(c.version == hint.version for c in complete_checkpoints(paths)):
-            log.warning(
-                "%s/_delta_log/_last_checkpoint names version %d but no complete checkpoint exists there; "
-                "listing the whole log",
-                self.location,
-                hint.version,
-            )
-            return self.list_log(0), True
-        return paths, bool(paths) and paths[0].version == 0
+        return log_listing.listing_and_scope(self.store, self.location, version)[0]
 
     def segment(self, version: int | None = None) -> LogSegment:
-        paths, whole = self._listing_and_scope(version)
+        paths, whole = log_listing.listing_and_scope(self.store, self.location, version)
         try:
             return build_segment(paths, version, where=f"{self.location}/{LOG_DIR}")
         except (VersionNotFoundError, TableNotFoundError, CorruptLogError):

@@ -17,7 +17,8 @@ from __future__ import annotations
 
 import logging
 
-from deltalog.core.paths import LOG_DIR, LogPath, parse, version_prefix
+from deltalog.core import last_checkpoint as hints
+from deltalog.core.paths import LAST_CHECKPOINT, LOG_DIR, LogPath, parse, version_prefix
 from deltalog.core.segment import complete_checkpoints
 from deltalog.storage.base import LogStore, list_between
 
@@ -58,4 +59,42 @@ def listing_near(store: LogStore, version: int, first_window: int | None = None)
         width *= 2
 
 
-__all__ = ["FIRST_WINDOW", "list_log", "listing_near"]
+def read_hint(store: LogStore, location: str) -> hints.LastCheckpoint | None:
+    """``_last_checkpoint`` if present and sound; a warning and ``None`` otherwise."""
+    path = f"{LOG_DIR}/{LAST_CHECKPOINT}"
+    try:
+        data = store.read(path)
+    except FileNotFoundError:
+        return None
+    try:
+        return hints.parse(data)
+    except hints.HintError as exc:
+        log.warning("ignoring %s/%s: %s; listing the log instead", location, path, exc)
+        return None
+
+
+def listing_and_scope(store: LogStore, location: str, version: int | None) -> tuple[list[LogPath], bool]:
+    """The listing to rebuild ``version`` (the latest when None), and whether it is the whole log.
+
+    A version behind the ``_last_checkpoint`` hint is listed from near itself (:func:`listing_near`): its
+    checkpoint is older than the hint's, and the log between it and the hint is no use to it. Without a
+    hint there is likely no checkpoint at all, so the whole log is listed.
+    """
+    hint = read_hint(store, location)
+    if hint is not None and version is not None and 0 <= version < hint.version:
+        return listing_near(store, version), False
+    if hint is None or hint.version == 0 or (version is not None and version < hint.version):
+        return list_log(store, 0), True
+    paths = list_log(store, hint.version)
+    if not any(c.version == hint.version for c in complete_checkpoints(paths)):
+        log.warning(
+            "%s/_delta_log/_last_checkpoint names version %d but no complete checkpoint exists there; "
+            "listing the whole log",
+            location,
+            hint.version,
+        )
+        return list_log(store, 0), True
+    return paths, bool(paths) and paths[0].version == 0
+
+
+__all__ = ["listing_and_scope", "read_hint", "FIRST_WINDOW", "list_log", "listing_near"]

@@ -22,9 +22,10 @@ from deltalog.core import properties
 from deltalog.core.codec import decode_dv
 from deltalog.core.features import check_readable, supported_features
 from deltalog.core.file_columns import array_of, scalar_of
+from deltalog.core.file_state import FileState
 from deltalog.core.partitions import PartitionValueError, conditions_from_where, parse_value
 from deltalog.core.paths import parse
-from deltalog.core.replay import BaseState, CommitData, FileState, ReplayResult, live_txns, replay, state_only
+from deltalog.core.replay import BaseState, CommitData, ReplayResult, live_txns, replay, state_only
 from deltalog.core.schema import SchemaError, parse_schema, physical_names, top_level_fields
 from deltalog.core.segment import LogSegment
 from deltalog.errors import CorruptLogError, InvalidArgumentError

@@ -23,7 +23,7 @@ from deltalog.core.file_columns import array_of
 from deltalog.errors import CheckpointError
 
 if TYPE_CHECKING:
-    from deltalog.core.replay import FileState
+    from deltalog.core.file_state import FileState
     from deltalog.snapshot import Snapshot
 
 log = logging.getLogger(__name__)

@@ -34,8 +34,8 @@ from deltalog.checkpoint.rows import (
 from deltalog.checkpoint.scan import BATCH_ROWS
 from deltalog.core import properties
 from deltalog.core.file_columns import array_of
+from deltalog.core.file_state import key_column
 from deltalog.core.paths import LOG_DIR, SIDECAR_DIR, checkpoint_name, multipart_name
-from deltalog.core.replay import key_column
 from deltalog.errors import CheckpointError, FileAlreadyExistsError, InvalidArgumentError
 from deltalog.storage.local import LocalLogStore
 

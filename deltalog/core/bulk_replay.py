@@ -28,9 +28,12 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from deltalog.core import actions as A
+from deltalog.core.arrow_rows import as_numpy, bool_array, int_array, to_table, valid_rows
 from deltalog.core.codec import ActionDecodeError, from_dict
-from deltalog.core.file_columns import ADD_FIELDS, REMOVE_FIELDS, STRING_MAP, array_of
+from deltalog.core.file_columns import ADD_FIELDS, REMOVE_FIELDS
+from deltalog.core.file_state import key_column
 from deltalog.core.jsonlines import objects
+from deltalog.core.table_state import TableState
 from deltalog.errors import CorruptLogError
 
 try:
@@ -48,55 +51,15 @@ MIN_BYTES = 1 << 20
 #: up to this many bytes of commits, adds' stats are parsed only when asked for (the bytes are held)
 DEFER_STATS_BYTES = 256 << 20
 
-#: the non-file actions that make up table state (commitInfo, cdc, sidecars and unknown actions do not)
-STATE_KEYS = frozenset({"metaData", "protocol", "txn", "domainMetadata"})
 _NON_FILE_KEYS = (b'"metaData"', b'"protocol"', b'"txn"', b'"domainMetadata"', b'"add"', b'"remove"')
 _BLOCK = 1 << 22
-
-
-class NonFile:
-    """Protocol, metadata, txns and domains applied in log order, as the exact replay does."""
-
-    def __init__(self, base: BaseState) -> None:
-        self.protocol = base.protocol
-        self.protocol_source = base.source if base.protocol else None
-        self.metadata = base.metadata
-        self.metadata_source = base.source if base.metadata else None
-        self.txns = dict(base.txns)
-        self.domains = dict(base.domains)
-        self.partition_sets = {tuple(base.metadata.partition_columns)} if base.metadata else set()
-
-    def take(self, action: A.Action, source: str) -> None:
-        if isinstance(action, A.Metadata):
-            self.metadata, self.metadata_source = action, source
-            self.partition_sets.add(tuple(action.partition_columns))
-        elif isinstance(action, A.Protocol):
-            self.protocol, self.protocol_source = action, source
-        elif isinstance(action, A.Txn):
-            self.txns[action.app_id] = action
-        elif isinstance(action, A.DomainMetadata):
-            if action.removed:
-                self.domains.pop(action.domain, None)
-            else:
-                self.domains[action.domain] = action
-
-    def apply(self, commit: CommitData) -> None:
-        """Take every non-file action of ``commit`` (the bulk path, for the few commits that hold any)."""
-        for _, obj in objects(commit.data, commit.path):
-            for key, body in obj.items():
-                if key in STATE_KEYS:
-                    try:
-                        action = from_dict(key, body)
-                    except ActionDecodeError as exc:
-                        raise CorruptLogError(f"{commit.path}: invalid {key} action: {exc}", path=commit.path) from None
-                    self.take(action, commit.path)
 
 
 @dataclass(frozen=True)
 class Replayed:
     """What a bulk replay produced: non-file state plus the reconciled file actions."""
 
-    state: NonFile
+    state: TableState
     adds: pa.Table
     removes: pa.Table
     touched: pa.Array  # keys of every file action (duplicates allowed)
@@ -148,89 +111,6 @@ def _body(data: bytes) -> tuple[memoryview | bytes, int]:
 
 def _lines(data: bytes) -> int:
     return data.count(b"\n") + (0 if data.endswith(b"\n") else 1)
-
-
-def _numpy(arr: pa.Array) -> Any:
-    """A null-free fixed-width Arrow array as numpy, zero-copy (``to_numpy`` would import pandas)."""
-    width = arr.type.bit_width // 8
-    return np.frombuffer(
-        arr.buffers()[1], dtype=f"<i{width}" if pa.types.is_signed_integer(arr.type) else f"<u{width}"
-    )[arr.offset : arr.offset + len(arr)]
-
-
-def _int_array(values: Any, type: pa.DataType | None = None) -> pa.Array:
-    """A numpy integer vector as Arrow, zero-copy (``pa.array`` would import pandas: see ``array_of``)."""
-    values = np.ascontiguousarray(values)
-    return pa.Array.from_buffers(type or pa.int64(), len(values), [None, pa.py_buffer(values)])
-
-
-def _bool_array(values: Any) -> pa.Array:
-    return pa.Array.from_buffers(pa.bool_(), len(values), [None, pa.py_buffer(np.packbits(values, bitorder="little"))])
-
-
-def _struct_to_map(col: pa.Array) -> pa.Array:
-    """A parsed ``partitionValues`` struct back to the map the rest of deltalog holds."""
-    n = len(col)
-    names = [f.name for f in col.type]
-    k = len(names)
-    mask = col.is_null() if col.null_count else None
-    offsets = _int_array(np.arange(n + 1, dtype="int32") * k, pa.int32())
-    if k == 0:
-        empty = pa.nulls(0, pa.string())
-        return pa.MapArray.from_arrays(offsets, empty, empty, type=STRING_MAP, mask=mask)
-    fields = [col.field(i) for i in range(k)]
-    if k == 1:
-        items = fields[0]
-    else:
-        order = (np.arange(k, dtype="int64")[None, :] * n + np.arange(n, dtype="int64")[:, None]).ravel()
-        items = pa.concat_arrays(fields).take(_int_array(order))
-    keys = pc.take(array_of(names, pa.string()), _int_array(np.tile(np.arange(k, dtype="int64"), n)))
-    return pa.MapArray.from_arrays(offsets, keys, items, type=STRING_MAP, mask=mask)
-
-
-def _to_table(chunks: list[pa.StructArray], fields: list[pa.Field]) -> pa.Table:
-    schema = pa.schema(fields)
-    batches = []
-    for col in chunks:
-        arrays = []
-        for f in fields:
-            if f.name == "tags":
-                arrays.append(pa.nulls(len(col), STRING_MAP))
-            elif col.type.get_field_index(f.name) < 0:  # stats, when the parse skipped them
-                arrays.append(pa.nulls(len(col), f.type))
-            elif f.name == "partitionValues":
-                arrays.append(_struct_to_map(col.field(f.name)))
-            else:
-                arrays.append(col.field(f.name))
-        batches.append(pa.RecordBatch.from_arrays(arrays, schema=schema))
-    return pa.Table.from_batches(batches, schema=schema)
-
-
-def _runs(col: pa.StructArray, gaps: Any) -> list[pa.StructArray]:
-    """``col`` without the rows at ``gaps`` (sorted), as zero-copy slices: no copy of the stats strings."""
-    out = []
-    start = 0
-    for g in gaps.tolist():
-        if g > start:
-            out.append(col.slice(start, g - start))
-        start = g + 1
-    if start < len(col):
-        out.append(col.slice(start))
-    return out
-
-
-def _valid_rows(col: pa.StructArray, offset: int) -> tuple[list[pa.StructArray], Any]:
-    """The non-null rows of ``col`` and their positions in the whole run (slices when few rows are null)."""
-    n = len(col)
-    if not col.null_count:
-        return [col], np.arange(offset, offset + n, dtype="int64")
-    valid = col.is_valid()
-    positions = _numpy(pc.indices_nonzero(valid)).astype("int64") + offset
-    if col.null_count == n:
-        return [], positions
-    if col.null_count <= 64:
-        return _runs(col, _numpy(pc.indices_nonzero(pc.invert(valid)))), positions
-    return [col.filter(valid)], positions
 
 
 def _partition_ok(chunks: list[pa.StructArray], k: int, required: bool) -> bool:
@@ -292,7 +172,7 @@ def stats_of(commits: Sequence[CommitData], positions: Any) -> pa.Array:
     chunks = table.column("add").chunks
     if not chunks:
         return pa.nulls(0, pa.string())
-    return pa.concat_arrays([chunk.field("stats") for chunk in chunks]).take(_int_array(positions))
+    return pa.concat_arrays([chunk.field("stats") for chunk in chunks]).take(int_array(positions))
 
 
 def replay_commits(
@@ -303,8 +183,6 @@ def replay_commits(
     Without ``stats`` the adds' ``stats`` column is all null: the reader skips the strings instead of
     copying them, a third of the parse; a second call with ``stats`` gives the same rows with them.
     """
-    from deltalog.core.replay import key_column
-
     if np is None or not commits or any(not c.data or c.data.isspace() for c in commits):
         return _hand_over("an empty commit")  # corrupt: the exact path says so
     buf, ends = _joined(commits)
@@ -335,11 +213,11 @@ def replay_commits(
     offset = 0
     for batch in table.to_batches():
         add, remove = batch.column(0), batch.column(1)
-        chunks, pos = _valid_rows(add, offset)
+        chunks, pos = valid_rows(add, offset)
         add_chunks += chunks
         add_pos.append(pos)
         if remove.null_count != len(remove):
-            chunks, pos = _valid_rows(remove, offset)
+            chunks, pos = valid_rows(remove, offset)
             remove_chunks += chunks
             remove_pos.append(pos)
         offset += len(batch)
@@ -348,7 +226,7 @@ def replay_commits(
     file_rows = np.union1d(adds_at, removes_at) if len(removes_at) else adds_at
     if len(file_rows) != len(adds_at) + len(removes_at):
         return _hand_over("an add and a remove on one line")
-    state = NonFile(base)
+    state = TableState(base)
     if len(file_rows) != offset:
         others = np.setdiff1d(np.arange(offset, dtype="int64"), file_rows, assume_unique=True)
         try:
@@ -363,8 +241,8 @@ def replay_commits(
     k = len(partition_columns)
     if not _partition_ok(add_chunks, k, True) or not _partition_ok(remove_chunks, k, False):
         return _hand_over("tags, a missing path, or partition values under other keys")
-    adds = _to_table(add_chunks, ADD_FIELDS)
-    removes = _to_table(remove_chunks, REMOVE_FIELDS)
+    adds = to_table(add_chunks, ADD_FIELDS)
+    removes = to_table(remove_chunks, REMOVE_FIELDS)
     add_keys = key_column(adds, root)
     if not len(removes_at) and pc.count_distinct(add_keys).as_py() == len(add_keys):
         return Replayed(state, adds, removes, add_keys, adds_at)
@@ -373,15 +251,15 @@ def replay_commits(
     keys = pa.concat_arrays(parts) if parts else pa.nulls(0, pa.string())
     # The newest action per key: dictionary codes of the keys, then the highest row position per code
     # (numpy's ufunc.at applies every pair, in any order; Arrow's group_by would import pandas).
-    codes = _numpy(keys.dictionary_encode().indices).astype("int64")
+    codes = as_numpy(keys.dictionary_encode().indices).astype("int64")
     positions = np.concatenate([adds_at, removes_at])
     newest = np.full(int(codes.max()) + 1, -1, dtype="int64")
     np.maximum.at(newest, codes, positions)
     alive = np.zeros(offset, dtype=np.bool_)
     alive[newest] = True
     kept = alive[adds_at]
-    adds = adds.filter(_bool_array(kept))
-    removes = removes.filter(_bool_array(alive[removes_at]))
+    adds = adds.filter(bool_array(kept))
+    removes = removes.filter(bool_array(alive[removes_at]))
     return Replayed(state, adds, removes, keys, adds_at[kept])
 
 
@@ -409,9 +287,7 @@ def _metadata_guess(base: BaseState, commits: Sequence[CommitData]) -> A.Metadat
 
 __all__ = [
     "DEFER_STATS_BYTES",
-    "STATE_KEYS",
     "MIN_BYTES",
-    "NonFile",
     "Replayed",
     "commit_info",
     "replay_commits",

@@ -18,8 +18,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from deltalog.checkpoint import schema as S
+from deltalog.core.file_state import key_of
 from deltalog.core.paths import LOG_DIR, checkpoint_name, multipart_name
-from deltalog.core.replay import key_of
 from deltalog.errors import FileAlreadyExistsError
 from deltalog.storage.uri import store_for
 

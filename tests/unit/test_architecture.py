@@ -7,8 +7,8 @@ import sys
 from pathlib import Path
 
 PKG = Path(__file__).resolve().parents[2] / "deltalog"
-COLUMNAR = {"replay.py", "bulk_replay.py", "file_columns.py"}  # the columnar replay may use pyarrow (and numpy,
-# its buffers): speed is the product
+# The columnar replay may use pyarrow (and numpy, for its buffers): speed is the product.
+COLUMNAR = {"replay.py", "bulk_replay.py", "file_columns.py", "file_state.py", "arrow_rows.py"}
 
 
 def _imports(path: Path) -> set[str]:
