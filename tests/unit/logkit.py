@@ -317,9 +317,7 @@ def checkpoint_table(actions: Sequence[Mapping[str, Any]]) -> pa.Table:
     return pa.Table.from_pydict(columns, schema=CHECKPOINT_SCHEMA)
 
 
-def write_checkpoint(
-    root: Path, version: int, actions: Sequence[Mapping[str, Any]], name: str | None = None
-) -> Path:
+def write_checkpoint(root: Path, version: int, actions: Sequence[Mapping[str, Any]], name: str | None = None) -> Path:
     """Write a classic checkpoint (or a file called ``name``) for ``version`` from the given actions."""
     path = log_dir(root) / (name or f"{version:020d}.checkpoint.parquet")
     pq.write_table(checkpoint_table(actions), path)

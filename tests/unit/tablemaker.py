@@ -35,8 +35,12 @@ def commit_time(version: int) -> int:
     return T0 + version * STEP_MS
 
 
-def protocol(reader: int = 1, writer: int = 2, reader_features: Sequence[str] | None = None,
-             writer_features: Sequence[str] | None = None) -> dict[str, Any]:
+def protocol(
+    reader: int = 1,
+    writer: int = 2,
+    reader_features: Sequence[str] | None = None,
+    writer_features: Sequence[str] | None = None,
+) -> dict[str, Any]:
     body: dict[str, Any] = {"minReaderVersion": reader, "minWriterVersion": writer}
     if reader_features is not None:
         body["readerFeatures"] = list(reader_features)
@@ -45,15 +49,22 @@ def protocol(reader: int = 1, writer: int = 2, reader_features: Sequence[str] | 
     return {"protocol": body}
 
 
-def schema_string(columns: Mapping[str, Any], nullable: Mapping[str, bool] | None = None,
-                  field_metadata: Mapping[str, Mapping[str, Any]] | None = None) -> str:
+def schema_string(
+    columns: Mapping[str, Any],
+    nullable: Mapping[str, bool] | None = None,
+    field_metadata: Mapping[str, Mapping[str, Any]] | None = None,
+) -> str:
     """A Delta schema string for ``{name: delta type}`` (a type may be a nested type dict).
 
     ``field_metadata`` gives a column its field metadata (column mapping ids and physical names).
     """
     fields = [
-        {"name": name, "type": t, "nullable": (nullable or {}).get(name, True),
-         "metadata": dict((field_metadata or {}).get(name, {}))}
+        {
+            "name": name,
+            "type": t,
+            "nullable": (nullable or {}).get(name, True),
+            "metadata": dict((field_metadata or {}).get(name, {})),
+        }
         for name, t in columns.items()
     ]
     return orjson.dumps({"type": "struct", "fields": fields}).decode()
@@ -118,8 +129,12 @@ def add(
 
 def inline_dv(cardinality: int = 1) -> dict[str, Any]:
     """A syntactically valid inline deletion-vector descriptor (the log never decodes its bits)."""
-    return {"storageType": "i", "pathOrInlineDv": "wi5b=000010000siXQKl0rr91000f55c8Xg0@@D72lkbi5=-{L",
-            "sizeInBytes": 40, "cardinality": cardinality}
+    return {
+        "storageType": "i",
+        "pathOrInlineDv": "wi5b=000010000siXQKl0rr91000f55c8Xg0@@D72lkbi5=-{L",
+        "sizeInBytes": 40,
+        "cardinality": cardinality,
+    }
 
 
 def remove(path: str, deletion_timestamp: int = T0, data_change: bool = True) -> dict[str, Any]:
@@ -133,8 +148,13 @@ def txn(app_id: str, version: int, last_updated: int | None = None) -> dict[str,
     return {"txn": body}
 
 
-def commit_info(operation: str = "WRITE", parameters: Mapping[str, Any] | None = None, *,
-                timestamp: int | None = None, **fields: Any) -> dict[str, Any]:
+def commit_info(
+    operation: str = "WRITE",
+    parameters: Mapping[str, Any] | None = None,
+    *,
+    timestamp: int | None = None,
+    **fields: Any,
+) -> dict[str, Any]:
     """A commitInfo action; with ``timestamp=None``, :func:`make_table` fills in the commit's time.
 
     Extra keyword fields are written as given (``readVersion=0``, ``isBlindAppend=True``, ...).

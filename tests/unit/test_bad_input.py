@@ -185,8 +185,9 @@ def build_stray_files(root: Path) -> None:
     good_start(root, extra=2)
     log = root / LOG
     for name in STRAY_FILES:
-        (log / name).write_bytes(b'{"add":{"path":"stray.parquet","partitionValues":{},"size":1,'
-                                 b'"modificationTime":1,"dataChange":true}}\n')
+        (log / name).write_bytes(
+            b'{"add":{"path":"stray.parquet","partitionValues":{},"size":1,"modificationTime":1,"dataChange":true}}\n'
+        )
     (log / ".tmp").mkdir()
     (log / ".tmp" / "00000000000000000005.json").write_bytes(b"{}")
     (log / "00000000000000000007.json").mkdir()  # a directory with a version-like name
@@ -210,7 +211,9 @@ def build_zero_byte_checkpoint(root: Path) -> None:
 def build_incomplete_multipart(root: Path) -> None:
     good_start(root, extra=3)
     K.write_checkpoint(
-        root, 2, [protocol(), metadata(), add("part-0.parquet")],
+        root,
+        2,
+        [protocol(), metadata(), add("part-0.parquet")],
         name="00000000000000000002.checkpoint.0000000001.0000000002.parquet",
     )
 
@@ -251,8 +254,15 @@ BAD_V2_LINES = {
 
 def _v2_with_line(root: Path, line: bytes) -> None:
     """A JSON V2 checkpoint at 2 with one damaged last line; commits 0-1 were cleaned up, so it is needed."""
-    K.write_table(root, [[commit_info(), V2, metadata(), add("part-0.parquet")], [add("part-1.parquet")],
-                         [add("part-2.parquet")], [add("part-3.parquet")]])
+    K.write_table(
+        root,
+        [
+            [commit_info(), V2, metadata(), add("part-0.parquet")],
+            [add("part-1.parquet")],
+            [add("part-2.parquet")],
+            [add("part-3.parquet")],
+        ],
+    )
     path = K.write_v2_checkpoint(root, 2, [V2, metadata(), *[add(f"part-{i}.parquet") for i in range(3)]], V2_UUID)
     path.write_bytes(path.read_bytes() + line + b"\n")
     for v in (0, 1):
@@ -277,26 +287,42 @@ def build_v2_checkpoint_torn_line(root: Path) -> None:
 
 def build_v2_checkpoint_missing_sidecar(root: Path) -> None:
     K.write_table(root, [[commit_info(), V2, metadata(), add("part-0.parquet")], [add("part-1.parquet")]])
-    sidecar = {"sidecar": {"path": f"00000000000000000001.checkpoint.0000000001.0000000001.{V2_UUID}.parquet",
-                           "sizeInBytes": 100, "modificationTime": K.T0}}
+    sidecar = {
+        "sidecar": {
+            "path": f"00000000000000000001.checkpoint.0000000001.0000000001.{V2_UUID}.parquet",
+            "sizeInBytes": 100,
+            "modificationTime": K.T0,
+        }
+    }
     K.write_v2_checkpoint(root, 1, [V2, metadata(), sidecar], V2_UUID)
 
 
 def build_v2_with_sidecars(root: Path) -> None:
     """Healthy: a UUID-named parquet V2 checkpoint whose files live in a sidecar (read-only check)."""
-    K.write_table(root, [[commit_info(), V2, metadata(), add("part-0.parquet")], [add("part-1.parquet")],
-                         [remove("part-0.parquet")]])
-    side = K.write_sidecar(root, f"00000000000000000001.checkpoint.0000000001.0000000001.{V2_UUID}.parquet",
-                           [add("part-0.parquet"), add("part-1.parquet")])
+    K.write_table(
+        root,
+        [[commit_info(), V2, metadata(), add("part-0.parquet")], [add("part-1.parquet")], [remove("part-0.parquet")]],
+    )
+    side = K.write_sidecar(
+        root,
+        f"00000000000000000001.checkpoint.0000000001.0000000001.{V2_UUID}.parquet",
+        [add("part-0.parquet"), add("part-1.parquet")],
+    )
     K.write_v2_checkpoint(root, 1, [V2, metadata(), side], V2_UUID, fmt="parquet")
 
 
 def build_column_mapped_partitions(root: Path) -> None:
     """Healthy: column mapping by name with a partition column (read-only check)."""
-    meta = metadata({"id": "long", "p": "string"}, ["p"], {"delta.columnMapping.mode": "name"},
-                    physical={"id": "col-a", "p": "col-b"})
-    K.write_table(root, [[commit_info(), protocol(2, 5), meta, add("x.parquet", {"col-b": "x"})],
-                         [add("y.parquet", {"col-b": None})]])
+    meta = metadata(
+        {"id": "long", "p": "string"},
+        ["p"],
+        {"delta.columnMapping.mode": "name"},
+        physical={"id": "col-a", "p": "col-b"},
+    )
+    K.write_table(
+        root,
+        [[commit_info(), protocol(2, 5), meta, add("x.parquet", {"col-b": "x"})], [add("y.parquet", {"col-b": None})]],
+    )
 
 
 BUILDERS: dict[str, Callable[[Path], None]] = {
@@ -503,7 +529,9 @@ def test_healthy_builders_read(tmp_path: Path) -> None:
     assert files(tmp_path / "v2") == ["part-1.parquet"]
     build_column_mapped_partitions(tmp_path / "cm")
     assert {r["path"]: dict(r["partition_values"]) for r in snapshot(tmp_path / "cm").files().to_pylist()} == {
-        "x.parquet": {"p": "x"}, "y.parquet": {"p": None}}
+        "x.parquet": {"p": "x"},
+        "y.parquet": {"p": None},
+    }
 
 
 def test_good_last_checkpoint_is_used_quietly(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:

@@ -61,16 +61,30 @@ def sales(tmp_path: Path) -> Path:
                 commit_info("CREATE TABLE", {"isManaged": "false"}, engineInfo=ENGINE),
             ],
             [
-                add("date=2026-11-01/a.parquet", 100, {"date": "2026-11-01"},
-                    stats={"numRecords": 3, "minValues": {"id": 1}, "maxValues": {"id": 3}}),
+                add(
+                    "date=2026-11-01/a.parquet",
+                    100,
+                    {"date": "2026-11-01"},
+                    stats={"numRecords": 3, "minValues": {"id": 1}, "maxValues": {"id": 3}},
+                ),
                 add("date=2026-11-02/b.parquet", 200, {"date": "2026-11-02"}, modification_time=T0 + 5),
-                commit_info("WRITE", {"mode": "Append", "partitionBy": '["date"]'}, readVersion=0,
-                            isBlindAppend=True, engineInfo=ENGINE),
+                commit_info(
+                    "WRITE",
+                    {"mode": "Append", "partitionBy": '["date"]'},
+                    readVersion=0,
+                    isBlindAppend=True,
+                    engineInfo=ENGINE,
+                ),
             ],
             [
                 remove("date=2026-11-01/a.parquet"),
-                add("date=2026-11-01/c.parquet", 300, {"date": "2026-11-01"}, deletion_vector=inline_dv(2),
-                    stats="{not json"),
+                add(
+                    "date=2026-11-01/c.parquet",
+                    300,
+                    {"date": "2026-11-01"},
+                    deletion_vector=inline_dv(2),
+                    stats="{not json",
+                ),
                 txn("etl", 7, T0 + 42),
                 commit_info("DELETE", {"predicate": '["(id = 2)"]'}, readVersion=1, isBlindAppend=False),
             ],
@@ -118,11 +132,28 @@ def row(text: str, *cells: str) -> bool:
 
 # ------------------------------------------------------------------------------------------- describe
 
-DESCRIBE_KEYS = {"table", "version", "protocol", "metadata", "schema", "num_files", "total_size",
-                 "column_mapping_mode", "app_transactions"}
+DESCRIBE_KEYS = {
+    "table",
+    "version",
+    "protocol",
+    "metadata",
+    "schema",
+    "num_files",
+    "total_size",
+    "column_mapping_mode",
+    "app_transactions",
+}
 PROTOCOL_KEYS = {"min_reader_version", "min_writer_version", "reader_features", "writer_features", "features"}
-METADATA_KEYS = {"id", "name", "description", "format", "partition_columns", "configuration", "created_time",
-                 "created_time_ms"}
+METADATA_KEYS = {
+    "id",
+    "name",
+    "description",
+    "format",
+    "partition_columns",
+    "configuration",
+    "created_time",
+    "created_time_ms",
+}
 
 
 def test_describe_human_shows_table_protocol_metadata_schema_and_txns(sales: Path) -> None:
@@ -202,11 +233,18 @@ def test_describe_timestamp_picks_latest_commit_at_or_before(sales: Path) -> Non
 
 def test_describe_nested_types_and_column_mapping(tmp_path: Path) -> None:
     nested = {
-        "s": {"type": "struct", "fields": [
-            {"name": "a", "type": "long", "nullable": True, "metadata": {}},
-            {"name": "b", "type": {"type": "array", "elementType": "string", "containsNull": True},
-             "nullable": True, "metadata": {}},
-        ]},
+        "s": {
+            "type": "struct",
+            "fields": [
+                {"name": "a", "type": "long", "nullable": True, "metadata": {}},
+                {
+                    "name": "b",
+                    "type": {"type": "array", "elementType": "string", "containsNull": True},
+                    "nullable": True,
+                    "metadata": {},
+                },
+            ],
+        },
         "m": {"type": "map", "keyType": "string", "valueType": "double", "valueContainsNull": True},
         "region": "string",
     }
@@ -215,12 +253,21 @@ def test_describe_nested_types_and_column_mapping(tmp_path: Path) -> None:
         "m": {"delta.columnMapping.id": 2, "delta.columnMapping.physicalName": "col-m"},
         "region": {"delta.columnMapping.id": 3, "delta.columnMapping.physicalName": "col-region"},
     }
-    root = make_table(tmp_path / "t", [
-        [protocol(2, 5),
-         metadata(nested, ["region"], {"delta.columnMapping.mode": "name", "delta.columnMapping.maxColumnId": "3"},
-                  field_metadata=mapping)],
-        [add("x/1.parquet", 10, {"col-region": "eu"}), add("x/2.parquet", 20, {"col-region": "us"})],
-    ])
+    root = make_table(
+        tmp_path / "t",
+        [
+            [
+                protocol(2, 5),
+                metadata(
+                    nested,
+                    ["region"],
+                    {"delta.columnMapping.mode": "name", "delta.columnMapping.maxColumnId": "3"},
+                    field_metadata=mapping,
+                ),
+            ],
+            [add("x/1.parquet", 10, {"col-region": "eu"}), add("x/2.parquet", 20, {"col-region": "us"})],
+        ],
+    )
     doc = as_json("describe", root)
     assert doc["column_mapping_mode"] == "name"
     assert "columnMapping" in doc["protocol"]["features"]
@@ -238,8 +285,16 @@ def test_describe_nested_types_and_column_mapping(tmp_path: Path) -> None:
 
 # ------------------------------------------------------------------------------------------- history
 
-COMMIT_KEYS = {"version", "timestamp", "timestamp_ms", "operation", "operation_parameters", "read_version",
-               "is_blind_append", "engine_info"}
+COMMIT_KEYS = {
+    "version",
+    "timestamp",
+    "timestamp_ms",
+    "operation",
+    "operation_parameters",
+    "read_version",
+    "is_blind_append",
+    "engine_info",
+}
 
 
 def test_history_human_newest_first(sales: Path) -> None:
@@ -284,8 +339,14 @@ def test_history_without_commit_info_shows_nulls(tmp_path: Path) -> None:
     root = make_table(tmp_path / "t", [[add("a.parquet", 1)]])
     commits = as_json("history", root)["commits"]
     assert commits[0] == {
-        "version": 1, "timestamp": iso(commit_time(1)), "timestamp_ms": commit_time(1), "operation": None,
-        "operation_parameters": None, "read_version": None, "is_blind_append": None, "engine_info": None,
+        "version": 1,
+        "timestamp": iso(commit_time(1)),
+        "timestamp_ms": commit_time(1),
+        "operation": None,
+        "operation_parameters": None,
+        "read_version": None,
+        "is_blind_append": None,
+        "engine_info": None,
     }
     assert row(ok("history", root), "1", iso(commit_time(1)), "-", "-", "-", "-", "-")
 
@@ -320,12 +381,30 @@ def test_files_json_document(sales: Path) -> None:
     assert (doc["num_files"], doc["total_size"]) == (3, 550)
     assert all(set(f) == FILE_KEYS for f in doc["files"])
     assert doc["files"] == [
-        {"path": "__HIVE_DEFAULT_PARTITION__/d.parquet", "partition_values": {"date": None}, "size": 50,
-         "modification_time": iso(T0), "modification_time_ms": T0, "deletion_vector": False},
-        {"path": "date=2026-11-01/c.parquet", "partition_values": {"date": "2026-11-01"}, "size": 300,
-         "modification_time": iso(T0), "modification_time_ms": T0, "deletion_vector": True},
-        {"path": "date=2026-11-02/b.parquet", "partition_values": {"date": "2026-11-02"}, "size": 200,
-         "modification_time": iso(T0 + 5), "modification_time_ms": T0 + 5, "deletion_vector": False},
+        {
+            "path": "__HIVE_DEFAULT_PARTITION__/d.parquet",
+            "partition_values": {"date": None},
+            "size": 50,
+            "modification_time": iso(T0),
+            "modification_time_ms": T0,
+            "deletion_vector": False,
+        },
+        {
+            "path": "date=2026-11-01/c.parquet",
+            "partition_values": {"date": "2026-11-01"},
+            "size": 300,
+            "modification_time": iso(T0),
+            "modification_time_ms": T0,
+            "deletion_vector": True,
+        },
+        {
+            "path": "date=2026-11-02/b.parquet",
+            "partition_values": {"date": "2026-11-02"},
+            "size": 200,
+            "modification_time": iso(T0 + 5),
+            "modification_time_ms": T0 + 5,
+            "deletion_vector": False,
+        },
     ]
 
 
@@ -339,8 +418,15 @@ def test_files_stats(sales: Path) -> None:
     assert first["stats"] == {"numRecords": 3, "minValues": {"id": 1}, "maxValues": {"id": 3}}
     out = ok("files", sales, "--stats", "--version", 1)
     assert row(out, "deletion vector", "stats")
-    assert row(out, "date=2026-11-01/a.parquet", "2026-11-01", "100", iso(T0), "no",
-               '{"numRecords":3,"minValues":{"id":1},"maxValues":{"id":3}}')
+    assert row(
+        out,
+        "date=2026-11-01/a.parquet",
+        "2026-11-01",
+        "100",
+        iso(T0),
+        "no",
+        '{"numRecords":3,"minValues":{"id":1},"maxValues":{"id":3}}',
+    )
 
 
 def test_files_where_equality_on_partition_column(sales: Path) -> None:
@@ -362,11 +448,17 @@ def test_files_where_empty_value_matches_null_partitions(sales: Path) -> None:
 
 
 def test_files_where_on_two_columns_is_a_conjunction(tmp_path: Path) -> None:
-    root = make_table(tmp_path / "t", [[
-        add("1.parquet", 1, {"date": "2026-11-01", "region": "eu"}),
-        add("2.parquet", 2, {"date": "2026-11-01", "region": "us"}),
-        add("3.parquet", 3, {"date": "2026-11-02", "region": "eu"}),
-    ]], partition_columns=["date", "region"])
+    root = make_table(
+        tmp_path / "t",
+        [
+            [
+                add("1.parquet", 1, {"date": "2026-11-01", "region": "eu"}),
+                add("2.parquet", 2, {"date": "2026-11-01", "region": "us"}),
+                add("3.parquet", 3, {"date": "2026-11-02", "region": "eu"}),
+            ]
+        ],
+        partition_columns=["date", "region"],
+    )
     doc = as_json("files", root, "--where", "date=2026-11-01", "--where", "region=eu")
     assert [f["path"] for f in doc["files"]] == ["1.parquet"]
     assert doc["where"] == {"date": "2026-11-01", "region": "eu"}
@@ -387,10 +479,16 @@ def test_files_version_and_timestamp(sales: Path) -> None:
 
 def test_files_values_are_never_read_as_markup_or_wrapped(tmp_path: Path) -> None:
     long_dir = "x" * 120
-    root = make_table(tmp_path / "t", [[
-        add("[bold]odd[/bold].parquet", 1, {"p": "[red]v[/red]"}),
-        add(f"{long_dir}/long.parquet", 2, {"p": "w"}),
-    ]], partition_columns=["p"])
+    root = make_table(
+        tmp_path / "t",
+        [
+            [
+                add("[bold]odd[/bold].parquet", 1, {"p": "[red]v[/red]"}),
+                add(f"{long_dir}/long.parquet", 2, {"p": "w"}),
+            ]
+        ],
+        partition_columns=["p"],
+    )
     out = ok("files", root)
     assert row(out, "[bold]odd[/bold].parquet", "[red]v[/red]", "1")
     assert row(out, f"{long_dir}/long.parquet", "w", "2")
@@ -399,8 +497,16 @@ def test_files_values_are_never_read_as_markup_or_wrapped(tmp_path: Path) -> Non
 
 # ------------------------------------------------------------------------------------------- snapshot
 
-SNAPSHOT_KEYS = {"table", "version", "timestamp", "timestamp_ms", "num_files", "total_size", "protocol",
-                 "partition_columns"}
+SNAPSHOT_KEYS = {
+    "table",
+    "version",
+    "timestamp",
+    "timestamp_ms",
+    "num_files",
+    "total_size",
+    "protocol",
+    "partition_columns",
+}
 
 
 def test_snapshot_human(sales: Path) -> None:
@@ -424,8 +530,13 @@ def test_snapshot_json_document(sales: Path) -> None:
         "timestamp_ms": commit_time(3),
         "num_files": 3,
         "total_size": 550,
-        "protocol": {"min_reader_version": 1, "min_writer_version": 2, "reader_features": None,
-                     "writer_features": None, "features": ["appendOnly", "invariants"]},
+        "protocol": {
+            "min_reader_version": 1,
+            "min_writer_version": 2,
+            "reader_features": None,
+            "writer_features": None,
+            "features": ["appendOnly", "invariants"],
+        },
         "partition_columns": ["date"],
     }
 
@@ -453,13 +564,19 @@ def test_snapshot_after_log_cleanup(tmp_path: Path) -> None:
 
 
 def test_snapshot_table_features(tmp_path: Path) -> None:
-    root = make_table(tmp_path / "t", [
-        [protocol(3, 7, ["deletionVectors"], ["deletionVectors", "appendOnly"]), metadata()],
-    ])
+    root = make_table(
+        tmp_path / "t",
+        [
+            [protocol(3, 7, ["deletionVectors"], ["deletionVectors", "appendOnly"]), metadata()],
+        ],
+    )
     doc = as_json("snapshot", root)
     assert doc["protocol"] == {
-        "min_reader_version": 3, "min_writer_version": 7, "reader_features": ["deletionVectors"],
-        "writer_features": ["deletionVectors", "appendOnly"], "features": ["appendOnly", "deletionVectors"],
+        "min_reader_version": 3,
+        "min_writer_version": 7,
+        "reader_features": ["deletionVectors"],
+        "writer_features": ["deletionVectors", "appendOnly"],
+        "features": ["appendOnly", "deletionVectors"],
     }
     assert row(ok("snapshot", root), "features", "appendOnly, deletionVectors")
     assert row(ok("describe", root), "reader features", "deletionVectors")
@@ -509,8 +626,10 @@ def test_where_on_unpartitioned_table(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("commits", "expected"),
     [
-        ([[add("a", 1)], b'{"add": {"path": "b"\n'],
-         "error: _delta_log/00000000000000000002.json line 1: malformed JSON"),
+        (
+            [[add("a", 1)], b'{"add": {"path": "b"\n'],
+            "error: _delta_log/00000000000000000002.json line 1: malformed JSON",
+        ),
         ([[add("a", 1)], b""], "error: _delta_log/00000000000000000002.json is empty"),
         ([[protocol()]], "error: no metaData action found in"),
         ([[protocol(3, 7, ["fancy"], ["fancy"]), metadata()]], "error: reader feature 'fancy' is not supported"),
@@ -543,14 +662,18 @@ def test_multi_line_messages_are_folded(monkeypatch: pytest.MonkeyPatch, sales: 
 @pytest.mark.parametrize(
     ("args", "expected"),
     [
-        (["snapshot", "{t}", "--version", "1", "--timestamp", "2026-01-01"],
-         "error: --version and --timestamp cannot be used together (see 'deltalog snapshot --help')"),
+        (
+            ["snapshot", "{t}", "--version", "1", "--timestamp", "2026-01-01"],
+            "error: --version and --timestamp cannot be used together (see 'deltalog snapshot --help')",
+        ),
         (["files", "{t}", "--version", "-1"], "error: Invalid value for '--version': -1 is not in the range x>=0."),
         (["files", "{t}", "--version", "two"], "error: Invalid value for '--version': 'two' is not a valid integer"),
         (["files", "{t}", "--where", "date"], "error: Invalid value for '--where': 'date' is not COLUMN=VALUE"),
         (["files", "{t}", "--where", "=x"], "error: Invalid value for '--where': '=x' is not COLUMN=VALUE"),
-        (["files", "{t}", "--where", "date=a", "--where", "date=b"],
-         "error: Invalid value for '--where': column 'date' is given twice"),
+        (
+            ["files", "{t}", "--where", "date=a", "--where", "date=b"],
+            "error: Invalid value for '--where': column 'date' is given twice",
+        ),
         (["history", "{t}", "--limit", "0"], "error: Invalid value for '--limit': 0 is not in the range x>=1."),
         (["history", "{t}", "--version", "1"], "error: No such option"),  # wording varies across click versions
         (["describe", "{t}", "--stats"], "error: No such option"),
@@ -667,12 +790,14 @@ def test_add_with_non_object_partition_values_is_a_corrupt_log(tmp_path: Path) -
 
 
 def test_unparsable_table_property_is_a_user_error(tmp_path: Path) -> None:
-    root = make_table(tmp_path / "t", [[add("a", 1)]],
-                      configuration={"delta.setTransactionRetentionDuration": "interval 1 month"})
+    root = make_table(
+        tmp_path / "t", [[add("a", 1)]], configuration={"delta.setTransactionRetentionDuration": "interval 1 month"}
+    )
     assert "interval 1 month" in fails("describe", root)
 
 
 def test_unparsable_table_property_is_named(tmp_path: Path) -> None:
-    root = make_table(tmp_path / "t", [[add("a", 1)]],
-                      configuration={"delta.setTransactionRetentionDuration": "interval 1 month"})
+    root = make_table(
+        tmp_path / "t", [[add("a", 1)]], configuration={"delta.setTransactionRetentionDuration": "interval 1 month"}
+    )
     assert "delta.setTransactionRetentionDuration" in fails("describe", root)

@@ -21,8 +21,18 @@ from deltalog.cli.main import cli
 from deltalog.core.codec import decode_line
 from tests.unit.tablemaker import add, make_table, metadata, protocol, remove, txn
 
-COMMIT_KEYS = {"table", "version", "attempts", "winners", "txn_id", "operation", "skipped", "read_version",
-               "isolation_level", "num_actions"}
+COMMIT_KEYS = {
+    "table",
+    "version",
+    "attempts",
+    "winners",
+    "txn_id",
+    "operation",
+    "skipped",
+    "read_version",
+    "isolation_level",
+    "num_actions",
+}
 SCHEMA = pa.schema([("id", pa.int64()), ("date", pa.string())])
 
 
@@ -36,8 +46,12 @@ def table(tmp_path: Path) -> Path:
 
 def day_add(name: str, date: str | None = "2026-11-01", size: int = 100) -> dict[str, Any]:
     prefix = f"date={date}" if date is not None else "date=__HIVE_DEFAULT_PARTITION__"
-    return add(f"{prefix}/{name}.parquet", size, {"date": date},
-               stats={"numRecords": 1, "minValues": {"id": 1}, "maxValues": {"id": 1}, "nullCount": {"id": 0}})
+    return add(
+        f"{prefix}/{name}.parquet",
+        size,
+        {"date": date},
+        stats={"numRecords": 1, "minValues": {"id": 1}, "maxValues": {"id": 1}, "nullCount": {"id": 0}},
+    )
 
 
 def jsonl(actions: Sequence[Mapping[str, Any] | str]) -> bytes:
@@ -91,8 +105,15 @@ def latest(root: Path) -> int:
 
 def test_commit_appends_a_version_that_deltalake_reads(table: Path, tmp_path: Path) -> None:
     actions = write(tmp_path, [day_add("a"), day_add("b", "2026-11-02", 200)])
-    doc = as_json(table, "--actions", actions, "--operation", "WRITE",
-                  "--operation-parameters", '{"mode": "Append", "partitionBy": ["date"]}')
+    doc = as_json(
+        table,
+        "--actions",
+        actions,
+        "--operation",
+        "WRITE",
+        "--operation-parameters",
+        '{"mode": "Append", "partitionBy": ["date"]}',
+    )
     assert set(doc) == COMMIT_KEYS
     assert doc["table"] == str(table)
     assert (doc["version"], doc["attempts"], doc["winners"], doc["skipped"]) == (1, 1, [], False)
@@ -100,8 +121,7 @@ def test_commit_appends_a_version_that_deltalake_reads(table: Path, tmp_path: Pa
     assert doc["operation"] == "WRITE"
     snap = DeltaLog.for_table(table).snapshot()
     assert snap.version == 1
-    assert sorted(snap.files().column("path").to_pylist()) == [
-        "date=2026-11-01/a.parquet", "date=2026-11-02/b.parquet"]
+    assert sorted(snap.files().column("path").to_pylist()) == ["date=2026-11-01/a.parquet", "date=2026-11-02/b.parquet"]
     info = snap.commit_info or {}
     assert info["txnId"] == doc["txn_id"]
     assert info["operationParameters"] == {"mode": "Append", "partitionBy": '["date"]'}  # Spark's JSON-text values
@@ -117,8 +137,16 @@ def test_commit_appends_a_version_that_deltalake_reads(table: Path, tmp_path: Pa
 def test_commit_human_output_is_a_short_summary(table: Path, tmp_path: Path) -> None:
     out = ok(table, "--actions", write(tmp_path, [day_add("a")]), "--operation", "WRITE")
     assert out.splitlines()[0] == "Committed"
-    for key, value in [("location", str(table)), ("version", "1"), ("operation", "WRITE"), ("actions", "1"),
-                       ("read version", "0"), ("isolation", "Serializable"), ("attempts", "1"), ("winners", "-")]:
+    for key, value in [
+        ("location", str(table)),
+        ("version", "1"),
+        ("operation", "WRITE"),
+        ("actions", "1"),
+        ("read version", "0"),
+        ("isolation", "Serializable"),
+        ("attempts", "1"),
+        ("winners", "-"),
+    ]:
         assert any(line.split() == [*key.split(), value] for line in out.splitlines()), (key, out)
     assert "txn id" in out
 
@@ -132,15 +160,25 @@ def test_commit_reads_actions_from_stdin(table: Path) -> None:
 def test_commit_removes_and_adds_in_one_version(table: Path, tmp_path: Path) -> None:
     ok(table, "--actions", write(tmp_path, [day_add("a"), day_add("b")], "v1.jsonl"), "--operation", "WRITE")
     rewrite = [remove("date=2026-11-01/a.parquet"), remove("date=2026-11-01/b.parquet"), day_add("ab")]
-    doc = as_json(table, "--actions", write(tmp_path, rewrite, "v2.jsonl"), "--operation", "OPTIMIZE",
-                  "--isolation", "WriteSerializable")
+    doc = as_json(
+        table,
+        "--actions",
+        write(tmp_path, rewrite, "v2.jsonl"),
+        "--operation",
+        "OPTIMIZE",
+        "--isolation",
+        "WriteSerializable",
+    )
     assert (doc["version"], doc["num_actions"], doc["isolation_level"]) == (2, 3, "WriteSerializable")
     assert DeltaLog.for_table(table).snapshot().files().column("path").to_pylist() == ["date=2026-11-01/ab.parquet"]
 
 
 def test_commit_accepts_txn_and_domain_metadata_lines(table: Path, tmp_path: Path) -> None:
-    lines = [day_add("a"), txn("other-app", 4),
-             {"domainMetadata": {"domain": "myapp.state", "configuration": '{"k": 1}', "removed": False}}]
+    lines = [
+        day_add("a"),
+        txn("other-app", 4),
+        {"domainMetadata": {"domain": "myapp.state", "configuration": '{"k": 1}', "removed": False}},
+    ]
     assert as_json(table, "--actions", write(tmp_path, lines), "--operation", "WRITE")["num_actions"] == 3
     snap = DeltaLog.for_table(table).snapshot()
     assert snap.app_version("other-app") == 4
@@ -170,8 +208,17 @@ def test_exactly_once_skips_a_version_the_app_already_reached(table: Path, tmp_p
     )
     assert latest(table) == 1
 
-    newer = as_json(table, "--actions", write(tmp_path, [day_add("b")], "b.jsonl"), "--operation", "WRITE",
-                    "--app-id", "ingest", "--app-version", 4)
+    newer = as_json(
+        table,
+        "--actions",
+        write(tmp_path, [day_add("b")], "b.jsonl"),
+        "--operation",
+        "WRITE",
+        "--app-id",
+        "ingest",
+        "--app-version",
+        4,
+    )
     assert newer["version"] == 2
     assert DeltaLog.for_table(table).snapshot().app_version("ingest") == 4
 
@@ -189,8 +236,10 @@ def test_app_id_and_app_version_go_together(table: Path, tmp_path: Path, given: 
 def test_duplicate_path_is_refused_with_its_rule_and_nothing_written(table: Path, tmp_path: Path) -> None:
     before = commit_files(table)
     line = fails(table, "--actions", write(tmp_path, [day_add("a"), day_add("a")]), "--operation", "WRITE")
-    assert line == ("error: file date=2026-11-01/a.parquet is added twice in one commit "
-                    "(rule: no-duplicate-paths; nothing was written)")
+    assert line == (
+        "error: file date=2026-11-01/a.parquet is added twice in one commit "
+        "(rule: no-duplicate-paths; nothing was written)"
+    )
     assert commit_files(table) == before
 
 
@@ -210,8 +259,10 @@ def test_partition_values_that_do_not_match_the_table_are_refused(table: Path, t
 def test_commit_info_line_is_refused(table: Path, tmp_path: Path) -> None:
     actions = write(tmp_path, [day_add("a"), {"commitInfo": {"operation": "WRITE"}}])
     line = fails(table, "--actions", actions, "--operation", "WRITE")
-    assert line == (f"error: {actions}:2: a commitInfo line cannot be committed: the transaction writes its own "
-                    "(rule: no-reserved-actions; nothing was written)")
+    assert line == (
+        f"error: {actions}:2: a commitInfo line cannot be committed: the transaction writes its own "
+        "(rule: no-reserved-actions; nothing was written)"
+    )
     assert latest(table) == 0
 
 
@@ -223,13 +274,19 @@ def test_commit_info_line_is_refused(table: Path, tmp_path: Path) -> None:
         ([{"add": day_add("a")["add"], "remove": {"path": "z"}}], 1, "exactly one action"),
         ([{"ad": {"path": "a"}}], 1, "unknown action 'ad'"),
         ([{"add": "a.parquet"}], 1, "add must be a JSON object"),
-        ([{"add": {"path": "a", "partitionValues": {"date": "x"}, "modificationTime": 1, "dataChange": True}}],
-         1, "required field 'size' is missing"),
+        (
+            [{"add": {"path": "a", "partitionValues": {"date": "x"}, "modificationTime": 1, "dataChange": True}}],
+            1,
+            "required field 'size' is missing",
+        ),
         ([{"add": {**day_add("a")["add"], "size": "100"}}], 1, 'add.size must be an integer, not "100"'),
         ([{"add": {**day_add("a")["add"], "dataChange": 1}}], 1, "add.dataChange must be true or false"),
         ([{"add": {**day_add("a")["add"], "size": True}}], 1, "add.size must be an integer"),
-        ([{"add": {**day_add("a")["add"], "partitionValues": {"date": 5}}}], 1,
-         "add.partitionValues must be an object of strings or nulls"),
+        (
+            [{"add": {**day_add("a")["add"], "partitionValues": {"date": 5}}}],
+            1,
+            "add.partitionValues must be an object of strings or nulls",
+        ),
         ([{"add": {**day_add("a")["add"], "path": ""}}], 1, "add.path is empty"),
         ([{"txn": {"appId": "a", "version": "7"}}], 1, 'txn.version must be an integer, not "7"'),
         ([{"remove": {"path": 3}}], 1, "remove.path must be a string"),
@@ -255,9 +312,11 @@ def test_an_empty_file_is_refused(table: Path, tmp_path: Path) -> None:
     """An empty input is more often a failed producer than a wish to commit nothing (and mark a batch done)."""
     actions = write(tmp_path, [])
     assert fails(table, "--actions", actions, "--operation", "WRITE", "--app-id", "a", "--app-version", 1) == (
-        f"error: {actions} holds no actions: nothing to commit")
+        f"error: {actions} holds no actions: nothing to commit"
+    )
     assert fails(table, "--actions", "-", "--operation", "WRITE", stdin=b"\n \n") == (
-        "error: <stdin> holds no actions: nothing to commit")
+        "error: <stdin> holds no actions: nothing to commit"
+    )
     assert latest(table) == 0
 
 
@@ -325,22 +384,37 @@ def test_concurrent_append_into_the_read_partition_conflicts(
     table: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     land_between_read_and_commit(monkeypatch, table, [day_add("theirs", "2026-11-01")])
-    line = fails(table, "--actions", write(tmp_path, [day_add("ours", "2026-11-01")]), "--operation", "WRITE",
-                 "--read-where", "date=2026-11-01")
+    line = fails(
+        table,
+        "--actions",
+        write(tmp_path, [day_add("ours", "2026-11-01")]),
+        "--operation",
+        "WRITE",
+        "--read-where",
+        "date=2026-11-01",
+    )
     assert line.startswith("error: conflict (ConcurrentAppendError): ")
     assert "date=2026-11-01/theirs.parquet" in line
     assert line.endswith("; nothing was written")
     assert latest(table) == 1  # the winner only
-    assert DeltaLog.for_table(table).snapshot().files().column("path").to_pylist() == [
-        "date=2026-11-01/theirs.parquet"]
+    assert DeltaLog.for_table(table).snapshot().files().column("path").to_pylist() == ["date=2026-11-01/theirs.parquet"]
 
 
 def test_concurrent_append_elsewhere_is_retried_past(
     table: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     land_between_read_and_commit(monkeypatch, table, [day_add("theirs", "2026-11-02")])
-    doc = as_json(table, "--actions", write(tmp_path, [day_add("ours", "2026-11-01")]), "--operation", "WRITE",
-                  "--read-where", "date=2026-11-01", "--read-where", "date=2026-11-03")
+    doc = as_json(
+        table,
+        "--actions",
+        write(tmp_path, [day_add("ours", "2026-11-01")]),
+        "--operation",
+        "WRITE",
+        "--read-where",
+        "date=2026-11-01",
+        "--read-where",
+        "date=2026-11-03",
+    )
     assert (doc["version"], doc["attempts"], doc["winners"], doc["read_version"]) == (2, 2, [1], 0)
 
 
@@ -348,8 +422,17 @@ def test_read_where_with_a_column_twice_reads_both_partitions(
     table: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     land_between_read_and_commit(monkeypatch, table, [day_add("theirs", "2026-11-03")])
-    line = fails(table, "--actions", write(tmp_path, [day_add("ours")]), "--operation", "WRITE",
-                 "--read-where", "date=2026-11-01", "--read-where", "date=2026-11-03")
+    line = fails(
+        table,
+        "--actions",
+        write(tmp_path, [day_add("ours")]),
+        "--operation",
+        "WRITE",
+        "--read-where",
+        "date=2026-11-01",
+        "--read-where",
+        "date=2026-11-03",
+    )
     assert "ConcurrentAppendError" in line
 
 
@@ -357,8 +440,9 @@ def test_read_where_empty_value_reads_the_null_partition(
     table: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     land_between_read_and_commit(monkeypatch, table, [day_add("theirs", None)])
-    line = fails(table, "--actions", write(tmp_path, [day_add("ours")]), "--operation", "WRITE",
-                 "--read-where", "date=")
+    line = fails(
+        table, "--actions", write(tmp_path, [day_add("ours")]), "--operation", "WRITE", "--read-where", "date="
+    )
     assert "ConcurrentAppendError" in line
 
 
@@ -367,8 +451,17 @@ def test_write_serializable_lets_a_concurrent_blind_append_through(
 ) -> None:
     """Only the writes need a serial order there: the blind append could have landed after this commit."""
     land_between_read_and_commit(monkeypatch, table, [day_add("theirs")])
-    doc = as_json(table, "--actions", write(tmp_path, [day_add("ours")]), "--operation", "WRITE",
-                  "--read-where", "date=2026-11-01", "--isolation", "WriteSerializable")
+    doc = as_json(
+        table,
+        "--actions",
+        write(tmp_path, [day_add("ours")]),
+        "--operation",
+        "WRITE",
+        "--read-where",
+        "date=2026-11-01",
+        "--isolation",
+        "WriteSerializable",
+    )
     assert (doc["version"], doc["winners"], doc["isolation_level"]) == (2, [1], "WriteSerializable")
 
 
@@ -379,8 +472,7 @@ def test_without_read_where_a_blind_append_never_conflicts(
 
     def start_then_race(self: DeltaLog, *args: Any, **kwargs: Any) -> Transaction:
         started = real_start(self, *args, **kwargs)
-        real_start(DeltaLog.for_table(table)).commit(
-            decode_line(orjson.dumps(day_add("theirs"))), operation="WRITE")
+        real_start(DeltaLog.for_table(table)).commit(decode_line(orjson.dumps(day_add("theirs"))), operation="WRITE")
         return started
 
     monkeypatch.setattr(DeltaLog, "start_transaction", start_then_race)

@@ -71,8 +71,9 @@ metadatas = st.builds(
     created_time=st.none() | nonneg,
 )
 
-features = st.lists(st.sampled_from(["deletionVectors", "columnMapping", "v2Checkpoint", "appendOnly"]),
-                    max_size=3, unique=True).map(tuple)
+features = st.lists(
+    st.sampled_from(["deletionVectors", "columnMapping", "v2Checkpoint", "appendOnly"]), max_size=3, unique=True
+).map(tuple)
 protocols = st.builds(
     A.Protocol,
     min_reader_version=st.integers(1, 3),
@@ -84,8 +85,17 @@ protocols = st.builds(
 txns = st.builds(A.Txn, app_id=names, version=nonneg, last_updated=st.none() | nonneg)
 
 _CI_KNOWN = {
-    "timestamp", "inCommitTimestamp", "operation", "operationParameters", "readVersion", "isolationLevel",
-    "isBlindAppend", "operationMetrics", "engineInfo", "txnId", "userMetadata",
+    "timestamp",
+    "inCommitTimestamp",
+    "operation",
+    "operationParameters",
+    "readVersion",
+    "isolationLevel",
+    "isBlindAppend",
+    "operationMetrics",
+    "engineInfo",
+    "txnId",
+    "userMetadata",
 }
 commit_infos = st.builds(
     A.CommitInfo,
@@ -146,8 +156,14 @@ def _walk_keys(value: Any) -> list[str]:
     if isinstance(value, dict):
         for k, v in value.items():
             out.append(k)
-            if k not in ("partitionValues", "tags", "configuration", "options", "operationParameters",
-                         "operationMetrics"):
+            if k not in (
+                "partitionValues",
+                "tags",
+                "configuration",
+                "options",
+                "operationParameters",
+                "operationMetrics",
+            ):
                 out.extend(_walk_keys(v))
     return out
 
@@ -161,6 +177,7 @@ def test_encoding_uses_camel_case_and_omits_none(action: A.Action) -> None:
     assert key in {"add", "remove", "metaData", "protocol", "txn", "domainMetadata", "cdc"}
     for k in _walk_keys(body):
         assert "_" not in k, f"snake_case key {k!r} in {obj}"
+
     # No optional field is written as null; only map values (partition values) may be null.
     def no_null_fields(v: Any, free: bool = False) -> None:
         if isinstance(v, dict):
@@ -168,6 +185,7 @@ def test_encoding_uses_camel_case_and_omits_none(action: A.Action) -> None:
                 if not free:
                     assert x is not None, f"field {k!r} written as null in {obj}"
                 no_null_fields(x, free=k in ("partitionValues", "tags"))
+
     no_null_fields(body)
 
 
@@ -193,8 +211,7 @@ def test_known_action_keys() -> None:
 def test_exact_bytes_of_a_small_add() -> None:
     add = A.Add(path="a%20b.parquet", partition_values={"p": None}, size=1, modification_time=2, data_change=True)
     assert encode_line(add) == (
-        b'{"add":{"path":"a%20b.parquet","partitionValues":{"p":null},"size":1,"modificationTime":2,'
-        b'"dataChange":true}}'
+        b'{"add":{"path":"a%20b.parquet","partitionValues":{"p":null},"size":1,"modificationTime":2,"dataChange":true}}'
     )
 
 
@@ -235,9 +252,15 @@ def test_commit_info_keeps_unknown_fields() -> None:
 
 
 @SETTINGS
-@given(st.one_of(adds, removes, protocols, txns, domains, cdcs), st.dictionaries(
-    st.text("abcdefghijklmnopqrstuvwxyzQXZ", min_size=1, max_size=6).map(lambda s: "zz" + s),
-    st.none() | st.booleans() | longs | text | st.lists(longs, max_size=2), min_size=1, max_size=3))
+@given(
+    st.one_of(adds, removes, protocols, txns, domains, cdcs),
+    st.dictionaries(
+        st.text("abcdefghijklmnopqrstuvwxyzQXZ", min_size=1, max_size=6).map(lambda s: "zz" + s),
+        st.none() | st.booleans() | longs | text | st.lists(longs, max_size=2),
+        min_size=1,
+        max_size=3,
+    ),
+)
 def test_unknown_fields_are_ignored(action: A.Action, extra: dict[str, Any]) -> None:
     obj = to_dict(action)
     ((key, body),) = obj.items()
@@ -246,8 +269,11 @@ def test_unknown_fields_are_ignored(action: A.Action, extra: dict[str, Any]) -> 
 
 
 @SETTINGS
-@given(any_action, st.sampled_from(["checkpoint", "futureAction", "zzz", "addFile"]), st.dictionaries(
-    names, longs, max_size=2))
+@given(
+    any_action,
+    st.sampled_from(["checkpoint", "futureAction", "zzz", "addFile"]),
+    st.dictionaries(names, longs, max_size=2),
+)
 def test_unknown_action_keys_are_ignored(action: A.Action, unknown: str, body: dict[str, int]) -> None:
     assert decode_line(orjson.dumps({unknown: body})) == []
     ((key, known),) = to_dict(action).items()

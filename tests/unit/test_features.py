@@ -113,8 +113,13 @@ def test_invalid_versions(reader: int, writer: int) -> None:
 def test_supported_features_legacy_and_listed() -> None:
     assert supported_features(Protocol(1, 1)) == frozenset()
     assert supported_features(Protocol(1, 2)) == {"appendOnly", "invariants"}
-    assert supported_features(Protocol(1, 4)) >= {"appendOnly", "invariants", "checkConstraints",
-                                                   "changeDataFeed", "generatedColumns"}
+    assert supported_features(Protocol(1, 4)) >= {
+        "appendOnly",
+        "invariants",
+        "checkConstraints",
+        "changeDataFeed",
+        "generatedColumns",
+    }
     assert "columnMapping" in supported_features(Protocol(2, 5))
     assert "identityColumns" in supported_features(Protocol(2, 6))
     # from writer 7 only the lists count

@@ -143,13 +143,18 @@ def test_spark_order_for_long_scalar_arrays() -> None:
     assert parse(orjson.dumps({**hint, "checksum": spark})).version == 4
 
 
-json_scalars = st.none() | st.booleans() | st.integers(-(2**63), 2**63 - 1) | st.text(
-    st.characters(blacklist_categories=("Cs",)), max_size=8
+json_scalars = (
+    st.none()
+    | st.booleans()
+    | st.integers(-(2**63), 2**63 - 1)
+    | st.text(st.characters(blacklist_categories=("Cs",)), max_size=8)
 )
 json_values = st.recursive(
     json_scalars,
-    lambda inner: st.lists(inner, max_size=4)
-    | st.dictionaries(st.text(st.characters(blacklist_categories=("Cs",)), max_size=6), inner, max_size=4),
+    lambda inner: (
+        st.lists(inner, max_size=4)
+        | st.dictionaries(st.text(st.characters(blacklist_categories=("Cs",)), max_size=6), inner, max_size=4)
+    ),
     max_leaves=20,
 )
 

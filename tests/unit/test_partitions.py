@@ -172,8 +172,10 @@ def test_all_operators_accepted() -> None:
     assert [c.op for c in conds] == list(ops)
 
 
-@pytest.mark.parametrize(("t", "raw"), [("long", [1]), ("integer", {"a": 1}), ("date", 5), ("decimal(5,2)", [1]),
-                                        ("timestamp", 3.5), ("long", object())])
+@pytest.mark.parametrize(
+    ("t", "raw"),
+    [("long", [1]), ("integer", {"a": 1}), ("date", 5), ("decimal(5,2)", [1]), ("timestamp", 3.5), ("long", object())],
+)
 def test_wrongly_shaped_literals(t: str, raw: Any) -> None:
     with pytest.raises(PartitionValueError):
         parse_value(t, raw)

@@ -162,8 +162,26 @@ def test_commit_names_sort_by_version(a: int, b: int) -> None:
 @given(
     st.one_of(
         st.text("0123456789.", max_size=30),
-        st.lists(st.sampled_from(["00000000000000000001", "0000000002", ".", "json", "checkpoint", "parquet",
-                                  "crc", "compacted", "tmp", "_", "-", UUID, "1"]), max_size=8).map("".join),
+        st.lists(
+            st.sampled_from(
+                [
+                    "00000000000000000001",
+                    "0000000002",
+                    ".",
+                    "json",
+                    "checkpoint",
+                    "parquet",
+                    "crc",
+                    "compacted",
+                    "tmp",
+                    "_",
+                    "-",
+                    UUID,
+                    "1",
+                ]
+            ),
+            max_size=8,
+        ).map("".join),
     )
 )
 def test_parse_never_raises(name: str) -> None:

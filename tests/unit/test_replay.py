@@ -20,9 +20,7 @@ from deltalog.core.replay import BaseState, CommitData, live_txns, replay
 from . import logkit as K
 from .logkit import add, commit_info, domain, dv, metadata, protocol, remove, txn
 
-SETTINGS = settings(
-    max_examples=60, deadline=None, database=None, suppress_health_check=[HealthCheck.too_slow]
-)
+SETTINGS = settings(max_examples=60, deadline=None, database=None, suppress_health_check=[HealthCheck.too_slow])
 
 
 def snap(root: Path, version: int | None = None) -> Any:
@@ -133,8 +131,13 @@ def test_dv_update_pattern(tmp_path: Path) -> None:
     files = snap(tmp_path).files()
     assert files.num_rows == 1
     (d,) = files.column("deletion_vector").to_pylist()
-    assert d == {"storage_type": "u", "path_or_inline_dv": "aaaaaaaaaaaaaaaaaaaa", "offset": 40,
-                 "size_in_bytes": 36, "cardinality": 1}
+    assert d == {
+        "storage_type": "u",
+        "path_or_inline_dv": "aaaaaaaaaaaaaaaaaaaa",
+        "offset": 40,
+        "size_in_bytes": 36,
+        "cardinality": 1,
+    }
     assert sorted(dv_uid(t) for t in snap(tmp_path).tombstones().column("deletionVector").to_pylist()) == sorted(
         ["", dv_uid(dv1)]
     )
@@ -229,16 +232,21 @@ def test_absolute_add_under_root_and_relative_remove(tmp_path: Path) -> None:
 
 OPTIONAL_ADD_FIELDS: list[tuple[str, Any, str, Any]] = [
     ("tags", {"INSERTION_TIME": "1"}, "tags", [("INSERTION_TIME", "1")]),
-    ("deletionVector", dv("z" * 20), "deletion_vector",
-     {"storage_type": "u", "path_or_inline_dv": "z" * 20, "offset": 1, "size_in_bytes": 36, "cardinality": 1}),
+    (
+        "deletionVector",
+        dv("z" * 20),
+        "deletion_vector",
+        {"storage_type": "u", "path_or_inline_dv": "z" * 20, "offset": 1, "size_in_bytes": 36, "cardinality": 1},
+    ),
     ("baseRowId", 7, "base_row_id", 7),
     ("defaultRowCommitVersion", 3, "default_row_commit_version", 3),
     ("clusteringProvider", "liquid", "clustering_provider", "liquid"),
 ]
 
 
-@pytest.mark.parametrize(("field", "value", "column", "expected"), OPTIONAL_ADD_FIELDS,
-                         ids=[f[0] for f in OPTIONAL_ADD_FIELDS])
+@pytest.mark.parametrize(
+    ("field", "value", "column", "expected"), OPTIONAL_ADD_FIELDS, ids=[f[0] for f in OPTIONAL_ADD_FIELDS]
+)
 @pytest.mark.parametrize("with_stats", [False, True], ids=["no-stats", "stats"])
 def test_optional_add_field_survives_replay(
     tmp_path: Path, field: str, value: Any, column: str, expected: Any, with_stats: bool
@@ -411,9 +419,12 @@ def test_checkpoint_then_commits(tmp_path: Path) -> None:
     assert s.app_version("app") == 0
     assert s.domain_metadata == {}
     assert s.configuration == {"v": "2"}
-    assert sorted((p, dv_uid(d)) for p, d in zip(
-        s.tombstones().column("path").to_pylist(), s.tombstones().column("deletionVector").to_pylist(),
-        strict=True)) == [("b c.parquet", ""), ("d.parquet", dv_uid(dv("d" * 20)))]
+    assert sorted(
+        (p, dv_uid(d))
+        for p, d in zip(
+            s.tombstones().column("path").to_pylist(), s.tombstones().column("deletionVector").to_pylist(), strict=True
+        )
+    ) == [("b c.parquet", ""), ("d.parquet", dv_uid(dv("d" * 20)))]
 
 
 def test_checkpoint_state_equals_json_state(tmp_path: Path) -> None:
@@ -498,13 +509,22 @@ def test_replay_matches_a_simple_model(commits: list[list[tuple[str, int, int, i
         def check(s: Any, v: int) -> None:
             exp_live, exp_tomb = states[v]
             files = s.files()
-            got = sorted(zip(files.column("path").to_pylist(),
-                             [dv_uid(d, snake=True) for d in files.column("deletion_vector").to_pylist()],
-                             strict=True))
+            got = sorted(
+                zip(
+                    files.column("path").to_pylist(),
+                    [dv_uid(d, snake=True) for d in files.column("deletion_vector").to_pylist()],
+                    strict=True,
+                )
+            )
             assert got == sorted((raw, k[1]) for k, raw in exp_live.items())
             tombs = s.tombstones()
-            got_t = sorted(zip(tombs.column("path").to_pylist(),
-                               [dv_uid(d) for d in tombs.column("deletionVector").to_pylist()], strict=True))
+            got_t = sorted(
+                zip(
+                    tombs.column("path").to_pylist(),
+                    [dv_uid(d) for d in tombs.column("deletionVector").to_pylist()],
+                    strict=True,
+                )
+            )
             assert got_t == sorted((raw, k[1]) for k, raw in exp_tomb.items())
             assert s.num_files == len(exp_live)
 
@@ -517,10 +537,11 @@ def test_replay_matches_a_simple_model(commits: list[list[tuple[str, int, int, i
             root,
             cp,
             [protocol(), metadata()]
-            + [add(raw, deletion_vector=DVS[[dv_uid(d) for d in DVS].index(k[1])], data_change=False)
-               for k, raw in cp_live.items()]
-            + [remove(raw, deletion_vector=DVS[[dv_uid(d) for d in DVS].index(k[1])])
-               for k, raw in cp_tomb.items()],
+            + [
+                add(raw, deletion_vector=DVS[[dv_uid(d) for d in DVS].index(k[1])], data_change=False)
+                for k, raw in cp_live.items()
+            ]
+            + [remove(raw, deletion_vector=DVS[[dv_uid(d) for d in DVS].index(k[1])]) for k, raw in cp_tomb.items()],
         )
         s = snap(root)
         assert s.segment.checkpoint is not None and s.segment.checkpoint.version == cp
@@ -616,16 +637,25 @@ def _v2_log(root: Path) -> None:
 @pytest.mark.parametrize("fmt", ["json", "parquet"])
 def test_v2_checkpoint_with_sidecars(tmp_path: Path, fmt: str) -> None:
     _v2_log(tmp_path)
-    s1 = K.write_sidecar(tmp_path, f"00000000000000000001.checkpoint.0000000001.0000000002.{UUID}.parquet",
-                         [add("a.parquet", stats=K.stats(1), data_change=False), remove("b.parquet")])
-    s2 = K.write_sidecar(tmp_path, f"00000000000000000001.checkpoint.0000000002.0000000002.{UUID}.parquet",
-                         [add("c.parquet", deletion_vector=dv("c" * 20), data_change=False)])
+    s1 = K.write_sidecar(
+        tmp_path,
+        f"00000000000000000001.checkpoint.0000000001.0000000002.{UUID}.parquet",
+        [add("a.parquet", stats=K.stats(1), data_change=False), remove("b.parquet")],
+    )
+    s2 = K.write_sidecar(
+        tmp_path,
+        f"00000000000000000001.checkpoint.0000000002.0000000002.{UUID}.parquet",
+        [add("c.parquet", deletion_vector=dv("c" * 20), data_change=False)],
+    )
     K.write_v2_checkpoint(tmp_path, 1, [V2, metadata(), txn("app", 1, K.T0), s1, s2], UUID, fmt)
     s = snap(tmp_path)
     assert s.segment.checkpoint is not None and s.segment.checkpoint.version == 1
     assert K.paths_of(s.files()) == ["a.parquet", "c.parquet", "d.parquet"]
     assert {r["path"]: r["stats"] for r in s.files(stats=True).to_pylist()} == {
-        "a.parquet": K.stats(1), "c.parquet": None, "d.parquet": None}
+        "a.parquet": K.stats(1),
+        "c.parquet": None,
+        "d.parquet": None,
+    }
     assert K.paths_of(s.tombstones()) == ["b.parquet"]
     assert s.app_version("app") == 1
     assert s.reader_features == ("v2Checkpoint",)
@@ -640,8 +670,13 @@ def test_v2_json_checkpoint_with_inline_files(tmp_path: Path) -> None:
     K.write_v2_checkpoint(
         tmp_path,
         1,
-        [V2, metadata(), add("a.parquet", stats=K.stats(1), data_change=False), remove("b.parquet"),
-         add("c.parquet", deletion_vector=dv("c" * 20), data_change=False)],
+        [
+            V2,
+            metadata(),
+            add("a.parquet", stats=K.stats(1), data_change=False),
+            remove("b.parquet"),
+            add("c.parquet", deletion_vector=dv("c" * 20), data_change=False),
+        ],
         UUID,
     )
     s = snap(tmp_path)
@@ -662,12 +697,22 @@ def test_v2_checkpoint_wins_over_classic_at_the_same_version(tmp_path: Path) -> 
 
 
 def test_multipart_checkpoint(tmp_path: Path) -> None:
-    K.write_table(tmp_path, [base_commit(add("a.parquet"), add("b.parquet")), [add("c.parquet"), remove("a.parquet")],
-                             [add("d.parquet")]])
-    K.write_checkpoint(tmp_path, 1, [protocol(), metadata(), add("b.parquet"), remove("a.parquet")],
-                       name="00000000000000000001.checkpoint.0000000001.0000000002.parquet")
-    K.write_checkpoint(tmp_path, 1, [add("c.parquet"), txn("app", 3, K.T0)],
-                       name="00000000000000000001.checkpoint.0000000002.0000000002.parquet")
+    K.write_table(
+        tmp_path,
+        [base_commit(add("a.parquet"), add("b.parquet")), [add("c.parquet"), remove("a.parquet")], [add("d.parquet")]],
+    )
+    K.write_checkpoint(
+        tmp_path,
+        1,
+        [protocol(), metadata(), add("b.parquet"), remove("a.parquet")],
+        name="00000000000000000001.checkpoint.0000000001.0000000002.parquet",
+    )
+    K.write_checkpoint(
+        tmp_path,
+        1,
+        [add("c.parquet"), txn("app", 3, K.T0)],
+        name="00000000000000000001.checkpoint.0000000002.0000000002.parquet",
+    )
     s = snap(tmp_path)
     assert s.segment.checkpoint is not None and len(s.segment.checkpoint.files) == 2
     assert K.paths_of(s.files()) == ["b.parquet", "c.parquet", "d.parquet"]
@@ -679,32 +724,87 @@ def test_checkpoint_in_another_writers_shape(tmp_path: Path) -> None:
     """No remove/txn/domainMetadata columns, int64 DV fields plus maxRowIndex, stats only as stats_parsed."""
     import pyarrow.parquet as pq
 
-    K.write_table(tmp_path, [[protocol(), metadata({"id": "long", "p": "string"}, ["p"]),
-                              add("a.parquet", {"p": "x"}, stats=K.stats(1, id=(1, 1)))],
-                             [add("b.parquet", {"p": "y"}, deletion_vector=dv("b" * 20))]])
-    dvt = pa.struct([("storageType", pa.string()), ("pathOrInlineDv", pa.string()), ("offset", pa.int64()),
-                     ("sizeInBytes", pa.int64()), ("cardinality", pa.int64()), ("maxRowIndex", pa.int64())])
-    stats_t = pa.struct([("numRecords", pa.int64()), ("minValues", pa.struct([("id", pa.int64())])),
-                         ("maxValues", pa.struct([("id", pa.int64())]))])
-    add_t = pa.struct([("path", pa.string()), ("partitionValues", pa.map_(pa.string(), pa.string())),
-                       ("size", pa.int64()), ("modificationTime", pa.int64()), ("dataChange", pa.bool_()),
-                       ("deletionVector", dvt), ("stats_parsed", stats_t)])
+    K.write_table(
+        tmp_path,
+        [
+            [
+                protocol(),
+                metadata({"id": "long", "p": "string"}, ["p"]),
+                add("a.parquet", {"p": "x"}, stats=K.stats(1, id=(1, 1))),
+            ],
+            [add("b.parquet", {"p": "y"}, deletion_vector=dv("b" * 20))],
+        ],
+    )
+    dvt = pa.struct(
+        [
+            ("storageType", pa.string()),
+            ("pathOrInlineDv", pa.string()),
+            ("offset", pa.int64()),
+            ("sizeInBytes", pa.int64()),
+            ("cardinality", pa.int64()),
+            ("maxRowIndex", pa.int64()),
+        ]
+    )
+    stats_t = pa.struct(
+        [
+            ("numRecords", pa.int64()),
+            ("minValues", pa.struct([("id", pa.int64())])),
+            ("maxValues", pa.struct([("id", pa.int64())])),
+        ]
+    )
+    add_t = pa.struct(
+        [
+            ("path", pa.string()),
+            ("partitionValues", pa.map_(pa.string(), pa.string())),
+            ("size", pa.int64()),
+            ("modificationTime", pa.int64()),
+            ("dataChange", pa.bool_()),
+            ("deletionVector", dvt),
+            ("stats_parsed", stats_t),
+        ]
+    )
     prot_t, meta_t = K.CHECKPOINT_SCHEMA.field("protocol").type, K.CHECKPOINT_SCHEMA.field("metaData").type
-    table = pa.table({
-        "protocol": pa.array([K._struct_value(prot_t, protocol()["protocol"]), None, None, None], prot_t),
-        "metaData": pa.array([None, K._struct_value(meta_t, metadata({"id": "long", "p": "string"}, ["p"])["metaData"]),
-                              None, None], meta_t),
-        "add": pa.array([
-            None, None,
-            {"path": "a.parquet", "partitionValues": [("p", "x")], "size": 100, "modificationTime": K.T0,
-             "dataChange": False, "deletionVector": None,
-             "stats_parsed": {"numRecords": 1, "minValues": {"id": 1}, "maxValues": {"id": 1}}},
-            {"path": "b.parquet", "partitionValues": [("p", "y")], "size": 100, "modificationTime": K.T0,
-             "dataChange": False, "stats_parsed": None,
-             "deletionVector": {"storageType": "u", "pathOrInlineDv": "b" * 20, "offset": 1, "sizeInBytes": 36,
-                                "cardinality": 1, "maxRowIndex": 9}},
-        ], add_t),
-    })
+    table = pa.table(
+        {
+            "protocol": pa.array([K._struct_value(prot_t, protocol()["protocol"]), None, None, None], prot_t),
+            "metaData": pa.array(
+                [None, K._struct_value(meta_t, metadata({"id": "long", "p": "string"}, ["p"])["metaData"]), None, None],
+                meta_t,
+            ),
+            "add": pa.array(
+                [
+                    None,
+                    None,
+                    {
+                        "path": "a.parquet",
+                        "partitionValues": [("p", "x")],
+                        "size": 100,
+                        "modificationTime": K.T0,
+                        "dataChange": False,
+                        "deletionVector": None,
+                        "stats_parsed": {"numRecords": 1, "minValues": {"id": 1}, "maxValues": {"id": 1}},
+                    },
+                    {
+                        "path": "b.parquet",
+                        "partitionValues": [("p", "y")],
+                        "size": 100,
+                        "modificationTime": K.T0,
+                        "dataChange": False,
+                        "stats_parsed": None,
+                        "deletionVector": {
+                            "storageType": "u",
+                            "pathOrInlineDv": "b" * 20,
+                            "offset": 1,
+                            "sizeInBytes": 36,
+                            "cardinality": 1,
+                            "maxRowIndex": 9,
+                        },
+                    },
+                ],
+                add_t,
+            ),
+        }
+    )
     pq.write_table(table, tmp_path / "_delta_log" / "00000000000000000001.checkpoint.parquet")
     s = snap(tmp_path)
     assert s.segment.checkpoint is not None
@@ -712,8 +812,7 @@ def test_checkpoint_in_another_writers_shape(tmp_path: Path) -> None:
     assert sorted(rows) == ["a.parquet", "b.parquet"]
     import orjson
 
-    assert orjson.loads(rows["a.parquet"]["stats"]) == {"numRecords": 1, "minValues": {"id": 1},
-                                                        "maxValues": {"id": 1}}
+    assert orjson.loads(rows["a.parquet"]["stats"]) == {"numRecords": 1, "minValues": {"id": 1}, "maxValues": {"id": 1}}
     assert rows["b.parquet"]["deletion_vector"]["offset"] == 1
     assert s.tombstones().num_rows == 0
     # the int64 DV offset from the checkpoint and the JSON offset make one key
@@ -732,24 +831,55 @@ def test_stats_rebuilt_from_stats_parsed_keep_json_types(tmp_path: Path) -> None
     cols = {"id": "long", "amount": "decimal(10,2)", "day": "date"}
     K.write_table(tmp_path, [[protocol(), metadata(cols), add("a.parquet")]])
     values_t = pa.struct([("id", pa.int64()), ("amount", pa.decimal128(10, 2)), ("day", pa.date32())])
-    stats_t = pa.struct([("numRecords", pa.int64()), ("minValues", values_t), ("maxValues", values_t),
-                         ("nullCount", pa.struct([("id", pa.int64()), ("amount", pa.int64()), ("day", pa.int64())]))])
-    add_t = pa.struct([("path", pa.string()), ("partitionValues", pa.map_(pa.string(), pa.string())),
-                       ("size", pa.int64()), ("modificationTime", pa.int64()), ("dataChange", pa.bool_()),
-                       ("stats_parsed", stats_t)])
+    stats_t = pa.struct(
+        [
+            ("numRecords", pa.int64()),
+            ("minValues", values_t),
+            ("maxValues", values_t),
+            ("nullCount", pa.struct([("id", pa.int64()), ("amount", pa.int64()), ("day", pa.int64())])),
+        ]
+    )
+    add_t = pa.struct(
+        [
+            ("path", pa.string()),
+            ("partitionValues", pa.map_(pa.string(), pa.string())),
+            ("size", pa.int64()),
+            ("modificationTime", pa.int64()),
+            ("dataChange", pa.bool_()),
+            ("stats_parsed", stats_t),
+        ]
+    )
     import datetime as dt
 
     lo = {"id": 1, "amount": decimal.Decimal("1.50"), "day": dt.date(2024, 1, 1)}
     hi = {"id": 9, "amount": decimal.Decimal("20.25"), "day": dt.date(2024, 2, 1)}
     prot_t, meta_t = K.CHECKPOINT_SCHEMA.field("protocol").type, K.CHECKPOINT_SCHEMA.field("metaData").type
-    table = pa.table({
-        "protocol": pa.array([K._struct_value(prot_t, protocol()["protocol"]), None, None], prot_t),
-        "metaData": pa.array([None, K._struct_value(meta_t, metadata(cols)["metaData"]), None], meta_t),
-        "add": pa.array([None, None, {
-            "path": "a.parquet", "partitionValues": [], "size": 100, "modificationTime": K.T0, "dataChange": False,
-            "stats_parsed": {"numRecords": 3, "minValues": lo, "maxValues": hi,
-                             "nullCount": {"id": 0, "amount": 1, "day": 0}}}], add_t),
-    })
+    table = pa.table(
+        {
+            "protocol": pa.array([K._struct_value(prot_t, protocol()["protocol"]), None, None], prot_t),
+            "metaData": pa.array([None, K._struct_value(meta_t, metadata(cols)["metaData"]), None], meta_t),
+            "add": pa.array(
+                [
+                    None,
+                    None,
+                    {
+                        "path": "a.parquet",
+                        "partitionValues": [],
+                        "size": 100,
+                        "modificationTime": K.T0,
+                        "dataChange": False,
+                        "stats_parsed": {
+                            "numRecords": 3,
+                            "minValues": lo,
+                            "maxValues": hi,
+                            "nullCount": {"id": 0, "amount": 1, "day": 0},
+                        },
+                    },
+                ],
+                add_t,
+            ),
+        }
+    )
     pq.write_table(table, tmp_path / "_delta_log" / "00000000000000000000.checkpoint.parquet")
     (row,) = snap(tmp_path).files(stats=True).to_pylist()
     stats = orjson.loads(row["stats"])

@@ -135,9 +135,11 @@ def test_tie_break_at_one_version(present: list[str], winner: Kind) -> None:
 
 
 def test_tie_break_more_parts_then_greater_name() -> None:
-    listing = commits(*range(0, 7)) + [lp(multipart_name(5, i, 2)) for i in (1, 2)] + [
-        lp(multipart_name(5, i, 3)) for i in (1, 2, 3)
-    ]
+    listing = (
+        commits(*range(0, 7))
+        + [lp(multipart_name(5, i, 2)) for i in (1, 2)]
+        + [lp(multipart_name(5, i, 3)) for i in (1, 2, 3)]
+    )
     seg = build_segment(listing)
     assert seg.checkpoint is not None and len(seg.checkpoint.files) == 3
     uuids = [lp(f"00000000000000000005.checkpoint.{u}.json") for u in (UUID_B, UUID_A)]

@@ -43,8 +43,16 @@ def test_basic_snapshot(tmp_path: Path) -> None:
     assert s.schema.field("id").type == pa.int64()
     files = s.files()
     assert files.column_names == [
-        "path", "partition_values", "size", "modification_time", "data_change", "deletion_vector", "tags",
-        "base_row_id", "default_row_commit_version", "clustering_provider",
+        "path",
+        "partition_values",
+        "size",
+        "modification_time",
+        "data_change",
+        "deletion_vector",
+        "tags",
+        "base_row_id",
+        "default_row_commit_version",
+        "clustering_provider",
     ]
     assert sorted(files.column("path").to_pylist()) == ["part-0.parquet", "part-1.parquet", "part-2.parquet"]
 
@@ -82,16 +90,22 @@ def test_add_actions(tmp_path: Path) -> None:
 
 # ---------------------------------------------------------------------------------------------- where
 
-COLUMNS = {"id": "long", "n": "integer", "d": "date", "ts": "timestamp", "s": "string", "b": "boolean",
-           "dec": "decimal(10,2)"}
+COLUMNS = {
+    "id": "long",
+    "n": "integer",
+    "d": "date",
+    "ts": "timestamp",
+    "s": "string",
+    "b": "boolean",
+    "dec": "decimal(10,2)",
+}
 PARTS = ["n", "d", "ts", "s", "b", "dec"]
 
 
 def _partitioned(root: Path, checkpoint: bool = False) -> None:
     files = {
         "f1": {"n": "1", "d": "2024-01-01", "ts": "2024-01-01 00:00:00", "s": "a", "b": "true", "dec": "1.50"},
-        "f2": {"n": "01", "d": "2024-01-02", "ts": "2024-01-01T00:00:00.000000Z", "s": "b", "b": "false",
-               "dec": "1.5"},
+        "f2": {"n": "01", "d": "2024-01-02", "ts": "2024-01-01T00:00:00.000000Z", "s": "b", "b": "false", "dec": "1.5"},
         "f3": {"n": "2", "d": "2024-02-01", "ts": "2024-01-01T00:00:00Z", "s": None, "b": None, "dec": "2"},
         "f4": {"n": "10", "d": None, "ts": "2024-06-01T12:00:00.000000Z", "s": "", "b": "true", "dec": None},
         "f5": {"n": None, "d": "2023-12-31", "ts": None, "s": "a b", "b": "false", "dec": "-3.25"},
@@ -99,13 +113,22 @@ def _partitioned(root: Path, checkpoint: bool = False) -> None:
     actions = [protocol(), metadata(COLUMNS, PARTS)] + [add(f"{k}.parquet", v) for k, v in files.items()]
     K.write_table(root, [[commit_info(), *actions[:2], *actions[2:5]], actions[5:]])
     if checkpoint:
-        K.write_checkpoint(root, 1, [protocol(), metadata(COLUMNS, PARTS), *[
-            add(f"{k}.parquet", v, data_change=False) for k, v in files.items()]])
+        K.write_checkpoint(
+            root,
+            1,
+            [
+                protocol(),
+                metadata(COLUMNS, PARTS),
+                *[add(f"{k}.parquet", v, data_change=False) for k, v in files.items()],
+            ],
+        )
 
 
 def _where(root: Path, where: dict[str, Any]) -> list[str]:
-    return sorted(p.removesuffix(".parquet") for p in DeltaLog.for_table(root).snapshot().files(where=where)
-                  .column("path").to_pylist())
+    return sorted(
+        p.removesuffix(".parquet")
+        for p in DeltaLog.for_table(root).snapshot().files(where=where).column("path").to_pylist()
+    )
 
 
 @pytest.mark.parametrize("checkpoint", [False, True], ids=["json", "checkpoint"])
@@ -173,8 +196,9 @@ def test_where_invalid(tmp_path: Path, where: dict[str, Any]) -> None:
 
 
 def test_where_on_a_table_without_files(tmp_path: Path) -> None:
-    K.write_table(tmp_path, [[protocol(), metadata({"id": "long", "n": "integer"}, ["n"]), add("a", {"n": "1"})],
-                             [remove("a")]])
+    K.write_table(
+        tmp_path, [[protocol(), metadata({"id": "long", "n": "integer"}, ["n"]), add("a", {"n": "1"})], [remove("a")]]
+    )
     s = DeltaLog.for_table(tmp_path).snapshot()
     assert s.files(where={"n": 1}).num_rows == 0
     with pytest.raises(InvalidArgumentError):
@@ -189,14 +213,26 @@ def test_unknown_column_message_lists_columns(tmp_path: Path) -> None:
 
 def test_where_after_removes(tmp_path: Path) -> None:
     _partitioned(tmp_path, checkpoint=True)
-    K.write_commit(tmp_path, 2, [remove("f1.parquet"), add("f6.parquet", {"n": "1", "d": None, "ts": None, "s": "z",
-                                                                         "b": None, "dec": None})])
+    K.write_commit(
+        tmp_path,
+        2,
+        [remove("f1.parquet"), add("f6.parquet", {"n": "1", "d": None, "ts": None, "s": "z", "b": None, "dec": None})],
+    )
     assert _where(tmp_path, {"n": 1}) == ["f2", "f6"]
 
 
 def test_unparsable_partition_values_are_never_pruned(tmp_path: Path) -> None:
-    K.write_table(tmp_path, [[protocol(), metadata({"id": "long", "n": "integer"}, ["n"]),
-                              add("good.parquet", {"n": "1"}), add("odd.parquet", {"n": "one"})]])
+    K.write_table(
+        tmp_path,
+        [
+            [
+                protocol(),
+                metadata({"id": "long", "n": "integer"}, ["n"]),
+                add("good.parquet", {"n": "1"}),
+                add("odd.parquet", {"n": "one"}),
+            ]
+        ],
+    )
     s = DeltaLog.for_table(tmp_path).snapshot()
     assert K.paths_of(s.files(where={"n": 1})) == ["good.parquet", "odd.parquet"]
     assert K.paths_of(s.files(where={"n": 2})) == ["odd.parquet"]
@@ -251,8 +287,12 @@ def test_newer_checkpoint_than_the_hint_is_used(tmp_path: Path) -> None:
 
 def _mapped(root: Path, checkpoint: bool) -> None:
     phys = {"id": "col-1a2b", "Part Col": "col-9f8e"}
-    meta = metadata({"id": "long", "Part Col": "string"}, ["Part Col"],
-                    {"delta.columnMapping.mode": "name", "delta.columnMapping.maxColumnId": "2"}, physical=phys)
+    meta = metadata(
+        {"id": "long", "Part Col": "string"},
+        ["Part Col"],
+        {"delta.columnMapping.mode": "name", "delta.columnMapping.maxColumnId": "2"},
+        physical=phys,
+    )
     K.write_table(
         root,
         [
@@ -261,8 +301,17 @@ def _mapped(root: Path, checkpoint: bool) -> None:
         ],
     )
     if checkpoint:
-        K.write_checkpoint(root, 1, [protocol(2, 5), meta, add("x/a.parquet", {"col-9f8e": "x"}),
-                                     add("y/b.parquet", {"col-9f8e": "y"}), add("n/c.parquet", {"col-9f8e": None})])
+        K.write_checkpoint(
+            root,
+            1,
+            [
+                protocol(2, 5),
+                meta,
+                add("x/a.parquet", {"col-9f8e": "x"}),
+                add("y/b.parquet", {"col-9f8e": "y"}),
+                add("n/c.parquet", {"col-9f8e": None}),
+            ],
+        )
 
 
 @pytest.mark.parametrize("checkpoint", [False, True], ids=["json", "checkpoint"])
@@ -271,8 +320,11 @@ def test_column_mapping_partition_keys_are_logical(tmp_path: Path, checkpoint: b
     s = DeltaLog.for_table(tmp_path).snapshot()
     assert s.column_mapping_mode == "name"
     assert s.physical_names == {"id": "col-1a2b", "Part Col": "col-9f8e"}
-    assert pv(s.files()) == {"x/a.parquet": {"Part Col": "x"}, "y/b.parquet": {"Part Col": "y"},
-                             "n/c.parquet": {"Part Col": None}}
+    assert pv(s.files()) == {
+        "x/a.parquet": {"Part Col": "x"},
+        "y/b.parquet": {"Part Col": "y"},
+        "n/c.parquet": {"Part Col": None},
+    }
     # the log keeps physical names
     assert {r["path"]: dict(r["partitionValues"]) for r in s.raw_files().to_pylist()}["x/a.parquet"] == {
         "col-9f8e": "x"
@@ -284,8 +336,7 @@ def test_column_mapping_partition_keys_are_logical(tmp_path: Path, checkpoint: b
 
 
 def test_column_mapping_ignored_without_the_feature(tmp_path: Path) -> None:
-    meta = metadata({"id": "long", "p": "string"}, ["p"], {"delta.columnMapping.mode": "name"},
-                    physical={"p": "col-p"})
+    meta = metadata({"id": "long", "p": "string"}, ["p"], {"delta.columnMapping.mode": "name"}, physical={"p": "col-p"})
     K.write_table(tmp_path, [[protocol(1, 2), meta, add("a.parquet", {"p": "v"})]])
     s = DeltaLog.for_table(tmp_path).snapshot()
     assert s.column_mapping_mode == "none"
@@ -298,8 +349,10 @@ def test_column_mapping_ignored_without_the_feature(tmp_path: Path) -> None:
 @pytest.mark.parametrize("checkpoint", [False, True], ids=["json", "checkpoint"])
 def test_stats_only_on_request(tmp_path: Path, checkpoint: bool) -> None:
     sa, sb = K.stats(3, id=(1, 3)), K.stats(5, id=(4, 8))
-    K.write_table(tmp_path, [[protocol(), metadata(), add("a.parquet", stats=sa)], [add("b.parquet", stats=sb)],
-                             [add("c.parquet")]])
+    K.write_table(
+        tmp_path,
+        [[protocol(), metadata(), add("a.parquet", stats=sa)], [add("b.parquet", stats=sb)], [add("c.parquet")]],
+    )
     if checkpoint:
         K.write_checkpoint(
             tmp_path, 1, [protocol(), metadata(), add("a.parquet", stats=sa), add("b.parquet", stats=sb)]
@@ -416,12 +469,23 @@ def test_time_travel_after_log_cleanup(tmp_path: Path) -> None:
 
 
 def test_in_commit_timestamps(tmp_path: Path) -> None:
-    conf = {"delta.enableInCommitTimestamps": "true", "delta.inCommitTimestampEnablementVersion": "2",
-            "delta.inCommitTimestampEnablementTimestamp": str(K.T0 + 2000)}
+    conf = {
+        "delta.enableInCommitTimestamps": "true",
+        "delta.inCommitTimestampEnablementVersion": "2",
+        "delta.inCommitTimestampEnablementTimestamp": str(K.T0 + 2000),
+    }
     K.write_commit(tmp_path, 0, [commit_info(), protocol(), metadata(), add("a")], mtime_ms=K.T0)
     K.write_commit(tmp_path, 1, [commit_info(), add("b")], mtime_ms=K.T0 + 1000)
-    K.write_commit(tmp_path, 2, [commit_info(inCommitTimestamp=K.T0 + 2000), protocol(3, 7, [], ["inCommitTimestamp"]),
-                                 metadata(configuration=conf)], mtime_ms=K.T0 + 999_999)
+    K.write_commit(
+        tmp_path,
+        2,
+        [
+            commit_info(inCommitTimestamp=K.T0 + 2000),
+            protocol(3, 7, [], ["inCommitTimestamp"]),
+            metadata(configuration=conf),
+        ],
+        mtime_ms=K.T0 + 999_999,
+    )
     K.write_commit(tmp_path, 3, [commit_info(inCommitTimestamp=K.T0 + 3000), add("c")], mtime_ms=K.T0 + 5)
     log = DeltaLog.for_table(tmp_path)
     assert log.commit_timeline() == [(0, K.T0), (1, K.T0 + 1000), (2, K.T0 + 2000), (3, K.T0 + 3000)]
@@ -433,12 +497,23 @@ def test_in_commit_timestamps_survive_a_table_copy(tmp_path: Path) -> None:
     """A copy rewrites every file's mtime (here: a day later). Versions from the ICT enablement on must keep
     their in-commit timestamps; "as of" a time at or after the enablement timestamp searches only them."""
     copied = K.T0 + 86_400_000
-    conf = {"delta.enableInCommitTimestamps": "true", "delta.inCommitTimestampEnablementVersion": "2",
-            "delta.inCommitTimestampEnablementTimestamp": str(K.T0 + 2000)}
+    conf = {
+        "delta.enableInCommitTimestamps": "true",
+        "delta.inCommitTimestampEnablementVersion": "2",
+        "delta.inCommitTimestampEnablementTimestamp": str(K.T0 + 2000),
+    }
     K.write_commit(tmp_path, 0, [commit_info(), protocol(), metadata(), add("a")], mtime_ms=copied)
     K.write_commit(tmp_path, 1, [commit_info(), add("b")], mtime_ms=copied + 1)
-    K.write_commit(tmp_path, 2, [commit_info(inCommitTimestamp=K.T0 + 2000), protocol(3, 7, [], ["inCommitTimestamp"]),
-                                 metadata(configuration=conf)], mtime_ms=copied + 2)
+    K.write_commit(
+        tmp_path,
+        2,
+        [
+            commit_info(inCommitTimestamp=K.T0 + 2000),
+            protocol(3, 7, [], ["inCommitTimestamp"]),
+            metadata(configuration=conf),
+        ],
+        mtime_ms=copied + 2,
+    )
     K.write_commit(tmp_path, 3, [commit_info(inCommitTimestamp=K.T0 + 3000), add("c")], mtime_ms=copied + 3)
     log = DeltaLog.for_table(tmp_path)
     assert log.snapshot(timestamp=K.T0 + 2500).version == 2
@@ -474,8 +549,13 @@ def test_txn_retention_with_fixed_clock(tmp_path: Path) -> None:
     K.write_table(
         tmp_path,
         [
-            [protocol(), metadata(configuration={"delta.setTransactionRetentionDuration": "interval 2 hours"}),
-             txn("fresh", 1, now - 3_600_000), txn("stale", 2, now - 3 * 3_600_000), txn("undated", 3)],
+            [
+                protocol(),
+                metadata(configuration={"delta.setTransactionRetentionDuration": "interval 2 hours"}),
+                txn("fresh", 1, now - 3_600_000),
+                txn("stale", 2, now - 3 * 3_600_000),
+                txn("undated", 3),
+            ],
         ],
     )
     s = DeltaLog.for_table(tmp_path, clock=lambda: now / 1000).snapshot()
