@@ -2,7 +2,9 @@
 
 ``scripts/bench --help`` lists the options. Numbers are written to BENCHMARKS.md only from a full-strength
 run (``--runs`` and ``--slow-runs`` >= 5, ``--write-runs`` >= 3) of every default case that every required
-engine passed, so a quick look or a partial run never overwrites real numbers.
+engine passed, so a quick look or a partial run never overwrites real numbers. ``--quick`` is the smoke
+check: every case on small tables under ``<dir>/quick/`` with every check of a full run, in well under a
+minute; its numbers are not comparable to anything, so it never writes BENCHMARKS.md.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ import shlex
 import subprocess
 import sys
 
-from benchmarks import scratch
+from benchmarks import quick, scratch
 from benchmarks.bounds import BOUNDS
 from benchmarks.cases import CASES, GROUPS, WRITE_OPS, BuiltTable, Case, Table, WriteCase, build
 from benchmarks.engines import ENGINES
@@ -42,10 +44,17 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     p = argparse.ArgumentParser(prog=os.environ.get("BENCH_ENTRY", "python -m benchmarks"), description=__doc__)
     add = p.add_argument
     add("--dir", default=os.path.join(ROOT, "bench-data"), help="work dir for the tables (default: %(default)s)")
-    add("--runs", type=int, default=5, help="timed fresh processes per engine and case (default: %(default)s)")
-    add("--slow-runs", type=int, default=5, help="the same for the slow cases (D, D-*) (default: %(default)s)")
-    add("--write-runs", type=int, default=3, help="runs of the concurrent-writer case (default: %(default)s)")
-    add("--warmup", type=int, default=1, help="untimed rounds first, which also count files (default: %(default)s)")
+    add("--runs", type=int, help="timed fresh processes per engine and case (default: 5; 1 with --quick)")
+    add("--slow-runs", type=int, help="the same for the slow cases (D, D-*) (default: 5; 1 with --quick)")
+    add("--write-runs", type=int, help="runs of the concurrent-writer case (default: 3; 1 with --quick)")
+    add("--warmup", type=int, help="untimed rounds first, which also count files (default: 1; 0 with --quick)")
+    add(
+        "--quick",
+        action="store_true",
+        help=f"smoke check in seconds: every case on small tables under <dir>/{quick.SUBDIR}/ with every "
+        f"correctness check, W as {quick.WRITERS} writers x {quick.APPENDS} appends, one run each, no warm-up; "
+        "implies --no-write (its numbers are not comparable)",
+    )
     add("--cases", default=",".join(n for n, c in CASES.items() if c.default), help="comma-separated (%(default)s)")
     add("--engines", default=",".join(n for n, e in ENGINES.items() if e.default), help="comma-separated (%(default)s)")
     add("--markdown", default=os.path.join(ROOT, "BENCHMARKS.md"), help="file to update (default: %(default)s)")
@@ -56,15 +65,20 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     add("--rev", default=None, help="measure deltalog as of this git commit (exported), not the working tree")
     add("--list", action="store_true", help="list cases and engines and stop")
     args = p.parse_args(argv)
+    for name, full, smoke in (("runs", 5, 1), ("slow_runs", 5, 1), ("write_runs", 3, 1), ("warmup", 1, 0)):
+        if getattr(args, name) is None:
+            setattr(args, name, smoke if args.quick else full)
+    args.no_write = args.no_write or args.quick
+    args.cases_by_name = quick.quick_cases() if args.quick else CASES
     if min(args.runs, args.slow_runs, args.write_runs) < 1 or args.warmup < 0:
         p.error("--runs, --slow-runs and --write-runs must be >= 1 and --warmup >= 0")
-    args.case_names = _names(args.cases, CASES, "case", GROUPS)
+    args.case_names = _names(args.cases, args.cases_by_name, "case", GROUPS)
     args.engine_names = _names(args.engines, ENGINES, "engine")
     return args
 
 
-def _list() -> None:
-    for c in CASES.values():
+def _list(cases: dict[str, Case | WriteCase]) -> None:
+    for c in cases.values():
         flags = ("" if c.default else " (not default)") + (" (slow)" if c.slow else "")
         if isinstance(c, WriteCase):
             print(f"case {c.name}: {c.title} [variants {', '.join(c.variants)}]{flags}")
@@ -80,9 +94,9 @@ def _list() -> None:
         print(f"--cases {group}: {', '.join(members)}")
 
 
-def _profile(case_names: list[str], tables: dict[str, BuiltTable], root: str, top: int) -> None:
-    for name in case_names:
-        case = CASES[name]
+def _profile(cases: list[Case | WriteCase], tables: dict[str, BuiltTable], root: str, top: int) -> None:
+    for case in cases:
+        name = case.name
         if isinstance(case, WriteCase):
             print(f"\n===== case {name}: not profiled (many processes; profile D-append for one append)")
             continue
@@ -161,36 +175,40 @@ def _notes(writes: list[WriteResult], results: list[EngineResult] | None = None)
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     args = parse_args(argv)
+    cases = [args.cases_by_name[n] for n in args.case_names]
     if args.list:
-        _list()
+        _list(args.cases_by_name)
         return 0
-    root = os.path.abspath(args.dir)
+    if args.quick:
+        print(quick.BANNER, flush=True)
+    base = os.path.abspath(args.dir)
+    # the quick tables live apart from the real ones, which stay untouched (and are not rebuilt)
+    root = os.path.join(base, quick.SUBDIR) if args.quick else base
     os.makedirs(root, exist_ok=True)
     tables: dict[str, BuiltTable] = {}
     needed: dict[str, Table] = {}
-    for n in args.case_names:
-        c = CASES[n]
+    for c in cases:
         if isinstance(c, Case) and case_engines(c, args.engine_names):
             needed[c.table.name] = c.table
     for name, table in needed.items():
         tables[name] = build(table, root)
     if args.rev:
-        sha, src = export_rev(ROOT, args.rev, root)
+        sha, src = export_rev(ROOT, args.rev, base)
         os.environ[ENV_SRC], os.environ[ENV_REV] = src, sha
         print(f"deltalog from commit {sha[:12]} (exported to {src})")
     if args.build_only:
         print(f"tables ready under {root}")
         return 0
     if args.profile:
-        _profile(args.case_names, tables, root, args.top)
+        _profile(cases, tables, root, args.top)
         return 0
 
     results: list[EngineResult] = []
     writes: list[WriteResult] = []
     load_start = load_average()
     try:
-        for name in args.case_names:
-            case = CASES[name]
+        for case in cases:
+            name = case.name
             print(f"case {name}: {case.title}", flush=True)
             if isinstance(case, WriteCase):
                 writes += run_write_case(case, args.write_runs, root)
@@ -219,6 +237,9 @@ def main(argv: list[str] | None = None) -> int:
     print("\n" + "; ".join(f"{k} {v}" for k, v in facts.items()))
     for note in _notes(writes, results):
         print(note)
+    if args.quick:
+        print(f"\n{quick.BANNER}: every check passed ({len(cases)} cases; {args.markdown} left alone)")
+        return 0
     if args.no_write:
         return 0
     if min(args.runs, args.slow_runs) < MIN_RUNS_FOR_MARKDOWN or args.write_runs < MIN_WRITE_RUNS_FOR_MARKDOWN:
@@ -232,8 +253,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"\ndefault cases {', '.join(missing)} were not run: {args.markdown} left alone (it shows full runs)")
         return 0
     command = " ".join([os.environ.get("BENCH_ENTRY", "python -m benchmarks"), *map(shlex.quote, argv)])
-    ran = [CASES[n] for n in args.case_names]
-    section = markdown_section(command, facts, results, _runs_text(args, ran), writes, _notes(writes, results))
+    section = markdown_section(command, facts, results, _runs_text(args, cases), writes, _notes(writes, results))
     update_markdown(args.markdown, section, PREAMBLE)
     print(f"\nupdated {args.markdown}")
     return 0
