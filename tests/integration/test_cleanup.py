@@ -33,7 +33,8 @@ from deltalog.cli.main import cli
 from deltalog.core.retention import truncate_to_day
 from deltalog.snapshot import Snapshot
 from tests.corpus import corpus_entries, table_path
-from tests.unit.tablemaker import make_table, metadata, protocol
+from tests.unit.logkit import Y2026, protocol
+from tests.unit.logwriter import make_table
 
 DAY = 86_400_000
 T0 = 1_767_225_600_000  # 2026-01-01T00:00:00Z, a midnight
@@ -247,7 +248,7 @@ def test_an_unreadable_boundary_checkpoint_is_passed_over_for_an_older_sound_one
 def test_cleanup_refuses_a_protocol_it_cannot_write_and_deletes_nothing(tmp_path: Path) -> None:
     root = make_table(
         tmp_path / "t",
-        [[protocol(1, 7, writer_features=["rowTracking"]), metadata()], *[[{"commitInfo": {}}]] * 3],
+        [[protocol(1, 7, writer_features=["rowTracking"]), Y2026.metadata()], *[[{"commitInfo": {}}]] * 3],
     )
     before = names(root)
     with pytest.raises(UnsupportedFeatureError, match="rowTracking"):
@@ -344,7 +345,7 @@ def test_a_table_that_uses_deletion_vectors_can_be_cleaned(tmp_path: Path) -> No
         [
             [
                 protocol(3, 7, ["deletionVectors"], ["deletionVectors"]),
-                metadata(configuration={"delta.enableDeletionVectors": "true"}),
+                Y2026.metadata(configuration={"delta.enableDeletionVectors": "true"}),
             ],
             [{"commitInfo": {}}],
         ],

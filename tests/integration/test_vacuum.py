@@ -29,7 +29,8 @@ from deltalog.cli.main import cli
 from deltalog.storage.local import LocalLogStore
 from deltalog.storage.uri import store_for
 from tests.corpus import corpus_entries, table_path
-from tests.unit.tablemaker import make_table, metadata, protocol
+from tests.unit.logkit import Y2026, protocol
+from tests.unit.logwriter import make_table
 
 DAY = 86_400_000
 NOW = 1_781_524_800_000  # 2026-06-15T12:00:00Z
@@ -373,14 +374,14 @@ def test_progress_reports_listing_and_each_deletion(tmp_path: Path) -> None:
 
 
 def test_vacuum_refuses_a_protocol_it_does_not_know_and_accepts_vacuum_protocol_check(tmp_path: Path) -> None:
-    root = make_table(tmp_path / "t", [[protocol(1, 7, writer_features=["rowTracking"]), metadata()]])
+    root = make_table(tmp_path / "t", [[protocol(1, 7, writer_features=["rowTracking"]), Y2026.metadata()]])
     plant(root, "orphan.parquet")
     with pytest.raises(UnsupportedFeatureError, match="rowTracking"):
         at(root).vacuum(dry_run=False)
     assert (root / "orphan.parquet").exists()
     checked = make_table(
         tmp_path / "v",
-        [[protocol(3, 7, ["vacuumProtocolCheck"], ["vacuumProtocolCheck"]), metadata()]],
+        [[protocol(3, 7, ["vacuumProtocolCheck"], ["vacuumProtocolCheck"]), Y2026.metadata()]],
     )
     plant(checked, "orphan.parquet")
     assert at(checked).vacuum(dry_run=False).deleted == ("orphan.parquet",)

@@ -21,18 +21,19 @@ from deltalog import (
 from deltalog.core.last_checkpoint import checksum
 
 from . import logkit as K
+from . import logwriter as W
 from .logkit import add, commit_info, metadata, protocol, remove
 
 LOG = "_delta_log"
 
 
 def c(v: int) -> str:
-    return K.commit_name(v)
+    return W.commit_name(v)
 
 
 def good_start(root: Path, extra: int = 1) -> None:
     """Version 0 plus ``extra`` well-formed commits, each adding one file."""
-    K.basic_table(root, extra_commits=extra)
+    W.basic_table(root, extra_commits=extra)
 
 
 def snapshot(root: Path, version: int | None = None) -> Any:
@@ -40,7 +41,7 @@ def snapshot(root: Path, version: int | None = None) -> Any:
 
 
 def files(root: Path) -> list[str]:
-    return K.paths_of(snapshot(root).files())
+    return W.paths_of(snapshot(root).files())
 
 
 # ---------------------------------------------------------------------------------------------- builders
@@ -50,58 +51,58 @@ def files(root: Path) -> list[str]:
 
 def build_malformed_json(root: Path) -> None:
     good_start(root)
-    K.write_commit(root, 2, b'{"commitInfo":{"operation":"WRITE"}}\n{"add":{"path":"x.parquet","size":1\n')
+    W.write_commit(root, 2, b'{"commitInfo":{"operation":"WRITE"}}\n{"add":{"path":"x.parquet","size":1\n')
 
 
 def build_array_line(root: Path) -> None:
     good_start(root)
-    K.write_commit(root, 2, b'[{"add":{"path":"x.parquet"}}]\n')
+    W.write_commit(root, 2, b'[{"add":{"path":"x.parquet"}}]\n')
 
 
 def build_add_without_path(root: Path) -> None:
     good_start(root)
     body = {k: v for k, v in add("x.parquet")["add"].items() if k != "path"}
-    K.write_commit(root, 2, [commit_info(), add("y.parquet"), {"add": body}])
+    W.write_commit(root, 2, [commit_info(), add("y.parquet"), {"add": body}])
 
 
 def build_remove_without_path(root: Path) -> None:
     good_start(root)
-    K.write_commit(root, 2, [commit_info(), {"remove": {"deletionTimestamp": 1, "dataChange": True}}])
+    W.write_commit(root, 2, [commit_info(), {"remove": {"deletionTimestamp": 1, "dataChange": True}}])
 
 
 def build_add_with_bad_field_type(root: Path) -> None:
     good_start(root)
-    K.write_commit(root, 2, [commit_info(), {"add": {**add("x.parquet")["add"], "size": "ten bytes"}}])
+    W.write_commit(root, 2, [commit_info(), {"add": {**add("x.parquet")["add"], "size": "ten bytes"}}])
 
 
 def build_add_with_bad_deletion_vector(root: Path) -> None:
     good_start(root)
-    K.write_commit(root, 2, [commit_info(), {"add": {**add("x.parquet")["add"], "deletionVector": "uabc"}}])
+    W.write_commit(root, 2, [commit_info(), {"add": {**add("x.parquet")["add"], "deletionVector": "uabc"}}])
 
 
 def build_bad_protocol_action(root: Path) -> None:
     good_start(root)
-    K.write_commit(root, 2, [commit_info(), {"protocol": {"minWriterVersion": 2}}])
+    W.write_commit(root, 2, [commit_info(), {"protocol": {"minWriterVersion": 2}}])
 
 
 def build_bad_metadata_action(root: Path) -> None:
     good_start(root)
-    K.write_commit(root, 2, [commit_info(), {"metaData": "not an object"}])
+    W.write_commit(root, 2, [commit_info(), {"metaData": "not an object"}])
 
 
 def build_txn_with_string_version(root: Path) -> None:
     good_start(root)
-    K.write_commit(root, 2, [commit_info(), {"txn": {"appId": "job", "version": "7", "lastUpdated": K.T0}}])
+    W.write_commit(root, 2, [commit_info(), {"txn": {"appId": "job", "version": "7", "lastUpdated": K.T0}}])
 
 
 def build_empty_commit(root: Path) -> None:
     good_start(root)
-    K.write_commit(root, 2, b"")
+    W.write_commit(root, 2, b"")
 
 
 def build_blank_commit(root: Path) -> None:
     good_start(root)
-    K.write_commit(root, 2, b"\n  \n")
+    W.write_commit(root, 2, b"\n  \n")
 
 
 def build_truncated_checkpoint(root: Path) -> None:
@@ -113,37 +114,37 @@ def build_truncated_checkpoint(root: Path) -> None:
 
 def build_truncated_checkpoint_commits_kept(root: Path) -> None:
     good_start(root, extra=3)
-    cp = K.write_checkpoint(root, 2, [protocol(), metadata(), *[add(f"part-{i}.parquet") for i in range(3)]])
+    cp = W.write_checkpoint(root, 2, [protocol(), metadata(), *[add(f"part-{i}.parquet") for i in range(3)]])
     data = cp.read_bytes()
     cp.write_bytes(data[: len(data) // 2])
 
 
 def build_torn_last_checkpoint(root: Path) -> None:
     good_start(root, extra=3)
-    K.write_checkpoint(root, 2, [protocol(), metadata(), *[add(f"part-{i}.parquet") for i in range(3)]])
+    W.write_checkpoint(root, 2, [protocol(), metadata(), *[add(f"part-{i}.parquet") for i in range(3)]])
     hint = orjson.dumps({"version": 2, "size": 5, "sizeInBytes": 1234, "numOfAddFiles": 3})
-    K.write_last_checkpoint(root, hint[: len(hint) // 2])
+    W.write_last_checkpoint(root, hint[: len(hint) // 2])
 
 
 def build_hint_names_deleted_checkpoint(root: Path) -> None:
     good_start(root, extra=5)
-    K.write_checkpoint(root, 2, [protocol(), metadata(), *[add(f"part-{i}.parquet") for i in range(3)]])
-    K.write_last_checkpoint(root, {"version": 4, "size": 7})  # checkpoint 4 was deleted
+    W.write_checkpoint(root, 2, [protocol(), metadata(), *[add(f"part-{i}.parquet") for i in range(3)]])
+    W.write_last_checkpoint(root, {"version": 4, "size": 7})  # checkpoint 4 was deleted
 
 
 def build_hint_checksum_mismatch(root: Path) -> None:
     good_start(root, extra=3)
-    K.write_checkpoint(root, 2, [protocol(), metadata(), *[add(f"part-{i}.parquet") for i in range(3)]])
+    W.write_checkpoint(root, 2, [protocol(), metadata(), *[add(f"part-{i}.parquet") for i in range(3)]])
     hint: dict[str, Any] = {"version": 2, "size": 5}
     hint["checksum"] = checksum({"version": 3, "size": 5})
-    K.write_last_checkpoint(root, hint)
+    W.write_last_checkpoint(root, hint)
 
 
 def build_hint_beyond_latest(root: Path) -> None:
     good_start(root, extra=2)
     hint: dict[str, Any] = {"version": 40, "size": 5}
     hint["checksum"] = checksum(hint)
-    K.write_last_checkpoint(root, hint)
+    W.write_last_checkpoint(root, hint)
 
 
 def build_missing_commit_in_middle(root: Path) -> None:
@@ -159,12 +160,12 @@ def build_truncated_log_without_checkpoint(root: Path) -> None:
 
 def build_unknown_reader_feature(root: Path) -> None:
     good_start(root)
-    K.write_commit(root, 2, [commit_info(), protocol(3, 7, ["fancyNewThing"], ["fancyNewThing"])])
+    W.write_commit(root, 2, [commit_info(), protocol(3, 7, ["fancyNewThing"], ["fancyNewThing"])])
 
 
 def build_reader_version_4(root: Path) -> None:
     good_start(root)
-    K.write_commit(root, 2, [commit_info(), protocol(4, 7, [], [])])
+    W.write_commit(root, 2, [commit_info(), protocol(4, 7, [], [])])
 
 
 STRAY_FILES = [
@@ -210,7 +211,7 @@ def build_zero_byte_checkpoint(root: Path) -> None:
 
 def build_incomplete_multipart(root: Path) -> None:
     good_start(root, extra=3)
-    K.write_checkpoint(
+    W.write_checkpoint(
         root,
         2,
         [protocol(), metadata(), add("part-0.parquet")],
@@ -219,26 +220,26 @@ def build_incomplete_multipart(root: Path) -> None:
 
 
 def build_missing_protocol(root: Path) -> None:
-    K.write_table(root, [[commit_info(), metadata(), add("a.parquet")], [add("b.parquet")]])
+    W.write_table(root, [[commit_info(), metadata(), add("a.parquet")], [add("b.parquet")]])
 
 
 def build_missing_metadata(root: Path) -> None:
-    K.write_table(root, [[commit_info(), protocol(), add("a.parquet")], [add("b.parquet")]])
+    W.write_table(root, [[commit_info(), protocol(), add("a.parquet")], [add("b.parquet")]])
 
 
 def build_crlf_and_no_final_newline(root: Path) -> None:
-    K.write_commit(root, 0, b"\r\n".join(orjson.dumps(a) for a in [protocol(), metadata(), add("a.parquet")]))
-    K.write_commit(root, 1, orjson.dumps(add("b.parquet")) + b"\r\n\r\n")
+    W.write_commit(root, 0, b"\r\n".join(orjson.dumps(a) for a in [protocol(), metadata(), add("a.parquet")]))
+    W.write_commit(root, 1, orjson.dumps(add("b.parquet")) + b"\r\n\r\n")
 
 
 def build_checkpoint_and_tombstones(root: Path) -> None:
     """A healthy table with a checkpoint, a hint, removes and a DV (read-only check)."""
     good_start(root, extra=3)
-    K.write_commit(root, 4, [remove("part-0.parquet"), add("dv.parquet", deletion_vector=K.dv("v" * 20))])
-    K.write_checkpoint(root, 3, [protocol(), metadata(), *[add(f"part-{i}.parquet") for i in range(4)]])
+    W.write_commit(root, 4, [remove("part-0.parquet"), add("dv.parquet", deletion_vector=K.dv("v" * 20))])
+    W.write_checkpoint(root, 3, [protocol(), metadata(), *[add(f"part-{i}.parquet") for i in range(4)]])
     hint: dict[str, Any] = {"version": 3, "size": 6}
     hint["checksum"] = checksum(hint)
-    K.write_last_checkpoint(root, hint)
+    W.write_last_checkpoint(root, hint)
 
 
 V2 = protocol(3, 7, ["v2Checkpoint"], ["v2Checkpoint"])
@@ -254,7 +255,7 @@ BAD_V2_LINES = {
 
 def _v2_with_line(root: Path, line: bytes) -> None:
     """A JSON V2 checkpoint at 2 with one damaged last line; commits 0-1 were cleaned up, so it is needed."""
-    K.write_table(
+    W.write_table(
         root,
         [
             [commit_info(), V2, metadata(), add("part-0.parquet")],
@@ -263,7 +264,7 @@ def _v2_with_line(root: Path, line: bytes) -> None:
             [add("part-3.parquet")],
         ],
     )
-    path = K.write_v2_checkpoint(root, 2, [V2, metadata(), *[add(f"part-{i}.parquet") for i in range(3)]], V2_UUID)
+    path = W.write_v2_checkpoint(root, 2, [V2, metadata(), *[add(f"part-{i}.parquet") for i in range(3)]], V2_UUID)
     path.write_bytes(path.read_bytes() + line + b"\n")
     for v in (0, 1):
         (root / LOG / c(v)).unlink()
@@ -286,7 +287,7 @@ def build_v2_checkpoint_torn_line(root: Path) -> None:
 
 
 def build_v2_checkpoint_missing_sidecar(root: Path) -> None:
-    K.write_table(root, [[commit_info(), V2, metadata(), add("part-0.parquet")], [add("part-1.parquet")]])
+    W.write_table(root, [[commit_info(), V2, metadata(), add("part-0.parquet")], [add("part-1.parquet")]])
     sidecar = {
         "sidecar": {
             "path": f"00000000000000000001.checkpoint.0000000001.0000000001.{V2_UUID}.parquet",
@@ -294,21 +295,21 @@ def build_v2_checkpoint_missing_sidecar(root: Path) -> None:
             "modificationTime": K.T0,
         }
     }
-    K.write_v2_checkpoint(root, 1, [V2, metadata(), sidecar], V2_UUID)
+    W.write_v2_checkpoint(root, 1, [V2, metadata(), sidecar], V2_UUID)
 
 
 def build_v2_with_sidecars(root: Path) -> None:
     """Healthy: a UUID-named parquet V2 checkpoint whose files live in a sidecar (read-only check)."""
-    K.write_table(
+    W.write_table(
         root,
         [[commit_info(), V2, metadata(), add("part-0.parquet")], [add("part-1.parquet")], [remove("part-0.parquet")]],
     )
-    side = K.write_sidecar(
+    side = W.write_sidecar(
         root,
         f"00000000000000000001.checkpoint.0000000001.0000000001.{V2_UUID}.parquet",
         [add("part-0.parquet"), add("part-1.parquet")],
     )
-    K.write_v2_checkpoint(root, 1, [V2, metadata(), side], V2_UUID, fmt="parquet")
+    W.write_v2_checkpoint(root, 1, [V2, metadata(), side], V2_UUID, fmt="parquet")
 
 
 def build_column_mapped_partitions(root: Path) -> None:
@@ -319,7 +320,7 @@ def build_column_mapped_partitions(root: Path) -> None:
         {"delta.columnMapping.mode": "name"},
         physical={"id": "col-a", "p": "col-b"},
     )
-    K.write_table(
+    W.write_table(
         root,
         [[commit_info(), protocol(2, 5), meta, add("x.parquet", {"col-b": "x"})], [add("y.parquet", {"col-b": None})]],
     )
@@ -653,10 +654,10 @@ def _read_everything(root: Path) -> list[str]:
 def test_reading_changes_nothing_on_disk(tmp_path: Path, name: str) -> None:
     root = tmp_path / "table"
     BUILDERS[name](root)
-    before = K.tree_state(root)
+    before = W.tree_state(root)
     _read_everything(root)
     _read_everything(root)  # twice: a second reader must not find anything left by the first
-    after = K.tree_state(root)
+    after = W.tree_state(root)
     assert sorted(after) == sorted(before), "files appeared or vanished under the table root"
     for path, (data, mtime) in before.items():
         assert after[path][0] == data, f"{path} changed"

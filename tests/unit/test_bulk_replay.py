@@ -20,6 +20,7 @@ from deltalog.core.replay import CommitData, replay
 from deltalog.errors import CorruptLogError, DeltaLogError
 from tests.corpus import corpus_entries, table_path
 from tests.unit import logkit as K
+from tests.unit import logwriter as W
 
 
 def _rows(table: pa.Table) -> list[dict[str, Any]]:
@@ -64,7 +65,7 @@ def _both(monkeypatch: pytest.MonkeyPatch, path: Path, version: int | None = Non
 
 
 def _table(tmp_path: Path, commits: list[list[dict[str, Any]]]) -> Path:
-    return K.write_table(tmp_path / "t", commits)
+    return W.write_table(tmp_path / "t", commits)
 
 
 def _start(partitions: tuple[str, ...] = ("p",)) -> list[dict[str, Any]]:

@@ -1,6 +1,6 @@
 """The ``deltalog`` command: what each verb shows, its JSON documents, time travel, and the error contract.
 
-Tables are hand-written logs (see ``tablemaker``) with commit times fixed one minute apart, so every
+Tables are hand-written logs (``tests.unit.logwriter.make_table``) with commit times fixed one minute apart, so every
 value asserted here is known in advance.
 """
 
@@ -18,19 +18,11 @@ from click.testing import CliRunner, Result
 from deltalog import VersionNotFoundError
 from deltalog.cli import documents, render
 from deltalog.cli.main import cli, main
-from tests.unit.logkit import write_checkpoint
-from tests.unit.tablemaker import (
-    T0,
-    add,
-    commit_info,
-    commit_time,
-    inline_dv,
-    make_table,
-    metadata,
-    protocol,
-    remove,
-    txn,
-)
+from tests.unit.logkit import Y2026, inline_dv, protocol, txn
+from tests.unit.logwriter import make_table, write_checkpoint
+
+T0, commit_time = Y2026.t0, Y2026.commit_time
+add, commit_info, metadata, remove = Y2026.add, Y2026.commit_info, Y2026.metadata, Y2026.remove
 
 ENGINE = "Apache-Spark/3.5.0 Delta-Lake/3.2.0"
 
@@ -63,11 +55,11 @@ def sales(tmp_path: Path) -> Path:
             [
                 add(
                     "date=2026-11-01/a.parquet",
-                    100,
                     {"date": "2026-11-01"},
+                    size=100,
                     stats={"numRecords": 3, "minValues": {"id": 1}, "maxValues": {"id": 3}},
                 ),
-                add("date=2026-11-02/b.parquet", 200, {"date": "2026-11-02"}, modification_time=T0 + 5),
+                add("date=2026-11-02/b.parquet", {"date": "2026-11-02"}, size=200, modification_time=T0 + 5),
                 commit_info(
                     "WRITE",
                     {"mode": "Append", "partitionBy": '["date"]'},
@@ -80,8 +72,8 @@ def sales(tmp_path: Path) -> Path:
                 remove("date=2026-11-01/a.parquet"),
                 add(
                     "date=2026-11-01/c.parquet",
-                    300,
                     {"date": "2026-11-01"},
+                    size=300,
                     deletion_vector=inline_dv(2),
                     stats="{not json",
                 ),
@@ -89,7 +81,7 @@ def sales(tmp_path: Path) -> Path:
                 commit_info("DELETE", {"predicate": '["(id = 2)"]'}, readVersion=1, isBlindAppend=False),
             ],
             [
-                add("__HIVE_DEFAULT_PARTITION__/d.parquet", 50, {"date": None}),
+                add("__HIVE_DEFAULT_PARTITION__/d.parquet", {"date": None}, size=50),
                 commit_info("WRITE", {"mode": "Append"}, readVersion=2, isBlindAppend=True, engineInfo=ENGINE),
             ],
         ],
@@ -265,7 +257,7 @@ def test_describe_nested_types_and_column_mapping(tmp_path: Path) -> None:
                     field_metadata=mapping,
                 ),
             ],
-            [add("x/1.parquet", 10, {"col-region": "eu"}), add("x/2.parquet", 20, {"col-region": "us"})],
+            [add("x/1.parquet", {"col-region": "eu"}, size=10), add("x/2.parquet", {"col-region": "us"}, size=20)],
         ],
     )
     doc = as_json("describe", root)
@@ -336,7 +328,7 @@ def test_history_limit(sales: Path) -> None:
 
 
 def test_history_without_commit_info_shows_nulls(tmp_path: Path) -> None:
-    root = make_table(tmp_path / "t", [[add("a.parquet", 1)]])
+    root = make_table(tmp_path / "t", [[add("a.parquet", size=1)]])
     commits = as_json("history", root)["commits"]
     assert commits[0] == {
         "version": 1,
@@ -353,7 +345,7 @@ def test_history_without_commit_info_shows_nulls(tmp_path: Path) -> None:
 
 def test_history_uses_monotonic_commit_times(tmp_path: Path) -> None:
     """A commit file older than its predecessor (a copy, clock skew) reads as predecessor + 1 ms."""
-    root = make_table(tmp_path / "t", [[add("a.parquet", 1)]], commit_times=[T0 + 10_000, T0])
+    root = make_table(tmp_path / "t", [[add("a.parquet", size=1)]], commit_times=[T0 + 10_000, T0])
     assert [c["timestamp_ms"] for c in as_json("history", root)["commits"]] == [T0 + 10_001, T0 + 10_000]
 
 
@@ -452,9 +444,9 @@ def test_files_where_on_two_columns_is_a_conjunction(tmp_path: Path) -> None:
         tmp_path / "t",
         [
             [
-                add("1.parquet", 1, {"date": "2026-11-01", "region": "eu"}),
-                add("2.parquet", 2, {"date": "2026-11-01", "region": "us"}),
-                add("3.parquet", 3, {"date": "2026-11-02", "region": "eu"}),
+                add("1.parquet", {"date": "2026-11-01", "region": "eu"}, size=1),
+                add("2.parquet", {"date": "2026-11-01", "region": "us"}, size=2),
+                add("3.parquet", {"date": "2026-11-02", "region": "eu"}, size=3),
             ]
         ],
         partition_columns=["date", "region"],
@@ -483,8 +475,8 @@ def test_files_values_are_never_read_as_markup_or_wrapped(tmp_path: Path) -> Non
         tmp_path / "t",
         [
             [
-                add("[bold]odd[/bold].parquet", 1, {"p": "[red]v[/red]"}),
-                add(f"{long_dir}/long.parquet", 2, {"p": "w"}),
+                add("[bold]odd[/bold].parquet", {"p": "[red]v[/red]"}, size=1),
+                add(f"{long_dir}/long.parquet", {"p": "w"}, size=2),
             ]
         ],
         partition_columns=["p"],
@@ -551,8 +543,8 @@ def test_snapshot_time_travel(sales: Path) -> None:
 
 def test_snapshot_after_log_cleanup(tmp_path: Path) -> None:
     """Commits 0-2 cleaned up behind a checkpoint at 2: version 2 has no commit time left to show."""
-    root = make_table(tmp_path / "t", [[add("a", 10)], [add("b", 20)], [add("c", 5)]])
-    write_checkpoint(root, 2, [protocol(), metadata(), add("a", 10), add("b", 20)])
+    root = make_table(tmp_path / "t", [[add("a", size=10)], [add("b", size=20)], [add("c", size=5)]])
+    write_checkpoint(root, 2, [protocol(), metadata(), add("a", size=10), add("b", size=20)])
     for v in range(3):
         (root / "_delta_log" / f"{v:020d}.json").unlink()
     doc = as_json("snapshot", root, "--version", 2)
@@ -619,7 +611,7 @@ def test_where_errors(sales: Path) -> None:
 
 
 def test_where_on_unpartitioned_table(tmp_path: Path) -> None:
-    root = make_table(tmp_path / "t", [[add("a.parquet", 1)]])
+    root = make_table(tmp_path / "t", [[add("a.parquet", size=1)]])
     assert fails("files", root, "--where", "id=1").endswith("partitioned by nothing (it is not partitioned)")
 
 
@@ -627,10 +619,10 @@ def test_where_on_unpartitioned_table(tmp_path: Path) -> None:
     ("commits", "expected"),
     [
         (
-            [[add("a", 1)], b'{"add": {"path": "b"\n'],
+            [[add("a", size=1)], b'{"add": {"path": "b"\n'],
             "error: _delta_log/00000000000000000002.json line 1: malformed JSON",
         ),
-        ([[add("a", 1)], b""], "error: _delta_log/00000000000000000002.json is empty"),
+        ([[add("a", size=1)], b""], "error: _delta_log/00000000000000000002.json is empty"),
         ([[protocol()]], "error: no metaData action found in"),
         ([[protocol(3, 7, ["fancy"], ["fancy"]), metadata()]], "error: reader feature 'fancy' is not supported"),
     ],
@@ -643,7 +635,7 @@ def test_corrupt_or_unsupported_log(tmp_path: Path, commits: list[Any], expected
 
 
 def test_missing_commit_names_the_gap(tmp_path: Path) -> None:
-    root = make_table(tmp_path / "t", [[add("a", 1)], [add("b", 1)]])
+    root = make_table(tmp_path / "t", [[add("a", size=1)], [add("b", size=1)]])
     (root / "_delta_log" / "00000000000000000001.json").unlink()
     line = fails("files", root)
     assert line.startswith("error: commit 00000000000000000001.json is missing from")
@@ -765,8 +757,8 @@ def test_add_with_non_integer_size_is_a_corrupt_log(tmp_path: Path) -> None:
 
 
 def test_history_of_a_checkpoint_only_table_does_not_deny_the_table(tmp_path: Path) -> None:
-    root = make_table(tmp_path / "t", [[add("a", 10)]])
-    write_checkpoint(root, 1, [protocol(), metadata(), add("a", 10)])
+    root = make_table(tmp_path / "t", [[add("a", size=10)]])
+    write_checkpoint(root, 1, [protocol(), metadata(), add("a", size=10)])
     for v in range(2):
         (root / "_delta_log" / f"{v:020d}.json").unlink()
     doc = as_json("snapshot", root)
@@ -776,7 +768,7 @@ def test_history_of_a_checkpoint_only_table_does_not_deny_the_table(tmp_path: Pa
 
 def test_instants_a_datetime_cannot_hold_keep_their_milliseconds(tmp_path: Path) -> None:
     far = 10**17  # about year 3 million: the log may say so, datetime cannot
-    root = make_table(tmp_path / "t", [[add("a", 1, modification_time=far)]])
+    root = make_table(tmp_path / "t", [[add("a", size=1, modification_time=far)]])
     (f,) = as_json("files", root)["files"]
     assert (f["modification_time"], f["modification_time_ms"]) == (None, far)
     assert row(ok("files", root), "a", "1", "-", "no")
@@ -791,13 +783,17 @@ def test_add_with_non_object_partition_values_is_a_corrupt_log(tmp_path: Path) -
 
 def test_unparsable_table_property_is_a_user_error(tmp_path: Path) -> None:
     root = make_table(
-        tmp_path / "t", [[add("a", 1)]], configuration={"delta.setTransactionRetentionDuration": "interval 1 month"}
+        tmp_path / "t",
+        [[add("a", size=1)]],
+        configuration={"delta.setTransactionRetentionDuration": "interval 1 month"},
     )
     assert "interval 1 month" in fails("describe", root)
 
 
 def test_unparsable_table_property_is_named(tmp_path: Path) -> None:
     root = make_table(
-        tmp_path / "t", [[add("a", 1)]], configuration={"delta.setTransactionRetentionDuration": "interval 1 month"}
+        tmp_path / "t",
+        [[add("a", size=1)]],
+        configuration={"delta.setTransactionRetentionDuration": "interval 1 month"},
     )
     assert "delta.setTransactionRetentionDuration" in fails("describe", root)

@@ -39,7 +39,8 @@ from deltalog.maintenance.compaction import (
     discover_tables,
     summarize,
 )
-from tests.unit.tablemaker import make_table, metadata, protocol
+from tests.unit.logkit import Y2026, protocol
+from tests.unit.logwriter import make_table
 
 SCHEMA = pa.schema([("id", pa.int64()), ("region", pa.string())])
 V2_CONF = {"delta.feature.v2Checkpoint": "supported", "delta.checkpointPolicy": "v2"}
@@ -182,7 +183,7 @@ def test_checkpoint_of_no_table_or_an_unwritable_one(tmp_path: Path) -> None:
         [
             [
                 protocol(3, 7, ["deletionVectors"], ["deletionVectors"]),
-                metadata(configuration={"delta.enableDeletionVectors": "true"}),
+                Y2026.metadata(configuration={"delta.enableDeletionVectors": "true"}),
             ]
         ],
     )

@@ -1,8 +1,8 @@
 """``deltalog commit``: actions from a file or stdin become one new version, or nothing at all.
 
 Tables are created through the library (``DeltaLog.create``) so the commit under test is the engine's
-real write path; a hand-written log (``tablemaker``) is used only for a protocol the engine refuses to
-write. Each failing case also checks that no commit file appeared: "nothing was written" is the contract.
+real write path; a hand-written log (``logwriter.make_table``) is used only for a protocol the engine
+refuses to write. Each failing case also checks that no commit file appeared: "nothing was written" is the contract.
 """
 
 from __future__ import annotations
@@ -19,7 +19,10 @@ from click.testing import CliRunner, Result
 from deltalog import ConcurrentAppendError, DeltaLog, DeltaLogError, Transaction
 from deltalog.cli.main import cli
 from deltalog.core.codec import decode_line
-from tests.unit.tablemaker import add, make_table, metadata, protocol, remove, txn
+from tests.unit.logkit import Y2026, protocol, txn
+from tests.unit.logwriter import make_table
+
+add, metadata, remove = Y2026.add, Y2026.metadata, Y2026.remove
 
 COMMIT_KEYS = {
     "table",
@@ -48,8 +51,8 @@ def day_add(name: str, date: str | None = "2026-11-01", size: int = 100) -> dict
     prefix = f"date={date}" if date is not None else "date=__HIVE_DEFAULT_PARTITION__"
     return add(
         f"{prefix}/{name}.parquet",
-        size,
         {"date": date},
+        size=size,
         stats={"numRecords": 1, "minValues": {"id": 1}, "maxValues": {"id": 1}, "nullCount": {"id": 0}},
     )
 
@@ -251,7 +254,9 @@ def test_add_and_remove_of_one_path_is_refused(table: Path, tmp_path: Path) -> N
 
 
 def test_partition_values_that_do_not_match_the_table_are_refused(table: Path, tmp_path: Path) -> None:
-    line = fails(table, "--actions", write(tmp_path, [add("x.parquet", 1, {"region": "eu"})]), "--operation", "WRITE")
+    line = fails(
+        table, "--actions", write(tmp_path, [add("x.parquet", {"region": "eu"}, size=1)]), "--operation", "WRITE"
+    )
     assert "(rule: partition-values; nothing was written)" in line
     assert latest(table) == 0
 

@@ -15,6 +15,7 @@ from deltalog import DeltaLog
 from deltalog.actions import Add
 from deltalog.errors import CorruptLogError
 from tests.unit import logkit as K
+from tests.unit import logwriter as W
 
 
 def _table(tmp_path: Path, commits: int = 12) -> Path:
@@ -23,7 +24,7 @@ def _table(tmp_path: Path, commits: int = 12) -> Path:
     ]
     for v in range(1, commits):
         history.append([K.commit_info(), K.add(f"p=a/{v}.parquet", {"p": "a"}), K.txn("app", v, K.T0)])
-    path = K.write_table(tmp_path / "t", history)
+    path = W.write_table(tmp_path / "t", history)
     DeltaLog.for_table(str(path)).checkpoint(version=commits - 2)
     return path
 
@@ -90,10 +91,10 @@ def test_a_deferred_advance_still_rejects_malformed_commits(tmp_path: Path) -> N
     path = _table(tmp_path)
     log = DeltaLog.for_table(str(path), auto_checkpoint=False)
     snap = log.snapshot()
-    (path / "_delta_log" / K.commit_name(12)).write_bytes(b'{"commitInfo":{}}\n{"add": nope}\n')
+    (path / "_delta_log" / W.commit_name(12)).write_bytes(b'{"commitInfo":{}}\n{"add": nope}\n')
     with pytest.raises(CorruptLogError) as err:
         log.snapshot()
-    assert err.value.path is not None and err.value.path.endswith(K.commit_name(12))
+    assert err.value.path is not None and err.value.path.endswith(W.commit_name(12))
     assert snap.version == 11
 
 

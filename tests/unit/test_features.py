@@ -17,6 +17,7 @@ from deltalog.core.features import (
 from deltalog.errors import ProtocolError, UnsupportedFeatureError
 
 from . import logkit as K
+from . import logwriter as W
 
 SRC = "/data/t/_delta_log/00000000000000000003.json"
 
@@ -134,7 +135,7 @@ def test_supported_features_legacy_and_listed() -> None:
 
 
 def _table(root: Path, proto: dict[str, object]) -> Path:
-    return K.write_table(root, [[K.commit_info(), proto, K.metadata(), K.add("a.parquet")]])
+    return W.write_table(root, [[K.commit_info(), proto, K.metadata(), K.add("a.parquet")]])
 
 
 @pytest.mark.parametrize("feature", sorted(READER_FEATURES_FOR_REPLAY))
@@ -161,12 +162,12 @@ def test_snapshot_with_accepted_feature(tmp_path: Path, feature: str) -> None:
 )
 def test_snapshot_refusal_names_protocol_file(tmp_path: Path, proto: dict[str, object], feature: str | None) -> None:
     _table(tmp_path, K.protocol())
-    K.write_commit(tmp_path, 1, [K.commit_info("SET TBLPROPERTIES"), proto])
-    K.write_commit(tmp_path, 2, [K.commit_info(), K.add("b.parquet")])
+    W.write_commit(tmp_path, 1, [K.commit_info("SET TBLPROPERTIES"), proto])
+    W.write_commit(tmp_path, 2, [K.commit_info(), K.add("b.parquet")])
     with pytest.raises(UnsupportedFeatureError) as exc:
         DeltaLog.for_table(tmp_path).snapshot()
-    assert K.commit_name(1) in str(exc.value)
-    assert exc.value.path is not None and exc.value.path.endswith(f"_delta_log/{K.commit_name(1)}")
+    assert W.commit_name(1) in str(exc.value)
+    assert exc.value.path is not None and exc.value.path.endswith(f"_delta_log/{W.commit_name(1)}")
     if feature is not None:
         assert feature in str(exc.value)
     # the version before the upgrade is still readable
@@ -175,9 +176,9 @@ def test_snapshot_refusal_names_protocol_file(tmp_path: Path, proto: dict[str, o
 
 def test_refusal_from_checkpoint_names_checkpoint(tmp_path: Path) -> None:
     proto = K.protocol(3, 7, ["someFutureFeature"], ["someFutureFeature"])
-    K.write_table(tmp_path, [[K.commit_info(), proto, K.metadata(), K.add("a.parquet")], [K.add("b.parquet")]])
-    cp = K.write_checkpoint(tmp_path, 1, [proto, K.metadata(), K.add("a.parquet"), K.add("b.parquet")])
-    (tmp_path / "_delta_log" / K.commit_name(0)).unlink()
+    W.write_table(tmp_path, [[K.commit_info(), proto, K.metadata(), K.add("a.parquet")], [K.add("b.parquet")]])
+    cp = W.write_checkpoint(tmp_path, 1, [proto, K.metadata(), K.add("a.parquet"), K.add("b.parquet")])
+    (tmp_path / "_delta_log" / W.commit_name(0)).unlink()
     with pytest.raises(UnsupportedFeatureError) as exc:
         DeltaLog.for_table(tmp_path).snapshot()
     assert cp.name in str(exc.value)

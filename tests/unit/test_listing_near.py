@@ -14,7 +14,7 @@ from deltalog.log_listing import list_log, listing_near
 from deltalog.storage.base import FileInfo
 from deltalog.storage.local import LocalLogStore
 
-from .logkit import basic_table, log_dir, paths_of
+from .logwriter import basic_table, log_dir, paths_of
 
 
 class Recording(LocalLogStore):

@@ -14,9 +14,9 @@ from deltalog.storage.base import Capabilities, FileInfo, LogStore
 from deltalog.storage.local import LocalLogStore
 from deltalog.storage.uri import store_for
 
-from . import logkit as K
+from . import logwriter as W
 
-NAME = K.RACE_NAME
+NAME = W.RACE_NAME
 
 
 def files_under(root: Path) -> list[str]:
@@ -107,7 +107,7 @@ def test_process_race_has_one_winner(tmp_path: Path) -> None:
     n = 8
     barrier = ctx.Barrier(n)
     out = ctx.Queue()
-    procs = [ctx.Process(target=K.race_put_if_absent, args=(str(tmp_path), i, barrier, out)) for i in range(n)]
+    procs = [ctx.Process(target=W.race_put_if_absent, args=(str(tmp_path), i, barrier, out)) for i in range(n)]
     for p in procs:
         p.start()
     results = dict(out.get(timeout=180) for _ in range(n))
@@ -119,7 +119,7 @@ def test_process_race_has_one_winner(tmp_path: Path) -> None:
     winners = [i for i, r in results.items() if r == "won"]
     assert len(winners) == 1, results
     assert sorted(r for r in results.values() if r != "won") == ["lost"] * (n - 1)
-    assert (tmp_path / NAME).read_bytes() == K.race_payload(winners[0])
+    assert (tmp_path / NAME).read_bytes() == W.race_payload(winners[0])
     assert files_under(tmp_path) == [NAME], "temp files left behind"
 
 

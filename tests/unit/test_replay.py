@@ -18,6 +18,7 @@ from deltalog.core.pathkeys import canonical_path, file_key, needs_canonicalizin
 from deltalog.core.replay import BaseState, CommitData, live_txns, replay
 
 from . import logkit as K
+from . import logwriter as W
 from .logkit import add, commit_info, domain, dv, metadata, protocol, remove, txn
 
 SETTINGS = settings(max_examples=60, deadline=None, database=None, suppress_health_check=[HealthCheck.too_slow])
@@ -28,7 +29,7 @@ def snap(root: Path, version: int | None = None) -> Any:
 
 
 def live(root: Path, version: int | None = None) -> list[str]:
-    return K.paths_of(snap(root, version).files())
+    return W.paths_of(snap(root, version).files())
 
 
 def base_commit(*actions: dict[str, Any]) -> list[dict[str, Any]]:
@@ -47,34 +48,34 @@ def dv_uid(d: dict[str, Any] | None, snake: bool = False) -> str:
 
 
 def test_add_then_remove_is_gone(tmp_path: Path) -> None:
-    K.write_table(tmp_path, [base_commit(add("a.parquet"), add("b.parquet")), [remove("a.parquet")]])
+    W.write_table(tmp_path, [base_commit(add("a.parquet"), add("b.parquet")), [remove("a.parquet")]])
     s = snap(tmp_path)
-    assert K.paths_of(s.files()) == ["b.parquet"]
+    assert W.paths_of(s.files()) == ["b.parquet"]
     assert s.num_files == 1
-    assert K.paths_of(s.tombstones()) == ["a.parquet"]
+    assert W.paths_of(s.tombstones()) == ["a.parquet"]
     assert live(tmp_path, 0) == ["a.parquet", "b.parquet"]
 
 
 def test_add_and_remove_everything(tmp_path: Path) -> None:
-    K.write_table(tmp_path, [base_commit(add("a.parquet")), [remove("a.parquet")]])
+    W.write_table(tmp_path, [base_commit(add("a.parquet")), [remove("a.parquet")]])
     s = snap(tmp_path)
     assert s.num_files == 0
     assert s.files().num_rows == 0
 
 
 def test_re_add_after_remove_is_live(tmp_path: Path) -> None:
-    K.write_table(
+    W.write_table(
         tmp_path,
         [base_commit(add("a.parquet", size=1)), [remove("a.parquet")], [add("a.parquet", size=2)]],
     )
     s = snap(tmp_path)
-    assert K.paths_of(s.files()) == ["a.parquet"]
+    assert W.paths_of(s.files()) == ["a.parquet"]
     assert s.files().column("size").to_pylist() == [2]
     assert s.tombstones().num_rows == 0
 
 
 def test_remove_and_add_in_one_commit_follows_file_order(tmp_path: Path) -> None:
-    K.write_table(
+    W.write_table(
         tmp_path,
         [
             base_commit(add("a.parquet"), add("b.parquet")),
@@ -82,13 +83,13 @@ def test_remove_and_add_in_one_commit_follows_file_order(tmp_path: Path) -> None
         ],
     )
     s = snap(tmp_path)
-    assert K.paths_of(s.files()) == ["a.parquet"]
+    assert W.paths_of(s.files()) == ["a.parquet"]
     assert s.files().column("size").to_pylist() == [7]
-    assert K.paths_of(s.tombstones()) == ["b.parquet"]
+    assert W.paths_of(s.tombstones()) == ["b.parquet"]
 
 
 def test_newest_add_of_a_key_wins(tmp_path: Path) -> None:
-    K.write_table(tmp_path, [base_commit(add("a.parquet", size=1)), [add("a.parquet", size=2, data_change=False)]])
+    W.write_table(tmp_path, [base_commit(add("a.parquet", size=1)), [add("a.parquet", size=2, data_change=False)]])
     files = snap(tmp_path).files()
     assert files.num_rows == 1
     assert files.column("size").to_pylist() == [2]
@@ -96,7 +97,7 @@ def test_newest_add_of_a_key_wins(tmp_path: Path) -> None:
 
 def test_same_path_with_different_dvs_are_different_files(tmp_path: Path) -> None:
     dv1, dv2 = dv("aaaaaaaaaaaaaaaaaaaa"), dv("bbbbbbbbbbbbbbbbbbbb", offset=9)
-    K.write_table(
+    W.write_table(
         tmp_path,
         [
             base_commit(add("f.parquet")),
@@ -120,7 +121,7 @@ def test_same_path_with_different_dvs_are_different_files(tmp_path: Path) -> Non
 def test_dv_update_pattern(tmp_path: Path) -> None:
     """A DV update removes the old (path, dv) and adds (path, new dv) in one commit."""
     dv1, dv2 = dv("aaaaaaaaaaaaaaaaaaaa"), dv("aaaaaaaaaaaaaaaaaaaa", offset=40)
-    K.write_table(
+    W.write_table(
         tmp_path,
         [
             base_commit(add("f.parquet")),
@@ -144,7 +145,7 @@ def test_dv_update_pattern(tmp_path: Path) -> None:
 
 
 def test_dv_offset_is_part_of_the_key(tmp_path: Path) -> None:
-    K.write_table(
+    W.write_table(
         tmp_path,
         [
             base_commit(add("f.parquet", deletion_vector=dv("x" * 20, offset=1))),
@@ -158,27 +159,27 @@ def test_dv_offset_is_part_of_the_key(tmp_path: Path) -> None:
 
 
 def test_encoded_and_plain_spelling_are_one_file(tmp_path: Path) -> None:
-    K.write_table(tmp_path, [base_commit(add("a%20b.parquet")), [remove("a b.parquet")]])
+    W.write_table(tmp_path, [base_commit(add("a%20b.parquet")), [remove("a b.parquet")]])
     assert live(tmp_path, 0) == ["a%20b.parquet"]
     assert live(tmp_path) == []
-    K.write_commit(tmp_path, 2, [add("a b.parquet")])
-    K.write_commit(tmp_path, 3, [remove("a%20b.parquet")])
+    W.write_commit(tmp_path, 2, [add("a b.parquet")])
+    W.write_commit(tmp_path, 3, [remove("a%20b.parquet")])
     assert live(tmp_path, 2) == ["a b.parquet"]
     assert live(tmp_path) == []
 
 
 def test_paths_are_decoded_exactly_once(tmp_path: Path) -> None:
     # a%2520b names the object "a%20b"; a%20b names "a b": two different files
-    K.write_table(tmp_path, [base_commit(add("a%2520b.parquet"), add("a%20b.parquet")), [remove("a%20b.parquet")]])
+    W.write_table(tmp_path, [base_commit(add("a%2520b.parquet"), add("a%20b.parquet")), [remove("a%20b.parquet")]])
     assert live(tmp_path, 0) == ["a%20b.parquet", "a%2520b.parquet"]
     assert live(tmp_path) == ["a%2520b.parquet"]
-    K.write_commit(tmp_path, 2, [remove("a%2520b.parquet")])
+    W.write_commit(tmp_path, 2, [remove("a%2520b.parquet")])
     assert live(tmp_path) == []
 
 
 def test_double_encoded_partition_directory(tmp_path: Path) -> None:
     raw = "p=2023-11-05%2000%253A00%253A00/part-0.parquet"
-    K.write_table(
+    W.write_table(
         tmp_path,
         [
             base_commit(add(raw, {"p": "2023-11-05 00:00:00"})),
@@ -189,14 +190,14 @@ def test_double_encoded_partition_directory(tmp_path: Path) -> None:
     assert live(tmp_path, 0) == [raw]
     assert live(tmp_path) == []
     # decoding twice would make this (a different object: "00:00:00") cancel the add as well
-    K.write_commit(tmp_path, 2, [add(raw, {"p": "2023-11-05 00:00:00"})])
-    K.write_commit(tmp_path, 3, [remove("p=2023-11-05 00:00:00/part-0.parquet")])
+    W.write_commit(tmp_path, 2, [add(raw, {"p": "2023-11-05 00:00:00"})])
+    W.write_commit(tmp_path, 3, [remove("p=2023-11-05 00:00:00/part-0.parquet")])
     assert live(tmp_path) == [raw]
 
 
 def test_file_uri_remove_cancels_absolute_add(tmp_path: Path) -> None:
     root = str(tmp_path)
-    K.write_table(
+    W.write_table(
         tmp_path,
         [
             base_commit(add(f"{root}/in.parquet"), add("/elsewhere/out.parquet"), add("rel.parquet")),
@@ -212,7 +213,7 @@ def test_file_uri_remove_cancels_absolute_add(tmp_path: Path) -> None:
 def test_table_root_with_characters_that_need_escaping(tmp_path: Path) -> None:
     root = tmp_path / "my table %25 #1"
     rs = str(root)
-    K.write_table(
+    W.write_table(
         root,
         [
             base_commit(add("file:" + quote(rs) + "/a%20b.parquet"), add(quote(rs) + "/c.parquet"), add("d.parquet")),
@@ -225,7 +226,7 @@ def test_table_root_with_characters_that_need_escaping(tmp_path: Path) -> None:
 
 def test_absolute_add_under_root_and_relative_remove(tmp_path: Path) -> None:
     root = str(tmp_path)
-    K.write_table(tmp_path, [base_commit(add(f"file:{quote(root)}/a%20b.parquet")), [remove("a%20b.parquet")]])
+    W.write_table(tmp_path, [base_commit(add(f"file:{quote(root)}/a%20b.parquet")), [remove("a%20b.parquet")]])
     assert len(live(tmp_path, 0)) == 1
     assert live(tmp_path) == []
 
@@ -254,7 +255,7 @@ def test_optional_add_field_survives_replay(
     """Each optional add field, alone beside the required ones (stats or not), must reach files()."""
     body = add("f.parquet", stats=K.stats(1) if with_stats else None)["add"]
     body[field] = value
-    K.write_table(tmp_path, [base_commit({"add": body})])
+    W.write_table(tmp_path, [base_commit({"add": body})])
     (row,) = snap(tmp_path).files().to_pylist()
     assert row[column] == expected
 
@@ -270,7 +271,7 @@ REMOVE_SHAPES: list[tuple[str, dict[str, Any]]] = [
 def test_tombstone_keeps_its_fields(tmp_path: Path, shape: str, rm: dict[str, Any]) -> None:
     """Tombstones keep deletionTimestamp (VACUUM's retention clock) and the DV of their key."""
     body = add("f.parquet", deletion_vector=rm["remove"].get("deletionVector"))
-    K.write_table(tmp_path, [base_commit(body), [rm]])
+    W.write_table(tmp_path, [base_commit(body), [rm]])
     (row,) = snap(tmp_path).tombstones().to_pylist()
     assert row["path"] == "f.parquet"
     assert row["deletionTimestamp"] == K.T0 + 1
@@ -282,7 +283,7 @@ def test_tombstone_keeps_its_fields(tmp_path: Path, shape: str, rm: dict[str, An
 
 
 def test_tombstones_keep_their_fields(tmp_path: Path) -> None:
-    K.write_table(
+    W.write_table(
         tmp_path,
         [
             base_commit(add("a.parquet"), add("b.parquet", {"p": "x"}), add("c.parquet", deletion_vector=dv("c" * 20))),
@@ -304,7 +305,7 @@ def test_tombstones_keep_their_fields(tmp_path: Path) -> None:
 
 
 def test_unknown_actions_and_fields_are_ignored(tmp_path: Path) -> None:
-    K.write_table(
+    W.write_table(
         tmp_path,
         [
             base_commit(add("a.parquet")),
@@ -323,7 +324,7 @@ def test_unknown_actions_and_fields_are_ignored(tmp_path: Path) -> None:
 
 
 def test_latest_protocol_and_metadata_win(tmp_path: Path) -> None:
-    K.write_table(
+    W.write_table(
         tmp_path,
         [
             base_commit(add("a.parquet")),
@@ -341,7 +342,7 @@ def test_latest_protocol_and_metadata_win(tmp_path: Path) -> None:
 
 
 def test_txn_latest_wins_not_max(tmp_path: Path) -> None:
-    K.write_table(
+    W.write_table(
         tmp_path,
         [
             base_commit(txn("app", 5, K.T0), txn("other", 1, K.T0)),
@@ -357,7 +358,7 @@ def test_txn_latest_wins_not_max(tmp_path: Path) -> None:
 
 
 def test_domain_metadata_removed_deletes(tmp_path: Path) -> None:
-    K.write_table(
+    W.write_table(
         tmp_path,
         [
             base_commit(domain("delta.rowTracking", '{"rowIdHighWaterMark":1}'), domain("user.a", "x")),
@@ -373,7 +374,7 @@ def test_domain_metadata_removed_deletes(tmp_path: Path) -> None:
 
 
 def test_commit_info_is_the_target_commits(tmp_path: Path) -> None:
-    K.write_table(tmp_path, [base_commit(), [commit_info("DELETE"), remove("x")], [add("y.parquet")]])
+    W.write_table(tmp_path, [base_commit(), [commit_info("DELETE"), remove("x")], [add("y.parquet")]])
     assert snap(tmp_path, 1).commit_info["operation"] == "DELETE"  # type: ignore[index]
     assert snap(tmp_path).commit_info is None  # version 2 has no commitInfo
 
@@ -383,7 +384,7 @@ def test_commit_info_is_the_target_commits(tmp_path: Path) -> None:
 
 def _checkpoint_table(root: Path) -> None:
     """Versions 0-3 in JSON, a Spark-shaped checkpoint at 2, and commits 3-4 after it."""
-    K.write_table(
+    W.write_table(
         root,
         [
             base_commit(add("a.parquet"), add("b%20c.parquet"), txn("app", 1, K.T0), domain("user.d", "1")),
@@ -393,7 +394,7 @@ def _checkpoint_table(root: Path) -> None:
             [remove("d.parquet", deletion_vector=dv("d" * 20)), add("d.parquet")],
         ],
     )
-    K.write_checkpoint(
+    W.write_checkpoint(
         root,
         2,
         [
@@ -414,7 +415,7 @@ def test_checkpoint_then_commits(tmp_path: Path) -> None:
     _checkpoint_table(tmp_path)
     s = snap(tmp_path)
     assert s.segment.checkpoint is not None and s.segment.checkpoint.version == 2
-    assert K.paths_of(s.files()) == ["a.parquet", "d.parquet", "e.parquet", "gone.parquet"]
+    assert W.paths_of(s.files()) == ["a.parquet", "d.parquet", "e.parquet", "gone.parquet"]
     assert [d for d in s.files().column("deletion_vector").to_pylist()] == [None] * 4
     assert s.app_version("app") == 0
     assert s.domain_metadata == {}
@@ -434,7 +435,7 @@ def test_checkpoint_state_equals_json_state(tmp_path: Path) -> None:
         f.unlink()
     from_json = snap(tmp_path)
     assert from_json.segment.checkpoint is None
-    assert K.paths_of(from_checkpoint.files()) == K.paths_of(from_json.files())
+    assert W.paths_of(from_checkpoint.files()) == W.paths_of(from_json.files())
     assert from_checkpoint.txns == from_json.txns
     assert from_checkpoint.domain_metadata == from_json.domain_metadata
     assert from_checkpoint.metadata == from_json.metadata
@@ -445,7 +446,7 @@ def test_checkpoint_version_itself(tmp_path: Path) -> None:
     _checkpoint_table(tmp_path)
     s = snap(tmp_path, 2)
     assert s.segment.checkpoint is not None and s.segment.commits == ()
-    assert K.paths_of(s.files()) == ["a.parquet", "b%20c.parquet", "d.parquet", "e.parquet"]
+    assert W.paths_of(s.files()) == ["a.parquet", "b%20c.parquet", "d.parquet", "e.parquet"]
     assert s.app_version("app") == 1
     assert set(s.domain_metadata) == {"user.d"}
 
@@ -488,7 +489,7 @@ def test_replay_matches_a_simple_model(commits: list[list[tuple[str, int, int, i
         model_live: dict[tuple[str, str], str] = {}
         model_tomb: dict[tuple[str, str], str] = {}
         states: list[tuple[dict[tuple[str, str], str], dict[tuple[str, str], str]]] = []
-        K.write_commit(root, 0, base_commit())
+        W.write_commit(root, 0, base_commit())
         states.append(({}, {}))
         for v, commit in enumerate(commits, start=1):
             actions = []
@@ -503,7 +504,7 @@ def test_replay_matches_a_simple_model(commits: list[list[tuple[str, int, int, i
                     actions.append(remove(raw, deletion_vector=DVS[di]))
                     model_live.pop(key, None)
                     model_tomb[key] = raw
-            K.write_commit(root, v, actions)
+            W.write_commit(root, v, actions)
             states.append((dict(model_live), dict(model_tomb)))
 
         def check(s: Any, v: int) -> None:
@@ -533,7 +534,7 @@ def test_replay_matches_a_simple_model(commits: list[list[tuple[str, int, int, i
         # a checkpoint at some version, written from the model, must give the same states after it
         cp = data.draw(st.integers(0, latest))
         cp_live, cp_tomb = states[cp]
-        K.write_checkpoint(
+        W.write_checkpoint(
             root,
             cp,
             [protocol(), metadata()]
@@ -611,7 +612,7 @@ def test_live_txns_retention() -> None:
 def test_add_table_schema_is_the_checkpoint_add_shape() -> None:
     from deltalog.core.file_columns import ADD_SCHEMA
 
-    cp_add = K.CHECKPOINT_SCHEMA.field("add").type
+    cp_add = W.CHECKPOINT_SCHEMA.field("add").type
     for f in ADD_SCHEMA:
         assert cp_add.field(f.name).type == f.type, f.name
     assert isinstance(ADD_SCHEMA, pa.Schema)
@@ -624,7 +625,7 @@ UUID = "3a0d65cd-4056-49b8-937b-95f9e3ee90e5"
 
 
 def _v2_log(root: Path) -> None:
-    K.write_table(
+    W.write_table(
         root,
         [
             [commit_info(), V2, metadata(), add("a.parquet", stats=K.stats(1)), add("b.parquet"), txn("app", 1, K.T0)],
@@ -637,26 +638,26 @@ def _v2_log(root: Path) -> None:
 @pytest.mark.parametrize("fmt", ["json", "parquet"])
 def test_v2_checkpoint_with_sidecars(tmp_path: Path, fmt: str) -> None:
     _v2_log(tmp_path)
-    s1 = K.write_sidecar(
+    s1 = W.write_sidecar(
         tmp_path,
         f"00000000000000000001.checkpoint.0000000001.0000000002.{UUID}.parquet",
         [add("a.parquet", stats=K.stats(1), data_change=False), remove("b.parquet")],
     )
-    s2 = K.write_sidecar(
+    s2 = W.write_sidecar(
         tmp_path,
         f"00000000000000000001.checkpoint.0000000002.0000000002.{UUID}.parquet",
         [add("c.parquet", deletion_vector=dv("c" * 20), data_change=False)],
     )
-    K.write_v2_checkpoint(tmp_path, 1, [V2, metadata(), txn("app", 1, K.T0), s1, s2], UUID, fmt)
+    W.write_v2_checkpoint(tmp_path, 1, [V2, metadata(), txn("app", 1, K.T0), s1, s2], UUID, fmt)
     s = snap(tmp_path)
     assert s.segment.checkpoint is not None and s.segment.checkpoint.version == 1
-    assert K.paths_of(s.files()) == ["a.parquet", "c.parquet", "d.parquet"]
+    assert W.paths_of(s.files()) == ["a.parquet", "c.parquet", "d.parquet"]
     assert {r["path"]: r["stats"] for r in s.files(stats=True).to_pylist()} == {
         "a.parquet": K.stats(1),
         "c.parquet": None,
         "d.parquet": None,
     }
-    assert K.paths_of(s.tombstones()) == ["b.parquet"]
+    assert W.paths_of(s.tombstones()) == ["b.parquet"]
     assert s.app_version("app") == 1
     assert s.reader_features == ("v2Checkpoint",)
     # at the checkpoint version itself, the DV'd file is present with its DV
@@ -667,7 +668,7 @@ def test_v2_checkpoint_with_sidecars(tmp_path: Path, fmt: str) -> None:
 
 def test_v2_json_checkpoint_with_inline_files(tmp_path: Path) -> None:
     _v2_log(tmp_path)
-    K.write_v2_checkpoint(
+    W.write_v2_checkpoint(
         tmp_path,
         1,
         [
@@ -681,33 +682,33 @@ def test_v2_json_checkpoint_with_inline_files(tmp_path: Path) -> None:
     )
     s = snap(tmp_path)
     assert s.segment.checkpoint is not None and s.segment.checkpoint.kind.value == "uuid_checkpoint"
-    assert K.paths_of(s.files()) == ["a.parquet", "c.parquet", "d.parquet"]
+    assert W.paths_of(s.files()) == ["a.parquet", "c.parquet", "d.parquet"]
     assert {r["path"]: r["stats"] for r in s.files(stats=True).to_pylist()}["a.parquet"] == K.stats(1)
-    assert K.paths_of(s.tombstones()) == ["b.parquet"]
+    assert W.paths_of(s.tombstones()) == ["b.parquet"]
 
 
 def test_v2_checkpoint_wins_over_classic_at_the_same_version(tmp_path: Path) -> None:
     _v2_log(tmp_path)
     # the classic one is deliberately wrong: if it were chosen, "zzz.parquet" would show up
-    K.write_checkpoint(tmp_path, 1, [V2, metadata(), add("zzz.parquet")])
-    K.write_v2_checkpoint(
+    W.write_checkpoint(tmp_path, 1, [V2, metadata(), add("zzz.parquet")])
+    W.write_v2_checkpoint(
         tmp_path, 1, [V2, metadata(), add("a.parquet"), add("c.parquet", deletion_vector=dv("c" * 20))], UUID
     )
     assert live(tmp_path) == ["a.parquet", "c.parquet", "d.parquet"]
 
 
 def test_multipart_checkpoint(tmp_path: Path) -> None:
-    K.write_table(
+    W.write_table(
         tmp_path,
         [base_commit(add("a.parquet"), add("b.parquet")), [add("c.parquet"), remove("a.parquet")], [add("d.parquet")]],
     )
-    K.write_checkpoint(
+    W.write_checkpoint(
         tmp_path,
         1,
         [protocol(), metadata(), add("b.parquet"), remove("a.parquet")],
         name="00000000000000000001.checkpoint.0000000001.0000000002.parquet",
     )
-    K.write_checkpoint(
+    W.write_checkpoint(
         tmp_path,
         1,
         [add("c.parquet"), txn("app", 3, K.T0)],
@@ -715,8 +716,8 @@ def test_multipart_checkpoint(tmp_path: Path) -> None:
     )
     s = snap(tmp_path)
     assert s.segment.checkpoint is not None and len(s.segment.checkpoint.files) == 2
-    assert K.paths_of(s.files()) == ["b.parquet", "c.parquet", "d.parquet"]
-    assert K.paths_of(s.tombstones()) == ["a.parquet"]
+    assert W.paths_of(s.files()) == ["b.parquet", "c.parquet", "d.parquet"]
+    assert W.paths_of(s.tombstones()) == ["a.parquet"]
     assert s.app_version("app") == 3
 
 
@@ -724,7 +725,7 @@ def test_checkpoint_in_another_writers_shape(tmp_path: Path) -> None:
     """No remove/txn/domainMetadata columns, int64 DV fields plus maxRowIndex, stats only as stats_parsed."""
     import pyarrow.parquet as pq
 
-    K.write_table(
+    W.write_table(
         tmp_path,
         [
             [
@@ -763,12 +764,12 @@ def test_checkpoint_in_another_writers_shape(tmp_path: Path) -> None:
             ("stats_parsed", stats_t),
         ]
     )
-    prot_t, meta_t = K.CHECKPOINT_SCHEMA.field("protocol").type, K.CHECKPOINT_SCHEMA.field("metaData").type
+    prot_t, meta_t = W.CHECKPOINT_SCHEMA.field("protocol").type, W.CHECKPOINT_SCHEMA.field("metaData").type
     table = pa.table(
         {
-            "protocol": pa.array([K._struct_value(prot_t, protocol()["protocol"]), None, None, None], prot_t),
+            "protocol": pa.array([W._struct_value(prot_t, protocol()["protocol"]), None, None, None], prot_t),
             "metaData": pa.array(
-                [None, K._struct_value(meta_t, metadata({"id": "long", "p": "string"}, ["p"])["metaData"]), None, None],
+                [None, W._struct_value(meta_t, metadata({"id": "long", "p": "string"}, ["p"])["metaData"]), None, None],
                 meta_t,
             ),
             "add": pa.array(
@@ -816,7 +817,7 @@ def test_checkpoint_in_another_writers_shape(tmp_path: Path) -> None:
     assert rows["b.parquet"]["deletion_vector"]["offset"] == 1
     assert s.tombstones().num_rows == 0
     # the int64 DV offset from the checkpoint and the JSON offset make one key
-    K.write_commit(tmp_path, 2, [remove("b.parquet", deletion_vector=dv("b" * 20))])
+    W.write_commit(tmp_path, 2, [remove("b.parquet", deletion_vector=dv("b" * 20))])
     assert live(tmp_path) == ["a.parquet"]
 
 
@@ -829,7 +830,7 @@ def test_stats_rebuilt_from_stats_parsed_keep_json_types(tmp_path: Path) -> None
     import pyarrow.parquet as pq
 
     cols = {"id": "long", "amount": "decimal(10,2)", "day": "date"}
-    K.write_table(tmp_path, [[protocol(), metadata(cols), add("a.parquet")]])
+    W.write_table(tmp_path, [[protocol(), metadata(cols), add("a.parquet")]])
     values_t = pa.struct([("id", pa.int64()), ("amount", pa.decimal128(10, 2)), ("day", pa.date32())])
     stats_t = pa.struct(
         [
@@ -853,11 +854,11 @@ def test_stats_rebuilt_from_stats_parsed_keep_json_types(tmp_path: Path) -> None
 
     lo = {"id": 1, "amount": decimal.Decimal("1.50"), "day": dt.date(2024, 1, 1)}
     hi = {"id": 9, "amount": decimal.Decimal("20.25"), "day": dt.date(2024, 2, 1)}
-    prot_t, meta_t = K.CHECKPOINT_SCHEMA.field("protocol").type, K.CHECKPOINT_SCHEMA.field("metaData").type
+    prot_t, meta_t = W.CHECKPOINT_SCHEMA.field("protocol").type, W.CHECKPOINT_SCHEMA.field("metaData").type
     table = pa.table(
         {
-            "protocol": pa.array([K._struct_value(prot_t, protocol()["protocol"]), None, None], prot_t),
-            "metaData": pa.array([None, K._struct_value(meta_t, metadata(cols)["metaData"]), None], meta_t),
+            "protocol": pa.array([W._struct_value(prot_t, protocol()["protocol"]), None, None], prot_t),
+            "metaData": pa.array([None, W._struct_value(meta_t, metadata(cols)["metaData"]), None], meta_t),
             "add": pa.array(
                 [
                     None,

@@ -14,6 +14,7 @@ from deltalog.core import actions as A
 from deltalog.core.last_checkpoint import checksum
 
 from . import logkit as K
+from . import logwriter as W
 from .logkit import add, commit_info, metadata, protocol, remove, txn
 
 UTC = dt.timezone.utc
@@ -31,7 +32,7 @@ def pv(table: pa.Table) -> dict[str, dict[str, str | None]]:
 
 
 def test_basic_snapshot(tmp_path: Path) -> None:
-    K.basic_table(tmp_path, extra_commits=2)
+    W.basic_table(tmp_path, extra_commits=2)
     log = DeltaLog.for_table(tmp_path)
     s = log.snapshot()
     assert s.version == 2
@@ -66,14 +67,14 @@ def test_no_table(tmp_path: Path) -> None:
 
 
 def test_version_out_of_range(tmp_path: Path) -> None:
-    K.basic_table(tmp_path, extra_commits=1)
+    W.basic_table(tmp_path, extra_commits=1)
     with pytest.raises(VersionNotFoundError) as exc:
         DeltaLog.for_table(tmp_path).snapshot(version=5)
     assert (exc.value.earliest, exc.value.latest) == (0, 1)
 
 
 def test_version_and_timestamp_together_refused(tmp_path: Path) -> None:
-    K.basic_table(tmp_path)
+    W.basic_table(tmp_path)
     with pytest.raises(InvalidArgumentError):
         DeltaLog.for_table(tmp_path).snapshot(version=0, timestamp=K.T0)
 
@@ -81,7 +82,7 @@ def test_version_and_timestamp_together_refused(tmp_path: Path) -> None:
 def test_add_actions(tmp_path: Path) -> None:
     st = K.stats(3, id=(1, 3))
     a_add = add("a.parquet", {"p": None}, size=9, stats=st, tags={"t": "1"})
-    K.write_table(tmp_path, [[protocol(), metadata(), a_add]])
+    W.write_table(tmp_path, [[protocol(), metadata(), a_add]])
     (a,) = list(DeltaLog.for_table(tmp_path).snapshot().add_actions())
     assert a == A.Add("a.parquet", {"p": None}, 9, K.T0, True, stats=st, tags={"t": "1"})
     rm = a.remove(deletion_timestamp=1)
@@ -111,9 +112,9 @@ def _partitioned(root: Path, checkpoint: bool = False) -> None:
         "f5": {"n": None, "d": "2023-12-31", "ts": None, "s": "a b", "b": "false", "dec": "-3.25"},
     }
     actions = [protocol(), metadata(COLUMNS, PARTS)] + [add(f"{k}.parquet", v) for k, v in files.items()]
-    K.write_table(root, [[commit_info(), *actions[:2], *actions[2:5]], actions[5:]])
+    W.write_table(root, [[commit_info(), *actions[:2], *actions[2:5]], actions[5:]])
     if checkpoint:
-        K.write_checkpoint(
+        W.write_checkpoint(
             root,
             1,
             [
@@ -196,7 +197,7 @@ def test_where_invalid(tmp_path: Path, where: dict[str, Any]) -> None:
 
 
 def test_where_on_a_table_without_files(tmp_path: Path) -> None:
-    K.write_table(
+    W.write_table(
         tmp_path, [[protocol(), metadata({"id": "long", "n": "integer"}, ["n"]), add("a", {"n": "1"})], [remove("a")]]
     )
     s = DeltaLog.for_table(tmp_path).snapshot()
@@ -213,7 +214,7 @@ def test_unknown_column_message_lists_columns(tmp_path: Path) -> None:
 
 def test_where_after_removes(tmp_path: Path) -> None:
     _partitioned(tmp_path, checkpoint=True)
-    K.write_commit(
+    W.write_commit(
         tmp_path,
         2,
         [remove("f1.parquet"), add("f6.parquet", {"n": "1", "d": None, "ts": None, "s": "z", "b": None, "dec": None})],
@@ -222,7 +223,7 @@ def test_where_after_removes(tmp_path: Path) -> None:
 
 
 def test_unparsable_partition_values_are_never_pruned(tmp_path: Path) -> None:
-    K.write_table(
+    W.write_table(
         tmp_path,
         [
             [
@@ -234,8 +235,8 @@ def test_unparsable_partition_values_are_never_pruned(tmp_path: Path) -> None:
         ],
     )
     s = DeltaLog.for_table(tmp_path).snapshot()
-    assert K.paths_of(s.files(where={"n": 1})) == ["good.parquet", "odd.parquet"]
-    assert K.paths_of(s.files(where={"n": 2})) == ["odd.parquet"]
+    assert W.paths_of(s.files(where={"n": 1})) == ["good.parquet", "odd.parquet"]
+    assert W.paths_of(s.files(where={"n": 2})) == ["odd.parquet"]
 
 
 def test_empty_in_list_matches_nothing(tmp_path: Path) -> None:
@@ -247,11 +248,11 @@ def test_empty_in_list_matches_nothing(tmp_path: Path) -> None:
 
 
 def _hinted(root: Path) -> None:
-    K.basic_table(root, extra_commits=5)
-    K.write_checkpoint(root, 3, [protocol(), metadata(), *[add(f"part-{i}.parquet") for i in range(4)]])
+    W.basic_table(root, extra_commits=5)
+    W.write_checkpoint(root, 3, [protocol(), metadata(), *[add(f"part-{i}.parquet") for i in range(4)]])
     hint: dict[str, Any] = {"version": 3, "size": 6}
     hint["checksum"] = checksum(hint)
-    K.write_last_checkpoint(root, hint)
+    W.write_last_checkpoint(root, hint)
 
 
 def test_hint_only_says_where_to_start(tmp_path: Path) -> None:
@@ -276,7 +277,7 @@ def test_version_beyond_latest_with_hint_reports_the_whole_range(tmp_path: Path)
 
 def test_newer_checkpoint_than_the_hint_is_used(tmp_path: Path) -> None:
     _hinted(tmp_path)
-    K.write_checkpoint(tmp_path, 5, [protocol(), metadata(), *[add(f"part-{i}.parquet") for i in range(6)]])
+    W.write_checkpoint(tmp_path, 5, [protocol(), metadata(), *[add(f"part-{i}.parquet") for i in range(6)]])
     s = DeltaLog.for_table(tmp_path).snapshot()
     assert s.segment.checkpoint is not None and s.segment.checkpoint.version == 5
     assert s.segment.commits == ()
@@ -293,7 +294,7 @@ def _mapped(root: Path, checkpoint: bool) -> None:
         {"delta.columnMapping.mode": "name", "delta.columnMapping.maxColumnId": "2"},
         physical=phys,
     )
-    K.write_table(
+    W.write_table(
         root,
         [
             [commit_info(), protocol(2, 5), meta, add("x/a.parquet", {"col-9f8e": "x"})],
@@ -301,7 +302,7 @@ def _mapped(root: Path, checkpoint: bool) -> None:
         ],
     )
     if checkpoint:
-        K.write_checkpoint(
+        W.write_checkpoint(
             root,
             1,
             [
@@ -337,7 +338,7 @@ def test_column_mapping_partition_keys_are_logical(tmp_path: Path, checkpoint: b
 
 def test_column_mapping_ignored_without_the_feature(tmp_path: Path) -> None:
     meta = metadata({"id": "long", "p": "string"}, ["p"], {"delta.columnMapping.mode": "name"}, physical={"p": "col-p"})
-    K.write_table(tmp_path, [[protocol(1, 2), meta, add("a.parquet", {"p": "v"})]])
+    W.write_table(tmp_path, [[protocol(1, 2), meta, add("a.parquet", {"p": "v"})]])
     s = DeltaLog.for_table(tmp_path).snapshot()
     assert s.column_mapping_mode == "none"
     assert pv(s.files()) == {"a.parquet": {"p": "v"}}
@@ -349,12 +350,12 @@ def test_column_mapping_ignored_without_the_feature(tmp_path: Path) -> None:
 @pytest.mark.parametrize("checkpoint", [False, True], ids=["json", "checkpoint"])
 def test_stats_only_on_request(tmp_path: Path, checkpoint: bool) -> None:
     sa, sb = K.stats(3, id=(1, 3)), K.stats(5, id=(4, 8))
-    K.write_table(
+    W.write_table(
         tmp_path,
         [[protocol(), metadata(), add("a.parquet", stats=sa)], [add("b.parquet", stats=sb)], [add("c.parquet")]],
     )
     if checkpoint:
-        K.write_checkpoint(
+        W.write_checkpoint(
             tmp_path, 1, [protocol(), metadata(), add("a.parquet", stats=sa), add("b.parquet", stats=sb)]
         )
     s = DeltaLog.for_table(tmp_path).snapshot()
@@ -362,14 +363,14 @@ def test_stats_only_on_request(tmp_path: Path, checkpoint: bool) -> None:
     with_stats = {r["path"]: r["stats"] for r in s.files(stats=True).to_pylist()}
     assert with_stats == {"a.parquet": sa, "b.parquet": sb, "c.parquet": None}
     # pruned and masked rows keep their own stats
-    K.write_commit(tmp_path, 3, [remove("a.parquet")])
+    W.write_commit(tmp_path, 3, [remove("a.parquet")])
     s = DeltaLog.for_table(tmp_path).snapshot()
     assert {r["path"]: r["stats"] for r in s.files(stats=True).to_pylist()} == {"b.parquet": sb, "c.parquet": None}
 
 
 def test_stats_object_instead_of_string(tmp_path: Path) -> None:
     odd = {"add": {**add("a.parquet")["add"], "stats": {"numRecords": 2}}}
-    K.write_table(tmp_path, [[protocol(), metadata(), odd]])
+    W.write_table(tmp_path, [[protocol(), metadata(), odd]])
     (row,) = DeltaLog.for_table(tmp_path).snapshot().files(stats=True).to_pylist()
     assert row["stats"] is not None and '"numRecords":2' in row["stats"].replace(" ", "")
 
@@ -378,9 +379,9 @@ def test_stats_object_instead_of_string(tmp_path: Path) -> None:
 
 
 def _timed(root: Path, times: list[int]) -> None:
-    K.write_commit(root, 0, [commit_info("CREATE TABLE"), protocol(), metadata(), add("f0.parquet")], mtime_ms=times[0])
+    W.write_commit(root, 0, [commit_info("CREATE TABLE"), protocol(), metadata(), add("f0.parquet")], mtime_ms=times[0])
     for v, t in enumerate(times[1:], start=1):
-        K.write_commit(root, v, [commit_info(), add(f"f{v}.parquet")], mtime_ms=t)
+        W.write_commit(root, v, [commit_info(), add(f"f{v}.parquet")], mtime_ms=t)
 
 
 def test_snapshot_by_version(tmp_path: Path) -> None:
@@ -455,9 +456,9 @@ def test_timestamp_at_an_exact_commit_millisecond(tmp_path: Path) -> None:
 
 def test_time_travel_after_log_cleanup(tmp_path: Path) -> None:
     _timed(tmp_path, [K.T0 + i * 1000 for i in range(5)])
-    K.write_checkpoint(tmp_path, 2, [protocol(), metadata(), *[add(f"f{i}.parquet") for i in range(3)]])
+    W.write_checkpoint(tmp_path, 2, [protocol(), metadata(), *[add(f"f{i}.parquet") for i in range(3)]])
     for v in (0, 1):
-        (tmp_path / "_delta_log" / K.commit_name(v)).unlink()
+        (tmp_path / "_delta_log" / W.commit_name(v)).unlink()
     log = DeltaLog.for_table(tmp_path)
     assert log.earliest_version() == 2
     assert log.snapshot(version=2).num_files == 3
@@ -474,9 +475,9 @@ def test_in_commit_timestamps(tmp_path: Path) -> None:
         "delta.inCommitTimestampEnablementVersion": "2",
         "delta.inCommitTimestampEnablementTimestamp": str(K.T0 + 2000),
     }
-    K.write_commit(tmp_path, 0, [commit_info(), protocol(), metadata(), add("a")], mtime_ms=K.T0)
-    K.write_commit(tmp_path, 1, [commit_info(), add("b")], mtime_ms=K.T0 + 1000)
-    K.write_commit(
+    W.write_commit(tmp_path, 0, [commit_info(), protocol(), metadata(), add("a")], mtime_ms=K.T0)
+    W.write_commit(tmp_path, 1, [commit_info(), add("b")], mtime_ms=K.T0 + 1000)
+    W.write_commit(
         tmp_path,
         2,
         [
@@ -486,7 +487,7 @@ def test_in_commit_timestamps(tmp_path: Path) -> None:
         ],
         mtime_ms=K.T0 + 999_999,
     )
-    K.write_commit(tmp_path, 3, [commit_info(inCommitTimestamp=K.T0 + 3000), add("c")], mtime_ms=K.T0 + 5)
+    W.write_commit(tmp_path, 3, [commit_info(inCommitTimestamp=K.T0 + 3000), add("c")], mtime_ms=K.T0 + 5)
     log = DeltaLog.for_table(tmp_path)
     assert log.commit_timeline() == [(0, K.T0), (1, K.T0 + 1000), (2, K.T0 + 2000), (3, K.T0 + 3000)]
     assert log.snapshot(timestamp=K.T0 + 2500).version == 2
@@ -502,9 +503,9 @@ def test_in_commit_timestamps_survive_a_table_copy(tmp_path: Path) -> None:
         "delta.inCommitTimestampEnablementVersion": "2",
         "delta.inCommitTimestampEnablementTimestamp": str(K.T0 + 2000),
     }
-    K.write_commit(tmp_path, 0, [commit_info(), protocol(), metadata(), add("a")], mtime_ms=copied)
-    K.write_commit(tmp_path, 1, [commit_info(), add("b")], mtime_ms=copied + 1)
-    K.write_commit(
+    W.write_commit(tmp_path, 0, [commit_info(), protocol(), metadata(), add("a")], mtime_ms=copied)
+    W.write_commit(tmp_path, 1, [commit_info(), add("b")], mtime_ms=copied + 1)
+    W.write_commit(
         tmp_path,
         2,
         [
@@ -514,7 +515,7 @@ def test_in_commit_timestamps_survive_a_table_copy(tmp_path: Path) -> None:
         ],
         mtime_ms=copied + 2,
     )
-    K.write_commit(tmp_path, 3, [commit_info(inCommitTimestamp=K.T0 + 3000), add("c")], mtime_ms=copied + 3)
+    W.write_commit(tmp_path, 3, [commit_info(inCommitTimestamp=K.T0 + 3000), add("c")], mtime_ms=copied + 3)
     log = DeltaLog.for_table(tmp_path)
     assert log.snapshot(timestamp=K.T0 + 2500).version == 2
     assert log.snapshot(timestamp=K.T0 + 3000).version == 3
@@ -526,10 +527,10 @@ def test_in_commit_timestamps_survive_a_table_copy(tmp_path: Path) -> None:
 
 
 def test_history_newest_first_with_limit(tmp_path: Path) -> None:
-    K.write_commit(tmp_path, 0, [commit_info("CREATE TABLE"), protocol(), metadata()], mtime_ms=K.T0)
-    K.write_commit(tmp_path, 1, [commit_info("WRITE"), add("a")], mtime_ms=K.T0 + 10)
-    K.write_commit(tmp_path, 2, [add("b")], mtime_ms=K.T0 + 5)  # no commitInfo, older mtime
-    K.write_commit(tmp_path, 3, [commit_info("DELETE"), remove("a")], mtime_ms=K.T0 + 30)
+    W.write_commit(tmp_path, 0, [commit_info("CREATE TABLE"), protocol(), metadata()], mtime_ms=K.T0)
+    W.write_commit(tmp_path, 1, [commit_info("WRITE"), add("a")], mtime_ms=K.T0 + 10)
+    W.write_commit(tmp_path, 2, [add("b")], mtime_ms=K.T0 + 5)  # no commitInfo, older mtime
+    W.write_commit(tmp_path, 3, [commit_info("DELETE"), remove("a")], mtime_ms=K.T0 + 30)
     log = DeltaLog.for_table(tmp_path)
     entries = list(log.history())
     assert [e.version for e in entries] == [3, 2, 1, 0]
@@ -546,7 +547,7 @@ def test_history_newest_first_with_limit(tmp_path: Path) -> None:
 
 def test_txn_retention_with_fixed_clock(tmp_path: Path) -> None:
     now = K.T0 + 10 * 3_600_000
-    K.write_table(
+    W.write_table(
         tmp_path,
         [
             [
@@ -568,7 +569,7 @@ def test_txn_retention_with_fixed_clock(tmp_path: Path) -> None:
 
 
 def test_txns_without_retention_all_kept(tmp_path: Path) -> None:
-    K.write_table(tmp_path, [[protocol(), metadata(), txn("a", 1, 0), txn("b", 2)]])
+    W.write_table(tmp_path, [[protocol(), metadata(), txn("a", 1, 0), txn("b", 2)]])
     s = DeltaLog.for_table(tmp_path, clock=lambda: 10**10).snapshot()
     assert {k: t.version for k, t in s.txns.items()} == {"a": 1, "b": 2}
 
@@ -578,18 +579,18 @@ def test_txns_without_retention_all_kept(tmp_path: Path) -> None:
 
 def test_cached_latest_snapshot_advances(tmp_path: Path) -> None:
     st = K.stats(1, id=(1, 1))
-    K.write_table(tmp_path, [[protocol(), metadata(), add("a.parquet", stats=st), add("b%20c.parquet")]])
-    K.write_checkpoint(tmp_path, 0, [protocol(), metadata(), add("a.parquet", stats=st), add("b%20c.parquet")])
+    W.write_table(tmp_path, [[protocol(), metadata(), add("a.parquet", stats=st), add("b%20c.parquet")]])
+    W.write_checkpoint(tmp_path, 0, [protocol(), metadata(), add("a.parquet", stats=st), add("b%20c.parquet")])
     log = DeltaLog.for_table(tmp_path)
     assert log.snapshot().num_files == 2
-    K.write_commit(tmp_path, 1, [remove("b c.parquet"), add("d.parquet", deletion_vector=K.dv("d" * 20))])
-    K.write_commit(tmp_path, 2, [txn("app", 4, K.T0), metadata(configuration={"x": "y"})])
+    W.write_commit(tmp_path, 1, [remove("b c.parquet"), add("d.parquet", deletion_vector=K.dv("d" * 20))])
+    W.write_commit(tmp_path, 2, [txn("app", 4, K.T0), metadata(configuration={"x": "y"})])
     advanced = log.snapshot()
     fresh = DeltaLog.for_table(tmp_path).snapshot()
     assert advanced.version == fresh.version == 2
-    assert K.paths_of(advanced.files()) == K.paths_of(fresh.files()) == ["a.parquet", "d.parquet"]
+    assert W.paths_of(advanced.files()) == W.paths_of(fresh.files()) == ["a.parquet", "d.parquet"]
     assert advanced.files(stats=True).to_pylist() == fresh.files(stats=True).to_pylist()
-    assert K.paths_of(advanced.tombstones()) == K.paths_of(fresh.tombstones()) == ["b c.parquet"]
+    assert W.paths_of(advanced.tombstones()) == W.paths_of(fresh.tombstones()) == ["b c.parquet"]
     assert advanced.app_version("app") == 4 and advanced.configuration == {"x": "y"}
     # and an older version from the same instance is still exact
-    assert K.paths_of(log.snapshot(version=0).files()) == ["a.parquet", "b%20c.parquet"]
+    assert W.paths_of(log.snapshot(version=0).files()) == ["a.parquet", "b%20c.parquet"]
