@@ -28,7 +28,7 @@ from azure.core import exceptions as az
 from fsspec.asyn import sync
 
 from deltalog.errors import FileAlreadyExistsError, StorageError
-from deltalog.storage.base import FileInfo, split_dir
+from deltalog.storage.base import FileInfo, refuse_commit_overwrite, split_dir
 from deltalog.storage.bucket_paths import BucketPaths
 from deltalog.storage.options import scrub
 from deltalog.storage.prefix_listing import list_from_by_prefix
@@ -229,6 +229,7 @@ class AzureLogStore(BucketPaths):
             raise self._error("put_if_absent", path, exc) from exc
 
     def put(self, path: str, data: bytes) -> None:
+        refuse_commit_overwrite(path)
         self._guard("put", path, lambda: self._fs.pipe_file(self._full(path), data, overwrite=True))
 
     def delete(self, path: str) -> None:

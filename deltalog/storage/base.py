@@ -7,9 +7,25 @@ Every store must provide atomic visibility (a file is whole or absent), mutual e
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import BinaryIO, Protocol, runtime_checkable
+
+from deltalog.errors import InvalidArgumentError
+
+_COMMIT = re.compile(r"(^|/)_delta_log/\d{20}\.json$")
+
+
+def refuse_commit_overwrite(path: str) -> None:
+    """``put`` overwrites; a commit file must only ever be created with ``put_if_absent``.
+
+    Every store's ``put`` calls this first, so no caller, now or later, can replace a committed version
+    by mistake: overwriting is for the files that are meant to change (``_last_checkpoint``, intent
+    heartbeats, a torn checkpoint being rewritten).
+    """
+    if _COMMIT.search(path):
+        raise InvalidArgumentError(f"{path} is a commit: commits are created with put_if_absent, never overwritten")
 
 
 @dataclass(frozen=True)
@@ -63,7 +79,8 @@ class LogStore(Protocol):
         ...
 
     def put(self, path: str, data: bytes) -> None:
-        """Create or overwrite ``path`` (for ``_last_checkpoint``)."""
+        """Create or overwrite ``path`` (``_last_checkpoint``, intents, a torn checkpoint); a commit file is
+        refused (:func:`refuse_commit_overwrite`)."""
         ...
 
     def delete(self, path: str) -> None:

@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterator
 from typing import Any, BinaryIO, cast
 
 from deltalog.errors import FileAlreadyExistsError
-from deltalog.storage.base import Capabilities, FileInfo, split_dir
+from deltalog.storage.base import Capabilities, FileInfo, refuse_commit_overwrite, split_dir
 
 _MEMORY_LOCK = threading.Lock()
 
@@ -116,6 +116,7 @@ class FsspecLogStore:
             raise FileAlreadyExistsError(f"{path} already exists", path=path) from None
 
     def put(self, path: str, data: bytes) -> None:
+        refuse_commit_overwrite(path)
         self._fs.pipe_file(self._abs(path), data)
 
     def delete(self, path: str) -> None:

@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterator
 from typing import BinaryIO
 
 from deltalog.errors import FileAlreadyExistsError, StorageError
-from deltalog.storage.base import Capabilities, FileInfo, split_dir
+from deltalog.storage.base import Capabilities, FileInfo, refuse_commit_overwrite, split_dir
 
 log = logging.getLogger(__name__)
 
@@ -172,9 +172,11 @@ class LocalLogStore:
             os.close(fd)
 
     def put(self, path: str, data: bytes) -> None:
+        refuse_commit_overwrite(path)
         final = self._abs(path)
         tmp = self._write_temp(final, data)
-        # Overwrite is the point here (``_last_checkpoint``); the temp file keeps readers from seeing a torn write.
+        # Overwrite is the point here (never a commit: refused above); the temp file keeps readers from
+        # seeing a torn write.
         os.replace(tmp, final)
         self._fsync_dir(os.path.dirname(final))
 

@@ -29,7 +29,7 @@ import botocore.session
 import s3fs
 
 from deltalog.errors import FileAlreadyExistsError, StorageError
-from deltalog.storage.base import FileInfo, split_dir
+from deltalog.storage.base import FileInfo, refuse_commit_overwrite, split_dir
 from deltalog.storage.bucket_paths import BucketPaths
 from deltalog.storage.options import scrub
 
@@ -275,6 +275,7 @@ class S3LogStore(BucketPaths):
             raise self._error("put_if_absent", path, exc) from exc
 
     def put(self, path: str, data: bytes) -> None:
+        refuse_commit_overwrite(path)
         self._guard("put", path, lambda: self._fs.pipe_file(self._full(path), data))
 
     def delete(self, path: str) -> None:

@@ -14,7 +14,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from deltalog.errors import FileAlreadyExistsError, StorageError
+from deltalog.errors import FileAlreadyExistsError, InvalidArgumentError, StorageError
 from deltalog.storage.base import LogStore, list_between
 from deltalog.storage.prefix_listing import version_of
 
@@ -92,6 +92,17 @@ def test_put_overwrites_and_reads_back_at_once(new_store: Callable[[], LogStore]
     assert store.read(path) == b'{"version":20}'
     assert store.exists(path)
     assert [f.name for f in store.list_from(f"{LOG}/_last")] == ["_last_checkpoint"]
+
+
+def test_put_refuses_to_overwrite_a_commit(new_store: Callable[[], LogStore]) -> None:
+    """Commits are created with put_if_absent only: put, which overwrites, refuses them on every store."""
+    store = new_store()
+    store.put_if_absent(commit(0), b"first\n")
+    for path in (commit(0), commit(1)):
+        with pytest.raises(InvalidArgumentError, match="put_if_absent"):
+            store.put(path, b"second\n")
+    assert store.read(commit(0)) == b"first\n"
+    assert not store.exists(commit(1))
 
 
 def test_read_after_write_and_list_after_write(new_store: Callable[[], LogStore]) -> None:
@@ -201,7 +212,7 @@ def test_walk_lists_every_file_and_prunes_skipped_directories(new_store: Callabl
         f"{LOG}/_sidecars/s.parquet": b"s",
     }
     for name, data in files.items():
-        store.put(name, data)
+        store.put_if_absent(name, data)
     walked = {f.name: f.size for f in store.walk()}
     assert walked == {name: len(data) for name, data in files.items()}
     asked: list[str] = []

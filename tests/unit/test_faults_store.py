@@ -260,8 +260,8 @@ def test_one_rule_shares_its_count_across_the_operations_it_matches(tmp_path: Pa
 # ------------------------------------------------------------------------------------------ matching
 def test_rules_match_by_operation(tmp_path: Path) -> None:
     store = faulty(tmp_path, fail_before("put_if_absent"))
-    store.put(C1, b"plain put is not matched")
-    assert store.read(C1) == b"plain put is not matched"
+    store.put(HINT, b"plain put is not matched")
+    assert store.read(HINT) == b"plain put is not matched"
     with pytest.raises(StorageError):
         store.put_if_absent(C2, b"x")
     assert outcomes(store.calls) == [Outcome.OK, Outcome.OK, Outcome.FAILED_BEFORE]
