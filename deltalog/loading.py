@@ -101,7 +101,6 @@ def load_state(dlog: DeltaLog, segment: LogSegment) -> Snapshot:
     try:
         base = CheckpointReader(dlog.store).read_non_file(segment.checkpoint)
         result = state_only(base, read_commits(dlog, segment))
-        result.version = segment.version
         _vet(dlog, segment, result)
     except CorruptLogError:
         return load(dlog, segment)

@@ -23,7 +23,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-import orjson
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -65,23 +64,6 @@ class Replayed:
     touched: pa.Array  # keys of every file action (duplicates allowed)
     #: the line (row) of each of ``adds`` in the parsed run, for :func:`stats_of`
     positions: Any
-
-
-def commit_info(commit: CommitData) -> dict[str, Any] | None:
-    """The last commitInfo of the commit, as the exact replay keeps it; writers put it on the first line."""
-    data = commit.data
-    if data.startswith(b'{"commitInfo"') and data.count(b'"commitInfo"') == 1:
-        try:
-            info = orjson.loads(data.partition(b"\n")[0]).get("commitInfo")
-        except orjson.JSONDecodeError:
-            return None
-        return info if isinstance(info, dict) else None
-    last = None
-    for _, obj in objects(data, commit.path):
-        if "commitInfo" in obj:
-            body = obj["commitInfo"]
-            last = body if isinstance(body, dict) else None
-    return last
 
 
 def _json_type(fields: list[pa.Field], partition: pa.DataType) -> pa.DataType:
@@ -289,7 +271,6 @@ __all__ = [
     "DEFER_STATS_BYTES",
     "MIN_BYTES",
     "Replayed",
-    "commit_info",
     "replay_commits",
     "stats_of",
 ]

@@ -8,7 +8,6 @@ from this state without renaming.
 
 from __future__ import annotations
 
-import builtins
 from collections.abc import Sequence
 from operator import itemgetter
 from typing import Any
@@ -70,11 +69,10 @@ ADD_COLUMNS_NO_STATS = [f.name for f in ADD_FIELDS if f.name != "stats"]
 _NUMPY_TYPES: dict[pa.DataType, Any] = (
     {} if np is None else {pa.int64(): np.int64, pa.int32(): np.int32, pa.bool_(): np.bool_}
 )
-builtins_type = builtins.type
 _PYTHON_TYPES: dict[pa.DataType, type] = {pa.int64(): int, pa.int32(): int, pa.bool_(): bool}
 
 
-def array_of(values: Sequence[Any], type: pa.DataType) -> pa.Array:
+def array_of(values: Sequence[Any], arrow_type: pa.DataType) -> pa.Array:
     """``pa.array`` of a Python sequence, for strings, integers and booleans, without pyarrow's pandas probe.
 
     ``pa.array`` (of a list or of a numpy array alike) first asks whether its input is a pandas object,
@@ -82,39 +80,39 @@ def array_of(values: Sequence[Any], type: pa.DataType) -> pa.Array:
     have it. Strings go through Arrow's own builder, numbers through numpy buffers; neither asks. Values
     of the wrong Python type are an ``ArrowTypeError``, as ``pa.array`` would raise (no silent casts).
     """
-    if type == pa.string():
+    if arrow_type == pa.string():
         builder = pa.lib.StringBuilder()
         try:
             builder.append_values(values)
         except TypeError as exc:
             raise pa.ArrowTypeError(f"expected strings: {exc}") from None
         return builder.finish()
-    dtype = _NUMPY_TYPES.get(type)
+    dtype = _NUMPY_TYPES.get(arrow_type)
     if dtype is None:
-        return pa.array(values, type)
-    want = _PYTHON_TYPES[type]
+        return pa.array(values, arrow_type)
+    want = _PYTHON_TYPES[arrow_type]
+    bad = next((v for v in values if v is not None and type(v) is not want), None)
+    if bad is not None:
+        raise pa.ArrowTypeError(f"expected {want.__name__}, got {type(bad).__name__}: {bad!r}")
     n = len(values)
     present = [v is not None for v in values]
-    if not all(type_ is want for type_, ok in zip(map(builtins_type, values), present, strict=True) if ok):
-        bad = next(v for v, ok in zip(values, present, strict=True) if ok and builtins_type(v) is not want)
-        raise pa.ArrowTypeError(f"expected {want.__name__}, got {builtins_type(bad).__name__}: {bad!r}")
-    filled = values if all(present) else [v if ok else 0 for v, ok in zip(values, present, strict=True)]
+    complete = all(present)
     try:
-        data = np.fromiter(filled, dtype=dtype, count=n)
+        data = np.fromiter(values if complete else (0 if v is None else v for v in values), dtype=dtype, count=n)
     except OverflowError as exc:
-        raise pa.ArrowInvalid(f"integer out of range for {type}: {exc}") from None
-    if type == pa.bool_():
+        raise pa.ArrowInvalid(f"integer out of range for {arrow_type}: {exc}") from None
+    if arrow_type == pa.bool_():
         data = np.packbits(data, bitorder="little")
     validity = None
-    if not all(present):
+    if not complete:
         validity = pa.py_buffer(np.packbits(np.fromiter(present, dtype=np.bool_, count=n), bitorder="little"))
-    return pa.Array.from_buffers(type, n, [validity, pa.py_buffer(data)])
+    return pa.Array.from_buffers(arrow_type, n, [validity, pa.py_buffer(data)])
 
 
-def scalar_of(value: Any, type: pa.DataType) -> pa.Scalar:
+def scalar_of(value: Any, arrow_type: pa.DataType) -> pa.Scalar:
     """``pa.scalar`` without the pandas probe (see :func:`array_of`); compute kernels given a bare Python
     value make the same call, so hot paths pass scalars built here."""
-    return pa.nulls(1, type)[0] if value is None else array_of([value], type)[0]
+    return pa.nulls(1, arrow_type)[0] if value is None else array_of([value], arrow_type)[0]
 
 
 def empty_table(schema: pa.Schema) -> pa.Table:

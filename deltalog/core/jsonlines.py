@@ -56,23 +56,30 @@ def objects(data: bytes, path: str) -> Iterator[tuple[int, dict[str, Any]]]:
         yield line_no, obj
 
 
-def commit_info_of(data: bytes, path: str) -> dict[str, Any]:
-    """The commitInfo of a commit file (``{}`` without one); writers put it first, so try that line alone."""
-    first, _, _ = data.partition(b"\n")
-    if first.startswith(b'{"commitInfo"'):
+def last_commit_info(data: bytes, path: str) -> dict[str, Any] | None:
+    """The commit's commitInfo (the last one, as replay keeps it), or None without one.
+
+    Writers put it on the first line: when it is there and the only one, that line alone is parsed.
+    """
+    if data.startswith(b'{"commitInfo"') and data.count(b'"commitInfo"') == 1:
         try:
-            obj = orjson.loads(first)
+            obj = orjson.loads(data.partition(b"\n")[0])
         except orjson.JSONDecodeError:
             pass
         else:
             info = obj.get("commitInfo") if isinstance(obj, dict) else None
-            if isinstance(info, dict):
-                return info
+            return info if isinstance(info, dict) else None
+    last = None
     for _, obj in objects(data, path):
-        info = obj.get("commitInfo")
-        if isinstance(info, dict):
-            return info
-    return {}
+        if "commitInfo" in obj:
+            body = obj["commitInfo"]
+            last = body if isinstance(body, dict) else None
+    return last
 
 
-__all__ = ["commit_info_of", "objects", "parse_lines"]
+def commit_info_of(data: bytes, path: str) -> dict[str, Any]:
+    """The commitInfo of a commit file (``{}`` without one)."""
+    return last_commit_info(data, path) or {}
+
+
+__all__ = ["commit_info_of", "last_commit_info", "objects", "parse_lines"]

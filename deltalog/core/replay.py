@@ -31,7 +31,7 @@ from deltalog.core.file_columns import (
     table_from_dicts,
 )
 from deltalog.core.file_state import FileState, key_column, key_of
-from deltalog.core.jsonlines import parse_lines
+from deltalog.core.jsonlines import last_commit_info, parse_lines
 from deltalog.core.pathkeys import needs_canonicalizing
 from deltalog.core.table_state import STATE_KEYS, TableState
 from deltalog.errors import CorruptLogError
@@ -79,6 +79,11 @@ class ReplayResult:
     domains: dict[str, A.DomainMetadata]
     files: FileState | None  # None until loaded, for a snapshot that defers its files (see state_only)
     commit_info: dict[str, Any] | None  # raw commitInfo of the last replayed commit
+
+
+def _check_not_empty(commit: CommitData) -> None:
+    if not commit.data.strip():
+        raise CorruptLogError(f"{commit.path} is empty: a commit holds at least one action", path=commit.path)
 
 
 def _corrupt(commit: CommitData, line: int, why: str) -> CorruptLogError:
@@ -146,7 +151,7 @@ def _bulk(base: BaseState, commits: Sequence[CommitData], root: str | None) -> R
     done = bulk_replay.replay_commits(base, commits, root, stats=not defer)
     if done is None:
         return None
-    info = bulk_replay.commit_info(commits[-1])
+    info = last_commit_info(commits[-1].data, commits[-1].path)
     tail_stats = _deferred_stats(commits, done.positions) if defer else None
     version = commits[-1].version
     return _result(base, done.state, version, done.adds, done.removes, done.touched, info, root, tail_stats)
@@ -185,6 +190,12 @@ def _result(
         root=root,
         tail_stats=tail_stats,
     )
+    return _from_state(state, version, files, commit_info)
+
+
+def _from_state(
+    state: TableState, version: int, files: FileState | None, commit_info: dict[str, Any] | None
+) -> ReplayResult:
     return ReplayResult(
         version=version,
         protocol=state.protocol,
@@ -207,21 +218,10 @@ def state_only(base: BaseState, commits: Sequence[CommitData]) -> ReplayResult:
     """
     state = TableState(base)
     for commit in commits:
-        if not commit.data.strip():
-            raise CorruptLogError(f"{commit.path} is empty: a commit holds at least one action", path=commit.path)
+        _check_not_empty(commit)
         state.apply(commit)
     version = commits[-1].version if commits else base.version
-    return ReplayResult(
-        version=version,
-        protocol=state.protocol,
-        protocol_source=state.protocol_source,
-        metadata=state.metadata,
-        metadata_source=state.metadata_source,
-        txns=state.txns,
-        domains=state.domains,
-        files=None,
-        commit_info=bulk_replay.commit_info(commits[-1]) if commits else None,
-    )
+    return _from_state(state, version, None, last_commit_info(commits[-1].data, commits[-1].path) if commits else None)
 
 
 def _base_mask(base: BaseState, touched: pa.Array, root: str | None) -> pa.ChunkedArray | pa.Array | None:
@@ -245,8 +245,7 @@ def _replay(base: BaseState, commits: Sequence[CommitData], root: str | None) ->
     for commit in commits:
         version = commit.version
         commit_info = None
-        if not commit.data.strip():
-            raise CorruptLogError(f"{commit.path} is empty: a commit holds at least one action", path=commit.path)
+        _check_not_empty(commit)
         for line_no, obj in enumerate(parse_lines(commit.data, commit.path), start=1):
             if obj is None:
                 continue  # a blank line
