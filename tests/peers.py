@@ -11,6 +11,7 @@ peer's, not deltalog's: callers keep those cases in one allowlist that cites the
 from __future__ import annotations
 
 import importlib.util
+import urllib.parse
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -73,7 +74,8 @@ def deltalake_view(root: Path, version: int | None = None, rows: bool = True) ->
     if rows:
         batches = QueryBuilder().register("t", dt).execute("select count(*) as n from t").read_all()
         count = int(batches.column("n")[0].as_py())
-    return PeerView(dt.version(), frozenset(paths), count)
+    # get_add_actions gives the log's path, a URI reference: decode it once to get the path on disk
+    return PeerView(dt.version(), frozenset(urllib.parse.unquote(p) for p in paths), count)
 
 
 def outcome(view: PeerView | BaseException) -> PeerView | str:
