@@ -50,12 +50,19 @@ class ProtocolError(DeltaLogError):
 
 
 class UnsupportedFeatureError(ProtocolError):
-    """The table needs a reader (or writer) feature or protocol version this engine refuses."""
+    """The table needs a reader (or writer) feature or protocol version this engine refuses.
 
-    def __init__(self, message: str, *, feature: str | None = None, path: str | None = None) -> None:
+    ``version`` is the table version whose protocol asks for it when known, e.g. a commit that won the
+    version this transaction wanted: retrying cannot help, so it is not a concurrent-modification error.
+    """
+
+    def __init__(
+        self, message: str, *, feature: str | None = None, path: str | None = None, version: int | None = None
+    ) -> None:
         super().__init__(message)
         self.feature = feature
         self.path = path
+        self.version = version
 
 
 class CorruptLogError(ProtocolError):

@@ -32,6 +32,7 @@ from deltalog.core.conflicts import (
     ReadPredicate,
     ReadSet,
     effective_isolation,
+    is_blind_append,
 )
 from deltalog.core.features import check_writable
 from deltalog.core.partitions import PartitionValueError, conditions_from_where, parse_value
@@ -113,8 +114,9 @@ class Transaction:
 
         Both the predicate and the matched files enter the read set, as Delta Spark's ``filterFiles`` does:
         a concurrent append that matches the predicate, or a concurrent remove of a matched file, is a
-        conflict. A condition on a non-partition column cannot be judged from the log and widens the
-        recorded read to the whole table.
+        conflict. Conditions on non-partition columns cannot be judged from the log: as Spark's
+        ``trackReadPredicates`` does, they are left out of the recorded predicate and the partition conditions
+        kept (a read by data columns only is thus a read of every partition).
         """
         files = self._snapshot.files(where=where)  # validates columns and values
         self._predicates.append(self._predicate(where))
@@ -145,9 +147,7 @@ class Transaction:
         if not where:
             return ReadPredicate()
         schema = self._partition_schema()
-        conds = conditions_from_where(where)
-        if any(c.column not in schema.types for c in conds):
-            return ReadPredicate()  # a data column: the log cannot tell which files it reads
+        conds = [c for c in conditions_from_where(where) if c.column in schema.types]
         try:
             typed = tuple(
                 type(c)(c.column, c.op, tuple(parse_value(schema.types[c.column], v) for v in c.values)) for c in conds
@@ -185,7 +185,10 @@ class Transaction:
         """Raise now the typed conflict error the commit would raise (cheap; call it between work units): a
         commit since the read conflicts, or another writer's live intent overlaps ours with priority."""
         staged = list(self._staged)
-        intent = self._intent(staged, effective_isolation(self.isolation, staged))
+        operation = self._declared.record.operation if self._declared is not None else None
+        # Nothing staged yet is not an empty commit (its writes are still to come): no downgrade for that.
+        isolation = effective_isolation(self.isolation, staged, operation) if staged else self.isolation
+        intent = self._intent(staged, isolation)
         types = self._partition_schema().types
         self._early_through = _intents.check_early(
             self._log.store, intent, self._early_through, self._check_winner_protocol, self._declared, types
@@ -289,7 +292,7 @@ class Transaction:
             all_actions = [a for a in all_actions if not (isinstance(a, A.Txn) and a.app_id == self.app_id)]
             all_actions.append(A.Txn(self.app_id, self.app_target, self._log.now_ms()))
         prepared = self._prepare(all_actions)
-        isolation = effective_isolation(self.isolation, prepared)
+        isolation = effective_isolation(self.isolation, prepared, operation)
         intent = self._intent(prepared, isolation)
         commit_info = self._commit_info(prepared, operation, params, isolation, intent, meta)
         data = encode_actions([commit_info, *prepared])
@@ -346,9 +349,6 @@ class Transaction:
         check_writable(protocol, snap.configuration, snap.schema_json, f"{self._log.location}/_delta_log")
 
     def _intent(self, actions: Sequence[A.Action], isolation: str) -> Intent:
-        # Delta Spark's definition, which other engines' checkers trust: every file action is an add, and
-        # nothing was read.
-        only_adds = all(isinstance(a, A.Add) for a in actions if isinstance(a, (A.Add, A.Remove)))
         read_set = ReadSet(tuple(self._predicates), frozenset(self._read_files), frozenset(self._app_ids))
         return Intent(
             read_set=read_set,
@@ -359,7 +359,7 @@ class Transaction:
             changes_protocol=any(isinstance(a, A.Protocol) for a in actions),
             removed=frozenset(self._key(a.path) for a in actions if isinstance(a, A.Remove)),
             domains=frozenset(a.domain for a in actions if isinstance(a, A.DomainMetadata)),
-            is_blind_append=only_adds and not self._predicates and not self._read_files,
+            is_blind_append=is_blind_append(actions, read_set),
             txn_id=self.txn_id,
             read_protocol=self._snapshot.protocol,
         )

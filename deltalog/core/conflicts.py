@@ -1,9 +1,14 @@
 """Logical conflict checks between this transaction and a commit that won the version it wanted.
 
-Pure and ordered as Delta Spark orders them: the cheap, file-independent checks first (protocol, metadata,
-domains, application transactions), then appends that match what we read, removes of files we read, and
-removes of files we also remove. Each conflict is its own error class carrying the winning version, its
-commitInfo and the file or partition at fault, so a program can decide what to do without parsing text.
+Pure, and aligned rule by rule with Delta Spark's ``ConflictChecker`` (delta-io/delta,
+``spark/src/main/scala/org/apache/spark/sql/delta/``; CC = ``ConflictChecker.scala``, OT =
+``OptimisticTransaction.scala``, TH = ``util/TransactionHelper.scala``, line numbers as cited in
+``../shared/docs/delta-write-rules.md`` section 4). Checks run in Spark's order: the cheap, file-independent ones
+first (protocol, metadata, domains, application transactions), then appends that match what we read, removes of
+files we read, and removes of files we also remove. Each conflict is its own error class carrying the winning
+version, its commitInfo and the file or partition at fault, so a program can decide what to do without parsing
+text. A winner whose protocol deltalog cannot write is an :class:`~deltalog.errors.UnsupportedFeatureError`
+instead: no retry can get past it.
 """
 
 from __future__ import annotations
@@ -13,6 +18,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from deltalog.core import actions as A
+from deltalog.core.features import supported_features
+from deltalog.core.operations import changes_data
 from deltalog.core.partitions import Condition, PartitionValueError, parse_value
 from deltalog.core.pathkeys import canonical_path
 from deltalog.errors import (
@@ -22,17 +29,27 @@ from deltalog.errors import (
     ConcurrentTransactionError,
     MetadataChangedError,
     ProtocolChangedError,
+    UnsupportedFeatureError,
 )
 
 SERIALIZABLE = "Serializable"
 WRITE_SERIALIZABLE = "WriteSerializable"
 SNAPSHOT_ISOLATION = "SnapshotIsolation"
 ISOLATION_LEVELS = (SERIALIZABLE, WRITE_SERIALIZABLE)
+#: the one domain Spark lets through a SnapshotIsolation downgrade: row tracking resolves its own conflicts
+ROW_TRACKING_DOMAIN = "delta.rowTracking"
+#: Spark's ``FileAction``s (actions.scala:704, 1263): ``cdc`` is one, so it is neither "other" nor an add
+FILE_ACTIONS = (A.Add, A.Remove, A.Cdc)
 
 
 @dataclass(frozen=True)
 class ReadPredicate:
-    """One recorded read: conditions ANDed on partition columns; no conditions means the whole table."""
+    """One recorded read: conditions ANDed on partition columns; no conditions means the whole table.
+
+    Only partition conditions belong here: as Spark's ``trackReadPredicates`` (OT) splits a read's filters,
+    the partition ones are used for conflict detection and data ones are dropped, so a read with data
+    conditions only is the ``true`` predicate, which every added file matches.
+    """
 
     conditions: tuple[Condition, ...] = ()
 
@@ -103,25 +120,42 @@ class Winner:
         return v if isinstance(v, str) else None
 
 
-def effective_isolation(requested: str, actions: Sequence[A.Action]) -> str:
-    """Downgrade to SnapshotIsolation when nothing changes data (Delta Spark's rule, e.g. compaction).
+def effective_isolation(requested: str, actions: Sequence[A.Action], operation: str | None = None) -> str:
+    """The level a commit runs at: ``requested``, or SnapshotIsolation when nothing it does changes data.
 
-    Only file actions (all with ``dataChange=false``) may be present; anything else keeps the level.
+    Spark's ``canDowngradeToSnapshotIsolation`` (TH:111-145): every action is a file action (``add``,
+    ``remove`` or ``cdc``) or the row-tracking domain, and none has ``dataChange=true``; under WriteSerializable
+    the operation must not change data either (:func:`~deltalog.core.operations.changes_data`; a name Spark
+    does not define counts as changing data). An empty action list qualifies: with nothing written, the commit
+    can be ordered before any winner (Spark's "Note-2"). Our own commitInfo is not an action here.
     """
-    file_actions = [a for a in actions if isinstance(a, (A.Add, A.Remove))]
-    if not file_actions or len(file_actions) != len([a for a in actions if not isinstance(a, A.CommitInfo)]):
+    data_changed = False
+    for a in actions:
+        if isinstance(a, A.CommitInfo):
+            continue
+        if isinstance(a, FILE_ACTIONS):
+            data_changed = data_changed or a.data_change
+        elif not (isinstance(a, A.DomainMetadata) and a.domain == ROW_TRACKING_DOMAIN):
+            return requested  # metadata, protocol, txn, other domains: their order matters
+    if data_changed:
         return requested
-    if any(a.data_change for a in file_actions):
-        return requested
-    return SNAPSHOT_ISOLATION
+    if requested == SERIALIZABLE or (requested == WRITE_SERIALIZABLE and not changes_data(operation)):
+        return SNAPSHOT_ISOLATION
+    return requested
+
+
+def is_blind_append(actions: Sequence[A.Action], read_set: ReadSet) -> bool:
+    """Spark's ``isBlindAppend`` (OT:1882-1887): every file action is an ``add`` and nothing was read.
+
+    A ``cdc`` action is a file action that is not an add, so a commit carrying one is not blind; other
+    writers then check its adds against what they read even under WriteSerializable.
+    """
+    only_adds = all(isinstance(a, A.Add) for a in actions if isinstance(a, FILE_ACTIONS))
+    return only_adds and not read_set.predicates and not read_set.files
 
 
 def _key(path: str, root: str | None) -> str:
     return canonical_path(path, root)
-
-
-def _protocol_features(p: A.Protocol) -> set[str]:
-    return set(p.reader_features or ()) | set(p.writer_features or ())
 
 
 def _matches(pred: ReadPredicate, add: A.Add, schema: PartitionSchema) -> bool:
@@ -146,7 +180,7 @@ def check_winner(
     """Raise the typed conflict error if ``winner`` invalidates ``intent``; return quietly otherwise.
 
     ``check_protocol`` re-runs the read and write protocol checks on a winner's new protocol (the caller
-    knows which features the engine honours).
+    knows which features the engine honours); it raises :class:`~deltalog.errors.UnsupportedFeatureError`.
     """
     info = dict(winner.commit_info)
     common: dict[str, Any] = {"winning_version": winner.version, "winning_commit_info": info}
@@ -156,20 +190,8 @@ def check_winner(
     adds = [a for a in winner.actions if isinstance(a, A.Add)]
     removes = [a for a in winner.actions if isinstance(a, A.Remove)]
 
-    # 1. protocol
     if protocols:
-        if intent.changes_protocol:
-            raise ProtocolChangedError(f"the protocol was changed concurrently by {where}", **common)
-        if intent.read_protocol is not None:
-            dropped = _protocol_features(intent.read_protocol) - _protocol_features(protocols[-1])
-            if dropped:
-                raise ProtocolChangedError(f"{where} dropped table features {sorted(dropped)}", **common)
-        if check_protocol is not None:
-            try:
-                check_protocol(protocols[-1])
-            except Exception as exc:
-                msg = f"{where} upgraded the protocol beyond this engine: {exc}"
-                raise ProtocolChangedError(msg, **common) from exc
+        _check_protocol(intent, winner, protocols[0], check_protocol, where, common)
     # 2. metadata
     if metadata:
         raise MetadataChangedError(f"the table metadata was changed concurrently by {where}", **common)
@@ -183,9 +205,9 @@ def check_winner(
             raise ConcurrentTransactionError(
                 f"application {txn.app_id!r} committed version {txn.version} concurrently in {where}", **common
             )
-    # 5. files added that we should have read
+    # 5. files added that we should have read (a winner's cdc files are not adds: Spark ignores them)
     _check_appends(intent, winner, adds, where, common)
-    # 6. files removed that we read
+    # 6. files removed that we read (CC:1171-1221 compare paths only)
     read = intent.read_set
     for rm in removes:
         k = _key(rm.path, intent.root)
@@ -207,27 +229,83 @@ def check_winner(
             )
 
 
+def _check_protocol(
+    intent: Intent,
+    winner: Winner,
+    protocol: A.Protocol,
+    check_protocol: Callable[[A.Protocol], None] | None,
+    where: str,
+    common: dict[str, Any],
+) -> None:
+    """Spark's ``checkProtocolCompatibility`` (CC), in its order.
+
+    1. The winner's protocol must be readable and writable by this engine (``protocolRead``/``protocolWrite``);
+       if not, retrying can never succeed, so the error is :class:`UnsupportedFeatureError` naming the feature
+       and the winner's version, not a retryable-looking :class:`ProtocolChangedError`.
+    2. If we change the protocol too, :class:`ProtocolChangedError`.
+    3. If the winner drops a feature our read protocol supports, :class:`ProtocolChangedError`. Supported means
+       listed *or implied by legacy versions* (``implicitlyAndExplicitlySupportedFeatures`` in Spark's
+       ``TableFeature.isProtocolRemovingFeatures``): (1,4) -> (3,7) whose lists omit ``changeDataFeed`` drops it.
+    Otherwise the winner's protocol is adopted.
+    """
+    if check_protocol is not None:
+        try:
+            check_protocol(protocol)
+        except UnsupportedFeatureError as exc:
+            raise UnsupportedFeatureError(
+                f"{where} changed the protocol to one deltalog cannot write: {exc}",
+                feature=exc.feature,
+                path=exc.path,
+                version=winner.version,
+            ) from exc
+    if intent.changes_protocol:
+        raise ProtocolChangedError(f"the protocol was changed concurrently by {where}", **common)
+    if intent.read_protocol is not None:
+        dropped = supported_features(intent.read_protocol) - supported_features(protocol)
+        if dropped:
+            raise ProtocolChangedError(f"{where} dropped table features {sorted(dropped)}", **common)
+
+
 def _check_appends(intent: Intent, winner: Winner, adds: list[A.Add], where: str, common: dict[str, Any]) -> None:
-    if intent.is_blind_append or intent.isolation == SNAPSHOT_ISOLATION or not intent.read_set.predicates:
+    """Spark's ``checkForAddedFilesThatShouldHaveBeenReadByCurrentTxn`` and ``getFirstFileMatchingPartitionPredicates``.
+
+    Which of the winner's adds count depends on our level: none at SnapshotIsolation; under WriteSerializable
+    without a metadata change of ours, none from a winner whose commitInfo says ``isBlindAppend``; all others.
+    Which of those conflict (CC:1004-1016): none if we are a blind append; the first one if the table (as
+    read) is unpartitioned or we read all of it, whatever else we recorded (a non-blind transaction that only
+    read or removes files included); otherwise the first one a recorded partition predicate matches.
+    """
+    if intent.is_blind_append or intent.isolation == SNAPSHOT_ISOLATION:
         return
     if intent.isolation == WRITE_SERIALIZABLE and not intent.changes_metadata and winner.is_blind_append:
         return  # only the writes need a serial order: a concurrent blind append could have come after us
+    hit = _first_add_read(intent, adds)
+    if hit is not None:
+        partition = dict(hit.partition_values)
+        part = f" in partition {partition}" if partition else ""
+        raise ConcurrentAppendError(
+            f"{where} added {hit.path}{part}, which matches what this transaction read",
+            conflicting_file=hit.path,
+            conflicting_partition=partition or None,
+            **common,
+        )
+
+
+def _first_add_read(intent: Intent, adds: list[A.Add]) -> A.Add | None:
     schema = intent.partition_schema
-    for add in adds:
-        hit = not schema.partitioned or any(_matches(p, add, schema) for p in intent.read_set.predicates)
-        if hit:
-            partition = dict(add.partition_values)
-            part = f" in partition {partition}" if partition else ""
-            raise ConcurrentAppendError(
-                f"{where} added {add.path}{part}, which matches what this transaction read",
-                conflicting_file=add.path,
-                conflicting_partition=partition or None,
-                **common,
-            )
+    if not schema.partitioned or intent.read_set.reads_whole_table:
+        return adds[0] if adds else None
+    for pred in intent.read_set.predicates:
+        for add in adds:
+            if _matches(pred, add, schema):
+                return add
+    return None
 
 
 __all__ = [
+    "FILE_ACTIONS",
     "ISOLATION_LEVELS",
+    "ROW_TRACKING_DOMAIN",
     "SERIALIZABLE",
     "SNAPSHOT_ISOLATION",
     "WRITE_SERIALIZABLE",
@@ -238,4 +316,5 @@ __all__ = [
     "Winner",
     "check_winner",
     "effective_isolation",
+    "is_blind_append",
 ]

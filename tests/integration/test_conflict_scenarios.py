@@ -16,6 +16,7 @@ from typing import Any
 
 import orjson
 import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 
 from deltalog import (
@@ -31,10 +32,12 @@ from deltalog import (
     MetadataChangedError,
     ProtocolChangedError,
     RetryPolicy,
+    UnsupportedFeatureError,
 )
 from deltalog import actions as A
 from deltalog.core.codec import encode_actions
 from tests.integration.interleave import Ctx, HarnessError, Run, Schedule, Writer, run
+from tests.peers import deltalake_view, duckdb_view
 
 SCHEMA = pa.schema([("id", pa.int64()), ("date", pa.string())])
 ISOLATION_LEVELS = ["Serializable", "WriteSerializable"]
@@ -639,8 +642,10 @@ def test_write_skew_fails_the_second_committer(table: Path, isolation: str) -> N
 
 
 # ---------------------------------------------------------------------------------------------- read predicates
-@pytest.mark.parametrize("where", [{"id": 5}, {"id": {">": 3}}, {"date": "x", "id": 5}], ids=["eq", "range", "mixed"])
-def test_a_data_column_in_where_widens_the_read_to_the_whole_table(table: Path, where: dict[str, Any]) -> None:
+@pytest.mark.parametrize("where", [{"id": 5}, {"id": {">": 3}}], ids=["eq", "range"])
+def test_a_data_column_only_read_is_a_read_of_every_partition(table: Path, where: dict[str, Any]) -> None:
+    # Spark records a read with no partition filter as the partition predicate `true` (OT trackReadPredicates,
+    # DeltaTableReadPredicate.partitionPredicate), which every added file matches.
     seed(table, add("date=x/f0.parquet"), add("date=y/f1.parquet", "y"))
     runs = _read_then_race(table, where, add("date=x/a.parquet"), add("date=zzz/b.parquet", "zzz"))
     assert runs["B"].result.version == 2
@@ -870,20 +875,12 @@ def _foreign_commit(*actions: A.Action) -> Callable[[Ctx], None]:
     return write
 
 
-@pytest.mark.parametrize(
-    "protocol",
-    [
-        A.Protocol(1, 7, None, ("appendOnly", "domainMetadata", "invariants", "rowTracking")),
-        A.Protocol(1, 7, None, ("appendOnly", "invariants")),
-    ],
-    ids=["upgrade-beyond-engine", "drops-a-feature"],
-)
-def test_a_foreign_protocol_change_we_cannot_follow_is_protocol_changed(table: Path, protocol: A.Protocol) -> None:
+def test_a_foreign_protocol_change_dropping_a_feature_is_protocol_changed(table: Path) -> None:
     DeltaLog.for_table(table).enable_feature("domainMetadata")
     runs = run(
         Schedule("A.read B.write A.write"),
         writer("A", table, read=lambda w: w.begin(), write=lambda w: w.commit([add("date=x/a.parquet")])),
-        writer("B", table, write=_foreign_commit(protocol)),
+        writer("B", table, write=_foreign_commit(A.Protocol(1, 7, None, ("appendOnly", "invariants")))),
     )
     expect_conflict(runs["A"], ProtocolChangedError, winning_version=2)
     assert commit_versions(table) == [0, 1, 2]
@@ -919,3 +916,271 @@ def test_remove_where_on_a_data_column_is_refused_not_widened_to_every_file(tabl
     with pytest.raises(InvalidArgumentError):
         removed = txn.remove_where({"id": 5})
         pytest.fail(f"remove_where on a data column staged removes of {sorted(r.path for r in removed)}")
+
+
+# ---------------------------------------------------------------------------------------------- Spark's rules
+# Each expected outcome below follows a rule of Delta Spark (delta-io/delta, spark/src/main/scala/org/apache/spark/
+# sql/delta/: CC = ConflictChecker.scala, OT = OptimisticTransaction.scala, TH = util/TransactionHelper.scala; line
+# numbers as cited in ../shared/docs/delta-write-rules.md section 4 and table-features.md section 3). These tables
+# hold real parquet files, and every table a scenario leaves behind is opened by deltalake and duckdb.
+def data_file(root: Path, rel: str, partition: Mapping[str, str | None], *, data_change: bool = True) -> A.Add:
+    """A real one-row parquet file at ``rel``: the non-partition columns of SCHEMA (both when unpartitioned)."""
+    target = root / rel
+    target.parent.mkdir(parents=True, exist_ok=True)
+    pq.write_table(pa.table({"id": [1]} if partition else {"id": [1], "date": ["x"]}), target)
+    size = target.stat().st_size
+    return A.Add(path=rel, partition_values=dict(partition), size=size, modification_time=1, data_change=data_change)
+
+
+def cdc_file(root: Path, rel: str, partition: Mapping[str, str | None]) -> A.Cdc:
+    target = root / rel
+    target.parent.mkdir(parents=True, exist_ok=True)
+    pq.write_table(pa.table({"id": [1], "_change_type": ["insert"]}), target)
+    return A.Cdc(path=rel, partition_values=dict(partition), size=target.stat().st_size)
+
+
+def assert_peers_agree(root: Path) -> None:
+    """deltalake and duckdb open the latest version and see deltalog's live files, one row each."""
+    live = live_paths(root)
+    lake, duck = deltalake_view(root), duckdb_view(root)
+    assert lake.version == DeltaLog.for_table(root).latest_version()
+    assert lake.files == live
+    assert duck.files == live
+    assert lake.rows == duck.rows == len(live)
+
+
+def x_file(root: Path, name: str, *, data_change: bool = True) -> A.Add:
+    return data_file(root, f"date=x/{name}", {"date": "x"}, data_change=data_change)
+
+
+def x_reader(root: Path, where: Mapping[str, Any] | None = None, isolation: str | None = None) -> Writer:
+    """Writer A: reads ``where`` (partition x by default), then commits one new file into x."""
+    return writer(
+        "A",
+        root,
+        read=lambda w: w.begin(where=where or {"date": "x"}, isolation=isolation),
+        write=lambda w: w.commit([x_file(root, "a.parquet")]),
+    )
+
+
+RECORDS: dict[str, Callable[[Any], Any]] = {
+    "read_files": lambda txn: txn.read_files(["f0.parquet"]),
+    "remove_files": lambda txn: txn.remove_files(["f0.parquet"]),
+}
+
+
+@pytest.mark.parametrize("isolation", ISOLATION_LEVELS)
+@pytest.mark.parametrize("winner_reads", [True, False], ids=["non-blind-winner", "blind-winner"])
+@pytest.mark.parametrize("records", list(RECORDS))
+def test_unpartitioned_non_blind_txn_without_predicate_conflicts_with_a_concurrent_add(
+    tmp_path: Path, records: str, winner_reads: bool, isolation: str
+) -> None:
+    """CC:1004-1016: on a table unpartitioned as read, a non-blind transaction conflicts with the winner's first
+    added file, predicate or not; which adds count follows the level (CC checkForAddedFilesThatShouldHaveBeenRead-
+    ByCurrentTxn: WriteSerializable without our metadata change leaves out a blind winner's adds)."""
+    root = make_table(tmp_path / "u", partition_columns=())
+    seed(root, data_file(root, "f0.parquet", {}), data_file(root, "f1.parquet", {}))
+    ours, theirs = data_file(root, "a.parquet", {}), data_file(root, "b.parquet", {})
+
+    def a_read(w: Ctx) -> None:
+        RECORDS[records](w.begin(isolation=isolation))
+
+    runs = run(
+        Schedule("A.read B.read B.write A.write"),
+        writer("A", root, read=a_read, write=lambda w: w.commit([ours], operation="UPDATE")),
+        writer("B", root, read=lambda w: w.begin(read=winner_reads), write=lambda w: w.commit([theirs])),
+    )
+    assert commit_info(root, 2)["isBlindAppend"] is (not winner_reads)
+    if winner_reads or isolation == "Serializable":
+        err = expect_conflict(runs["A"], ConcurrentAppendError, winning_version=2)
+        assert (err.conflicting_file, err.conflicting_partition) == ("b.parquet", None)
+        assert live_paths(root) == {"f0.parquet", "f1.parquet", "b.parquet"}
+    else:
+        assert runs["A"].result.version == 3
+        kept = {"f1.parquet"} if records == "remove_files" else {"f0.parquet", "f1.parquet"}
+        assert live_paths(root) == kept | {"a.parquet", "b.parquet"}
+    assert_peers_agree(root)
+
+
+def test_partitioned_table_recorded_files_alone_match_no_append(table: Path) -> None:
+    """CC getFirstFileMatchingPartitionPredicates: on a partitioned table only recorded predicates match adds."""
+    seed(table, x_file(table, "f0.parquet"))
+    ours, theirs = x_file(table, "a.parquet"), x_file(table, "b.parquet")
+
+    def a_read(w: Ctx) -> None:
+        w.begin().read_files(["date=x/f0.parquet"])
+
+    runs = run(
+        Schedule("A.read B.read B.write A.write"),
+        writer("A", table, read=a_read, write=lambda w: w.commit([ours])),
+        writer("B", table, read=lambda w: w.begin(where={"date": "x"}), write=lambda w: w.commit([theirs])),
+    )
+    assert runs["A"].result.version == 3
+    assert_peers_agree(table)
+
+
+@pytest.mark.parametrize(("winner_partition", "conflicts"), [("x", True), ("zzz", False)])
+def test_a_read_mixing_partition_and_data_columns_keeps_its_partition_part(
+    table: Path, winner_partition: str, conflicts: bool
+) -> None:
+    """OT trackReadPredicates splits a read's filters: partition ones are used for conflict detection, data ones
+    are dropped; so ``date = 'x' AND id = 5`` conflicts with an append into x and not with one into zzz."""
+    seed(table, x_file(table, "f0.parquet"), data_file(table, "date=y/f1.parquet", {"date": "y"}))
+    theirs = data_file(table, f"date={winner_partition}/b.parquet", {"date": winner_partition})
+    runs = _read_then_race(table, {"date": "x", "id": 5}, x_file(table, "a.parquet"), theirs)
+    assert runs["B"].result.version == 2
+    if conflicts:
+        err = expect_conflict(runs["A"], ConcurrentAppendError, winning_version=2)
+        assert err.conflicting_partition == {"date": "x"}
+    else:
+        assert runs["A"].result.version == 3
+    assert_peers_agree(table)
+
+
+def test_a_read_mixing_partition_and_data_columns_ignores_deletes_elsewhere(table: Path) -> None:
+    """CC checkForDeletedFilesAgainstCurrentTxnReadFiles: only removes of files read (or a whole-table read)
+    conflict; the partition part of ``date = 'x' AND id = 5`` reads the files of x, not those of y."""
+    seed(table, x_file(table, "f0.parquet"), data_file(table, "date=y/f1.parquet", {"date": "y"}))
+    runs = run(
+        Schedule("A.read B.read B.write A.write"),
+        x_reader(table, {"date": "x", "id": 5}),
+        writer("B", table, read=lambda w: w.begin(), write=delete("date=y/f1.parquet")),
+    )
+    assert runs["A"].result.version == 3
+    assert live_paths(table) == {"date=x/f0.parquet", "date=x/a.parquet"}
+    assert_peers_agree(table)
+
+
+@pytest.mark.parametrize(
+    ("compacts", "isolation", "operation", "downgrades"),
+    [
+        (False, "Serializable", "WRITE", True),  # an empty action list changes no data
+        (False, "WriteSerializable", "WRITE", False),  # ... but the WRITE operation does
+        (False, "WriteSerializable", "Empty Commit", True),
+        (False, "WriteSerializable", "MY JOB", False),  # a name Spark does not define changes data
+        (True, "WriteSerializable", "OPTIMIZE", True),
+        (True, "WriteSerializable", "WRITE", False),
+        (True, "WriteSerializable", "MY COMPACTOR", False),
+        (True, "Serializable", "WRITE", True),  # Serializable does not look at the operation
+    ],
+)
+def test_no_data_change_downgrades_to_snapshot_isolation_as_spark_says(
+    table: Path, compacts: bool, isolation: str, operation: str, downgrades: bool
+) -> None:
+    """TH:111-145 canDowngradeToSnapshotIsolation: a commit whose actions are all dataChange=false file actions
+    (none at all included: Spark's "Note-2" on empty transactions) runs at SnapshotIsolation under Serializable,
+    and under WriteSerializable only when its operation does not change data either (DeltaOperations
+    changesData); SnapshotIsolation skips the concurrent-append check."""
+    seed(table, x_file(table, "f0.parquet"), x_file(table, "f2.parquet"))
+    ours = [x_file(table, "compacted.parquet", data_change=False)] if compacts else []
+    theirs = x_file(table, "b.parquet")
+
+    def prepare(w: Ctx) -> None:
+        assert w.txn is not None
+        if compacts:
+            w.txn.remove_files(["date=x/f0.parquet", "date=x/f2.parquet"], data_change=False)
+
+    runs = run(
+        Schedule("A.read A.prepare B.read B.write A.write"),
+        writer(
+            "A",
+            table,
+            read=lambda w: w.begin(where={"date": "x"}, isolation=isolation),
+            prepare=prepare,
+            write=lambda w: w.commit(ours, operation=operation),
+        ),
+        writer("B", table, read=lambda w: w.begin(where={"date": "x"}), write=lambda w: w.commit([theirs])),
+    )
+    before = {"date=x/f0.parquet", "date=x/f2.parquet"}
+    if downgrades:
+        a = runs["A"].result
+        assert (a.version, a.isolation_level) == (3, "SnapshotIsolation")
+        assert commit_info(table, 3)["isolationLevel"] == "SnapshotIsolation"
+        assert len(commit_lines(table, 3)) == (4 if compacts else 1)  # commitInfo alone when empty
+        assert live_paths(table) == ({"date=x/compacted.parquet"} if compacts else before) | {"date=x/b.parquet"}
+    else:
+        err = expect_conflict(runs["A"], ConcurrentAppendError, winning_version=2)
+        assert err.conflicting_file == "date=x/b.parquet"
+        assert live_paths(table) == before | {"date=x/b.parquet"}
+    assert_peers_agree(table)
+
+
+def test_a_foreign_protocol_deltalog_cannot_write_is_unsupported_feature(table: Path) -> None:
+    """CC checkProtocolCompatibility runs protocolRead/protocolWrite on a winner's protocol first
+    (delta-write-rules.md section 4: "A winner's protocol we cannot write fails the retry"): no retry can pass
+    it, so it is UnsupportedFeatureError naming the feature and the winner's version."""
+    DeltaLog.for_table(table).enable_feature("domainMetadata")
+    seed(table, x_file(table, "f0.parquet"))
+    protocol = A.Protocol(1, 7, None, ("appendOnly", "domainMetadata", "invariants", "rowTracking"))
+    runs = run(
+        Schedule("A.read B.write A.write"),
+        writer("A", table, read=lambda w: w.begin(), write=lambda w: w.commit([x_file(table, "a.parquet")])),
+        writer("B", table, write=_foreign_commit(protocol)),
+    )
+    err = runs["A"].error
+    assert runs["A"].failed_step == "write" and type(err) is UnsupportedFeatureError
+    assert (err.feature, err.version) == ("rowTracking", 3)
+    assert "version 3" in str(err) and "rowTracking" in str(err)
+    assert commit_versions(table) == [0, 1, 2, 3]
+    assert_peers_agree(table)
+
+
+LEGACY_WRITER_4 = ("appendOnly", "invariants", "checkConstraints", "changeDataFeed", "generatedColumns")
+
+
+@pytest.mark.parametrize("drops_cdf", [True, False], ids=["omits-changeDataFeed", "lists-every-legacy-feature"])
+def test_a_winner_dropping_a_feature_implied_by_a_legacy_protocol_is_protocol_changed(
+    tmp_path: Path, drops_cdf: bool
+) -> None:
+    """Spark's TableFeature.isProtocolRemovingFeatures compares implicitly *and* explicitly supported features
+    (table-features.md section 3: "feature removal ... fails"): writer version 4 implies changeDataFeed, so a
+    (3,7) protocol whose lists omit it drops it."""
+    root = make_table(tmp_path / "legacy", configuration={"delta.minWriterVersion": "4"})
+    snap = DeltaLog.for_table(root).snapshot()
+    assert (snap.protocol.min_reader_version, snap.protocol.min_writer_version) == (1, 4)
+    seed(root, x_file(root, "f0.parquet"))
+    features = tuple(f for f in LEGACY_WRITER_4 if not (drops_cdf and f == "changeDataFeed"))
+    runs = run(
+        Schedule("A.read B.write A.write"),
+        x_reader(root),
+        writer("B", root, write=_foreign_commit(A.Protocol(3, 7, (), features))),
+    )
+    if drops_cdf:
+        err = expect_conflict(runs["A"], ProtocolChangedError, winning_version=2)
+        assert "changeDataFeed" in str(err)
+    else:
+        assert runs["A"].result.version == 3
+        assert DeltaLog.for_table(root).snapshot().protocol.min_writer_version == 7
+    assert_peers_agree(root)
+
+
+def test_a_transaction_carrying_cdc_files_is_not_a_blind_append(table: Path) -> None:
+    """OT:1882-1887 isBlindAppend = only add file actions and no reads; cdc is a FileAction (actions.scala:704,
+    1263), so the winner is not blind and WriteSerializable checks its adds against what we read."""
+    seed(table, x_file(table, "f0.parquet"))
+    theirs = [x_file(table, "b.parquet"), cdc_file(table, "_change_data/date=x/c.parquet", {"date": "x"})]
+    runs = run(
+        Schedule("A.read B.read B.write A.write"),
+        x_reader(table, isolation="WriteSerializable"),
+        writer("B", table, read=lambda w: w.begin(), write=lambda w: w.commit(theirs)),
+    )
+    assert runs["B"].result.version == 2
+    assert commit_info(table, 2)["isBlindAppend"] is False
+    err = expect_conflict(runs["A"], ConcurrentAppendError, winning_version=2)
+    assert err.conflicting_file == "date=x/b.parquet"
+    assert_peers_agree(table)
+
+
+def test_a_winners_cdc_files_are_not_appends_we_should_have_read(table: Path) -> None:
+    """CC WinningCommitSummary: addedFiles are AddFile actions only; a winner's cdc files are not checked."""
+    seed(table, x_file(table, "f0.parquet"))
+    change = cdc_file(table, "_change_data/date=x/c.parquet", {"date": "x"})
+    runs = run(
+        Schedule("A.read B.read B.write A.write"),
+        x_reader(table),
+        writer("B", table, read=lambda w: w.begin(), write=lambda w: w.commit([change])),
+    )
+    assert runs["B"].result.isolation_level == "SnapshotIsolation"  # cdc is a dataChange=false file action
+    assert runs["A"].result.version == 3
+    assert live_paths(table) == {"date=x/f0.parquet", "date=x/a.parquet"}
+    assert_peers_agree(table)

@@ -20,15 +20,19 @@ from deltalog.core.conflicts import (
     Winner,
     check_winner,
     effective_isolation,
+    is_blind_append,
 )
+from deltalog.core.operations import SPARK_OPERATIONS, changes_data
 from deltalog.core.partitions import Condition
 from deltalog.errors import (
     ConcurrentAppendError,
     ConcurrentDeleteDeleteError,
     ConcurrentDeleteReadError,
+    ConcurrentModificationError,
     ConcurrentTransactionError,
     MetadataChangedError,
     ProtocolChangedError,
+    UnsupportedFeatureError,
 )
 
 SCHEMA = PartitionSchema(types={"d": "integer"}, physical={"d": "d"})
@@ -156,3 +160,119 @@ def test_appends_conflict_exactly_when_partitions_overlap(read: set[int], writte
 def test_blind_append_never_conflicts_with_file_actions(paths: list[str]) -> None:
     actions: list[A.Action] = [add(p) for p in paths] + [remove(p + "-old", data_change=False) for p in paths]
     check_winner(intent(is_blind_append=True), winner(*actions))
+
+
+# ---------------------------------------------------------------------------------------------- Spark alignment
+# References: ../shared/docs/delta-write-rules.md section 4 (CC = ConflictChecker.scala, TH =
+# util/TransactionHelper.scala, OT = OptimisticTransaction.scala) and table-features.md section 3.
+UNPARTITIONED = PartitionSchema({}, {})
+
+
+def unpartitioned_add(path: str) -> A.Add:
+    return A.Add(path, {}, 1, 1, True)
+
+
+def cdc(path: str, d: int = 1) -> A.Cdc:
+    return A.Cdc(path, {"d": str(d)}, 1)
+
+
+@pytest.mark.parametrize(
+    ("isolation", "blind_winner", "conflicts"),
+    [
+        (SERIALIZABLE, False, True),
+        (SERIALIZABLE, True, True),
+        (WRITE_SERIALIZABLE, False, True),
+        (WRITE_SERIALIZABLE, True, False),  # CC checkForAddedFiles...: WriteSerializable skips blind appends
+    ],
+)
+def test_unpartitioned_table_non_blind_txn_without_predicate_conflicts_with_a_winners_add(
+    isolation: str, blind_winner: bool, conflicts: bool
+) -> None:
+    # CC:1004-1016: an unpartitioned table (as read) makes a non-blind transaction conflict with the winner's
+    # first added file, whether or not it recorded a predicate.
+    for read_set, removed in ((ReadSet(files=frozenset({"f0"})), frozenset()), (ReadSet(), frozenset({"f0"}))):
+        i = intent(read_set=read_set, removed=removed, isolation=isolation, partition_schema=UNPARTITIONED)
+        w = winner(unpartitioned_add("b"), unpartitioned_add("c"), blind=blind_winner)
+        if conflicts:
+            with pytest.raises(ConcurrentAppendError) as info:
+                check_winner(i, w)
+            assert info.value.conflicting_file == "b" and info.value.conflicting_partition is None
+        else:
+            check_winner(i, w)
+
+
+def test_partitioned_table_files_without_predicate_match_no_append() -> None:
+    # CC getFirstFileMatchingPartitionPredicates: on a partitioned table only recorded predicates match.
+    check_winner(intent(read_set=ReadSet(files=frozenset({"d=1/f0"}))), winner(add("d=1/b")))
+
+
+def test_effective_isolation_follows_sparks_downgrade_rule() -> None:
+    # TH:111-145 canDowngradeToSnapshotIsolation
+    rearrange = [add("a", data_change=False), remove("b", data_change=False)]
+    cases: list[tuple[list[A.Action], str, str | None, str]] = [
+        ([], SERIALIZABLE, "WRITE", SNAPSHOT_ISOLATION),  # empty: no data changed
+        ([], WRITE_SERIALIZABLE, "WRITE", WRITE_SERIALIZABLE),  # ... but WRITE changes data
+        ([], WRITE_SERIALIZABLE, "Empty Commit", SNAPSHOT_ISOLATION),
+        (rearrange, WRITE_SERIALIZABLE, "OPTIMIZE", SNAPSHOT_ISOLATION),
+        (rearrange, WRITE_SERIALIZABLE, "WRITE", WRITE_SERIALIZABLE),
+        (rearrange, WRITE_SERIALIZABLE, "MY COMPACTOR", WRITE_SERIALIZABLE),  # unknown: changes data
+        (rearrange, WRITE_SERIALIZABLE, None, WRITE_SERIALIZABLE),
+        (rearrange, SERIALIZABLE, "WRITE", SNAPSHOT_ISOLATION),  # Serializable ignores the operation
+        ([*rearrange, cdc("c")], SERIALIZABLE, "OPTIMIZE", SNAPSHOT_ISOLATION),  # cdc is a file action
+        ([*rearrange, A.DomainMetadata("delta.rowTracking", "{}")], SERIALIZABLE, "OPTIMIZE", SNAPSHOT_ISOLATION),
+        ([*rearrange, A.DomainMetadata("app.x", "{}")], SERIALIZABLE, "OPTIMIZE", SERIALIZABLE),
+        ([A.Metadata(schema_string='{"type":"struct","fields":[]}')], SERIALIZABLE, "OPTIMIZE", SERIALIZABLE),
+        ([A.Protocol(1, 3)], SERIALIZABLE, "UPGRADE PROTOCOL", SERIALIZABLE),
+    ]
+    for actions, level, operation, expected in cases:
+        assert effective_isolation(level, actions, operation) == expected, (actions, level, operation)
+
+
+def test_cdc_is_a_file_action_so_a_commit_with_one_is_not_blind() -> None:
+    # OT:1882-1887 isBlindAppend; actions.scala:704, 1263: AddCDCFile is a FileAction
+    assert is_blind_append([add("a")], ReadSet()) is True
+    assert is_blind_append([], ReadSet()) is True
+    assert is_blind_append([add("a"), cdc("_change_data/c")], ReadSet()) is False
+    assert is_blind_append([add("a")], ReadSet(files=frozenset({"x"}))) is False
+    assert is_blind_append([add("a")], ReadSet((eq(1),))) is False
+
+
+def test_a_winners_cdc_files_are_not_appends() -> None:
+    # CC WinningCommitSummary: addedFiles are AddFile only
+    check_winner(intent(read_set=ReadSet((eq(1),))), winner(cdc("_change_data/c", 1)))
+
+
+def test_operation_names_follow_spark() -> None:
+    assert changes_data("WRITE") and changes_data("MERGE") and changes_data("RESTORE")
+    assert not changes_data("OPTIMIZE") and not changes_data("SET TBLPROPERTIES") and not changes_data("Empty Commit")
+    assert changes_data("my own job") and changes_data("optimize") and changes_data(None)
+    assert SPARK_OPERATIONS["CREATE TABLE"] is False and SPARK_OPERATIONS["CREATE TABLE AS SELECT"] is True
+
+
+def _refuse_row_tracking(p: A.Protocol) -> None:
+    if "rowTracking" in (p.writer_features or ()):
+        raise UnsupportedFeatureError("cannot write rowTracking", feature="rowTracking", path="/t/_delta_log")
+
+
+@pytest.mark.parametrize("changes_protocol", [False, True])
+def test_a_winner_protocol_we_cannot_write_is_unsupported_not_protocol_changed(changes_protocol: bool) -> None:
+    # CC checkProtocolCompatibility: protocolRead/protocolWrite run first, before the "both changed" check
+    w = winner(A.Protocol(1, 7, None, ("rowTracking",)), version=7)
+    with pytest.raises(UnsupportedFeatureError) as info:
+        check_winner(intent(changes_protocol=changes_protocol), w, _refuse_row_tracking)
+    assert not isinstance(info.value, ConcurrentModificationError)
+    assert (info.value.feature, info.value.version) == ("rowTracking", 7)
+    assert "version 7" in str(info.value) and "rowTracking" in str(info.value)
+
+
+LEGACY_4 = ("appendOnly", "invariants", "checkConstraints", "changeDataFeed", "generatedColumns")
+
+
+def test_feature_removal_counts_features_implied_by_legacy_versions() -> None:
+    # TableFeature.isProtocolRemovingFeatures compares implicitlyAndExplicitlySupportedFeatures
+    i = intent(read_protocol=A.Protocol(1, 4))
+    without_cdf = tuple(f for f in LEGACY_4 if f != "changeDataFeed")
+    with pytest.raises(ProtocolChangedError, match="changeDataFeed"):
+        check_winner(i, winner(A.Protocol(3, 7, (), without_cdf)))
+    check_winner(i, winner(A.Protocol(3, 7, (), LEGACY_4)))
+    check_winner(intent(read_protocol=A.Protocol(1, 7, None, ("appendOnly",))), winner(A.Protocol(1, 2)))
