@@ -45,6 +45,18 @@ class InvalidCommitError(DeltaLogError, ValueError):
         self.rule = rule
 
 
+class RestoreFilesMissingError(InvalidArgumentError):
+    """Files a RESTORE would make live again are gone from storage (vacuumed, lost); nothing was committed.
+
+    ``paths`` are the missing data and deletion-vector files (store-relative), ``version`` the target.
+    """
+
+    def __init__(self, message: str, *, version: int, paths: tuple[str, ...]) -> None:
+        super().__init__(message)
+        self.version = version
+        self.paths = paths
+
+
 class ProtocolError(DeltaLogError):
     """The log breaks, or goes beyond, the Delta protocol as this engine implements it."""
 
@@ -162,6 +174,7 @@ __all__ = [
     "MetadataChangedError",
     "ProtocolChangedError",
     "ProtocolError",
+    "RestoreFilesMissingError",
     "StorageError",
     "TableAlreadyExistsError",
     "TableNotFoundError",

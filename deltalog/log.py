@@ -366,15 +366,29 @@ class DeltaLog:
         return vacuum(self, retention=retention, dry_run=dry_run, force=force, progress=progress)
 
     def restore(
-        self, version: int | None = None, timestamp: Timestamp | None = None, *, check_files: bool = True
+        self,
+        version: int | None = None,
+        timestamp: Timestamp | None = None,
+        *,
+        force: bool = False,
+        ignore_missing_files: bool = False,
+        check_files: bool = True,
     ) -> RestoreResult:
-        """Commit the table's file set of ``version`` (or as of ``timestamp``) as a new version, operation RESTORE.
+        """Make ``version`` (or the version as of ``timestamp``) current again as a new version, operation
+        RESTORE: its files, metadata and clustering (see :mod:`deltalog.maintenance.restore`).
 
-        See :mod:`deltalog.maintenance.restore`.
+        ``force`` allows a target older than ``delta.deletedFileRetentionDuration``; ``ignore_missing_files``
+        restores without the target's files that are gone from storage (``check_files=False`` is its old name).
         """
         from deltalog.maintenance.restore import restore
 
-        return restore(self, version=version, timestamp=timestamp, check_files=check_files)
+        return restore(
+            self,
+            version=version,
+            timestamp=timestamp,
+            force=force,
+            ignore_missing_files=ignore_missing_files or not check_files,
+        )
 
     def __repr__(self) -> str:
         return f"DeltaLog({self.location!r})"

@@ -247,6 +247,7 @@ class Transaction:
         operation_parameters: Mapping[str, Any] | None = None,
         *,
         user_metadata: str | None = None,
+        operation_metrics: Mapping[str, str] | None = None,
     ) -> CommitResult:
         """Commit the staged actions plus ``actions`` as one new version.
 
@@ -256,9 +257,11 @@ class Transaction:
         does not implement, and :class:`~deltalog.errors.CommitStateUnknownError` when it cannot tell
         whether the commit landed. A declared intent is removed after success or a definite refusal; after
         an unknown outcome it stays live for a retried commit, and :meth:`abort` removes it.
+        ``operation_metrics`` replaces the file counts recorded in ``commitInfo`` by default, for operations
+        whose metrics other engines know by their own names (RESTORE's, for one).
         """
         try:
-            result = self._commit(actions, operation, operation_parameters, user_metadata)
+            result = self._commit(actions, operation, operation_parameters, user_metadata, operation_metrics)
         except CommitStateUnknownError:
             raise  # it may have landed: the intent stays live for a retried commit; abort() removes it
         except BaseException:
@@ -268,7 +271,12 @@ class Transaction:
         return result
 
     def _commit(
-        self, actions: Iterable[A.Action], operation: str, params: Mapping[str, Any] | None, meta: str | None
+        self,
+        actions: Iterable[A.Action],
+        operation: str,
+        params: Mapping[str, Any] | None,
+        meta: str | None,
+        metrics: Mapping[str, str] | None = None,
     ) -> CommitResult:
         if self._done:
             raise InvalidArgumentError("this transaction has already committed or aborted")
@@ -294,7 +302,7 @@ class Transaction:
         prepared = self._prepare(all_actions)
         isolation = effective_isolation(self.isolation, prepared, operation)
         intent = self._intent(prepared, isolation)
-        commit_info = self._commit_info(prepared, operation, params, isolation, intent, meta)
+        commit_info = self._commit_info(prepared, operation, params, isolation, intent, meta, metrics)
         data = encode_actions([commit_info, *prepared])
         committer = Committer(self._log.store, self.retry, self._check_winner_protocol)
         outcome = committer.commit(self.read_version, data, intent, self.txn_id)
@@ -327,7 +335,7 @@ class Transaction:
         protocol = protocols[-1] if protocols else snap.protocol
         schema = validate_metadata(metadata) if metas else snap.schema_json
         mode = properties.column_mapping_mode(metadata.configuration)
-        validate_actions(actions, metadata, mode)
+        validate_actions(actions, metadata, mode, previous=snap.metadata if metas else None)
         if protocols:
             self._check_protocol_change(snap.protocol, protocol)
         source = f"{self._log.location}/_delta_log (version {snap.version})"
@@ -372,15 +380,20 @@ class Transaction:
         isolation: str,
         intent: Intent,
         user_metadata: str | None,
+        given_metrics: Mapping[str, str] | None = None,
     ) -> A.CommitInfo:
         adds = [a for a in actions if isinstance(a, A.Add)]
         removes = [a for a in actions if isinstance(a, A.Remove)]
-        metrics = {
-            "numAddedFiles": str(len(adds)),
-            "numRemovedFiles": str(len(removes)),
-            "numAddedBytes": str(sum(a.size for a in adds)),
-            "numRemovedBytes": str(sum(r.size or 0 for r in removes)),
-        }
+        metrics = (
+            dict(given_metrics)
+            if given_metrics is not None
+            else {
+                "numAddedFiles": str(len(adds)),
+                "numRemovedFiles": str(len(removes)),
+                "numAddedBytes": str(sum(a.size for a in adds)),
+                "numRemovedBytes": str(sum(r.size or 0 for r in removes)),
+            }
+        )
         return A.CommitInfo(
             timestamp=self._log.now_ms(),
             operation=operation,

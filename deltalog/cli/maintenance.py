@@ -113,6 +113,9 @@ def restore_document(log: DeltaLog, result: RestoreResult) -> Document:
         "num_restored": result.num_restored,
         "removed_bytes": result.removed_bytes,
         "restored_bytes": result.restored_bytes,
+        "metadata_restored": result.metadata_restored,
+        "protocol_upgraded": result.protocol_upgraded,
+        "skipped_missing": list(result.skipped_missing),
         "txn_id": result.commit.txn_id,
     }
 
@@ -182,6 +185,8 @@ def render_restore(doc: Document, con: Console) -> None:
                 ("restored version", doc["restored_version"]),
                 ("files removed", doc["num_removed"]),
                 ("files restored", doc["num_restored"]),
+                ("metadata restored", "yes" if doc["metadata_restored"] else "no (unchanged)"),
+                ("skipped (missing)", len(doc["skipped_missing"])),
                 ("txn id", doc["txn_id"]),
             ],
         )
@@ -267,19 +272,23 @@ def vacuum_cmd(table: str, retention: str | None, dry_run: bool, force: bool, as
 @click.option("--version", "version", type=click.IntRange(min=0), metavar="N", help="Restore version N.")
 @click.option("--timestamp", "timestamp", metavar="T", help="Restore the version as of ISO-8601 time T (UTC).")
 @click.option(
+    "--ignore-missing-files",
     "--no-check-files",
-    "no_check_files",
+    "ignore_missing",
     is_flag=True,
-    help="Commit even when files of the restored version are gone from storage (the table will not read).",
+    help="Restore without the version's files that are gone from storage (their rows stay lost).",
 )
+@click.option("--force", is_flag=True, help="Allow a version older than delta.deletedFileRetentionDuration.")
 @_json_flag
-def restore_cmd(table: str, version: int | None, timestamp: str | None, no_check_files: bool, as_json: bool) -> None:
-    """Commit an older version's files as the current state (a new version; history is kept)."""
+def restore_cmd(
+    table: str, version: int | None, timestamp: str | None, ignore_missing: bool, force: bool, as_json: bool
+) -> None:
+    """Make an older version current again: its files, schema, partitioning and properties (a new version)."""
     ctx = click.get_current_context()
     if (version is None) == (timestamp is None):
         raise click.UsageError("give exactly one of --version and --timestamp", ctx)
     log = DeltaLog.for_table(table)
-    result = log.restore(version=version, timestamp=timestamp, check_files=not no_check_files)
+    result = log.restore(version=version, timestamp=timestamp, force=force, ignore_missing_files=ignore_missing)
     emit(restore_document(log, result), as_json, render_restore)
 
 

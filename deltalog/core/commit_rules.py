@@ -13,6 +13,7 @@ from typing import Any
 from deltalog.core import actions as A
 from deltalog.core.field_types import type_errors
 from deltalog.core.pathkeys import canonical_path
+from deltalog.core.properties import column_mapping_mode as column_mapping_mode_of
 from deltalog.core.properties import get_bool
 from deltalog.core.schema import SchemaError, parse_schema, physical_names, top_level_fields
 from deltalog.errors import InvalidCommitError
@@ -47,10 +48,15 @@ def validate_actions(
     actions: Sequence[A.Action],
     metadata: A.Metadata,
     column_mapping_mode: str = "none",
+    *,
+    previous: A.Metadata | None = None,
 ) -> None:
     """Check one commit's actions against the rules of the protocol and of the table's ``metadata``.
 
     ``metadata`` is the metadata in force after this commit (the commit's own metaData if it has one).
+    ``previous`` is the read version's metadata when the commit changes it: a remove describes a file
+    written under the old partitioning (a RESTORE or an overwrite that repartitions), so its partition
+    values may match either.
     """
     metas = [a for a in actions if isinstance(a, A.Metadata)]
     if len(metas) > 1:
@@ -70,6 +76,14 @@ def validate_actions(
     schema = validate_metadata(metadata)
     physical = physical_names(schema, column_mapping_mode)
     expected_keys = {physical.get(c, c) for c in metadata.partition_columns}
+    removed_keys = [expected_keys]
+    if previous is not None:
+        try:
+            previous_schema = parse_schema(previous.schema_string)
+            before = physical_names(previous_schema, column_mapping_mode_of(previous.configuration))
+        except SchemaError:
+            before = {}
+        removed_keys.append({before.get(c, c) for c in previous.partition_columns})
     append_only = get_bool(metadata.configuration, "delta.appendOnly")
     adds: set[tuple[str, str]] = set()
     removes: set[tuple[str, str]] = set()
@@ -90,7 +104,8 @@ def validate_actions(
                         rule="append-only",
                     )
                 if a.partition_values is not None:
-                    _check_partition_values(a.path, a.partition_values, expected_keys)
+                    keys = next((k for k in removed_keys if set(a.partition_values) == k), expected_keys)
+                    _check_partition_values(a.path, a.partition_values, keys)
                 if key in removes:
                     raise InvalidCommitError(f"file {a.path} is removed twice in one commit", rule="no-duplicate-paths")
                 removes.add(key)

@@ -110,6 +110,7 @@ __all__ = [
     "check_readable",
     "check_configuration_honoured",
     "check_writable",
+    "nested_fields",
     "supported_features",
 ]
 
@@ -235,3 +236,8 @@ def check_writable(protocol: Protocol, configuration: Mapping[str, str], schema:
             feature=name,
             path=source,
         )
+
+
+def nested_fields(schema: Any) -> list[dict[str, Any]]:
+    """Every struct field of ``schema`` at any depth (inside structs, arrays and maps)."""
+    return _walk_fields(schema)

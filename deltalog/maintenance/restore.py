@@ -1,27 +1,34 @@
-"""RESTORE: make an older version's set of files the table's current state, as one new commit.
+"""RESTORE: make an older version the table's current state, as one new commit, as Delta Spark does.
 
 History is never rewritten. The commit removes the files live now but not at the target and re-adds
 (``dataChange=true``, copied from the target's add actions with stats and deletion vectors) the files
-live then but not now. Files are identified as replay identifies them: path decoded once and resolved
-against the root, plus the deletion vector's unique id, so a file whose deletion vector changed since the
-target is removed with its new DV and re-added with its old one.
+live then but not now, and brings back the target's metadata and clustering, merged with what must not
+go back in time (see :mod:`deltalog.core.restore_plan`): readers interpret old files through the
+schema, partitioning and properties they were written under.
 
-The transaction reads the whole table, so any concurrent commit that adds or removes files conflicts
-instead of being silently undone or resurrected.
+Refused before anything is written: a target that is not older than the latest version; one older than
+``delta.deletedFileRetentionDuration`` (its files may be vacuumed, unless ``force``); one whose files are
+gone from storage (unless ``ignore_missing_files``, which leaves those files out so peers can still read
+the table); and a table deltalog cannot write. The transaction reads the whole table, so any concurrent
+commit that adds or removes files conflicts instead of being silently undone or resurrected.
 """
 
 from __future__ import annotations
 
-import dataclasses
-from collections.abc import Iterable
-from dataclasses import dataclass
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from deltalog.core import actions as A
+from deltalog.core import properties
+from deltalog.core import restore_plan as plan
+from deltalog.core.features import check_writable
 from deltalog.core.pathkeys import canonical_path
+from deltalog.core.paths import LOG_DIR
+from deltalog.core.retention import resolve_retention
 from deltalog.core.timetravel import format_ms, to_epoch_ms
 from deltalog.core.vacuum_plan import dv_file_key
-from deltalog.errors import InvalidArgumentError
+from deltalog.errors import InvalidArgumentError, RestoreFilesMissingError
 
 if TYPE_CHECKING:
     from deltalog.log import DeltaLog
@@ -42,11 +49,10 @@ class RestoreResult:
     removed_bytes: int
     restored_bytes: int
     commit: CommitResult
-
-
-def _key(add: A.Add, root: str) -> str:
-    dv = add.deletion_vector
-    return canonical_path(add.path, root) + ("\x00" + dv.unique_id if dv is not None else "")
+    metrics: Mapping[str, str] = field(default_factory=dict)  # commitInfo.operationMetrics, Spark's names
+    metadata_restored: bool = False  # the commit carries a metaData action (the target's differs from today's)
+    protocol_upgraded: bool = False  # the commit carries a protocol action (the target needed more)
+    skipped_missing: tuple[str, ...] = ()  # files left out under ignore_missing_files: gone from storage
 
 
 def missing_files(log_: DeltaLog, adds: Iterable[A.Add]) -> list[str]:
@@ -70,17 +76,67 @@ def missing_files(log_: DeltaLog, adds: Iterable[A.Add]) -> list[str]:
     return missing
 
 
+def _commit_time(log_: DeltaLog, version: int) -> int:
+    """The version's commit time as time travel sees it; a version whose commit file is gone (only its
+    checkpoint is left) is as old as that checkpoint, which is what Delta Spark's snapshot timestamp says."""
+    for v, ts in log_.commit_timeline():
+        if v == version:
+            return ts
+    checkpoint = log_.segment(version).checkpoint
+    assert checkpoint is not None  # a reconstructable version without its commit has a checkpoint
+    return checkpoint.files[0].mtime
+
+
+def _check_retention(log_: DeltaLog, configuration: Mapping[str, str], target_version: int) -> None:
+    """Refuse a target older than the deleted-file retention: VACUUM may have deleted its files, and
+    Delta Spark's time travel refuses it for the same reason."""
+    key = "delta.deletedFileRetentionDuration"
+    retention_ms = resolve_retention(None, configuration, key, properties.DEFAULT_DELETED_FILE_RETENTION)
+    committed = _commit_time(log_, target_version)
+    now = log_.now_ms()
+    if committed < now - retention_ms:
+        raise InvalidArgumentError(
+            f"cannot restore {log_.location} to version {target_version}: it was committed at {format_ms(committed)}, "
+            f"more than {key} ({retention_ms} ms) before now ({format_ms(now)}), so VACUUM may have deleted its "
+            "files; pass force=True (--force) to restore it anyway"
+        )
+
+
+def _present(log_: DeltaLog, adds: Iterable[A.Add], target_version: int, ignore_missing: bool) -> list[A.Add]:
+    """``adds`` whose data and DV files the store still has; a gone file is refused unless ``ignore_missing``,
+    which leaves it out: committing it would make the table unreadable for every engine."""
+    adds = list(adds)
+    gone = missing_files(log_, adds)
+    if not gone:
+        return adds
+    if not ignore_missing:
+        shown = ", ".join(gone[:5]) + (f" and {len(gone) - 5} more" if len(gone) > 5 else "")
+        raise RestoreFilesMissingError(
+            f"cannot restore {log_.location} to version {target_version}: {len(gone)} file(s) it needs are "
+            f"gone from storage (vacuumed?): {shown}; pass ignore_missing_files=True (--ignore-missing-files) "
+            "to restore without them",
+            version=target_version,
+            paths=tuple(gone),
+        )
+    return [a for a in adds if not missing_files(log_, [a])]
+
+
 def restore(
     log_: DeltaLog,
     version: int | None = None,
     timestamp: Any = None,
-    check_files: bool = True,
+    *,
+    force: bool = False,
+    ignore_missing_files: bool = False,
 ) -> RestoreResult:
     """Restore the table to ``version`` or to the version as of ``timestamp`` (exactly one of them).
 
-    Raises :class:`InvalidArgumentError` for a bad target and, with ``check_files`` (the default), when a
-    file to re-add is gone from storage, because committing it would make the table unreadable. The
-    target must be reconstructable (:class:`~deltalog.errors.VersionNotFoundError` otherwise).
+    Refusals, all before anything is written: :class:`InvalidArgumentError` for a bad target (not older
+    than the latest version, or outside ``delta.deletedFileRetentionDuration`` unless ``force``, or across
+    a column mapping mode change); :class:`~deltalog.errors.RestoreFilesMissingError` when a file to
+    re-add is gone, unless ``ignore_missing_files`` (then those files are left out);
+    :class:`~deltalog.errors.VersionNotFoundError` for a target the log cannot reconstruct;
+    :class:`~deltalog.errors.UnsupportedFeatureError` for a table deltalog cannot write.
     """
     if (version is None) == (timestamp is None):
         raise InvalidArgumentError("restore needs exactly one of version or timestamp")
@@ -88,44 +144,55 @@ def restore(
         raise InvalidArgumentError(f"version must be a non-negative integer, not {version!r}")
     txn = log_.start_transaction()
     current = txn.snapshot
+    source = f"{log_.location}/{LOG_DIR} (version {current.version})"
+    check_writable(current.protocol, current.configuration, current.schema_json, source)
     txn.read()  # the whole table: any concurrent file change conflicts
-    target_version = version if version is not None else log_.version_at(timestamp)
-    if target_version > current.version:
+    target_version = version if version is not None else log_.version_at(timestamp, allow_after_latest=True)
+    if target_version >= current.version:
         raise InvalidArgumentError(
-            f"cannot restore to version {target_version}: the latest version is {current.version}"
+            f"cannot restore to version {target_version}: a restore target must be older than the latest "
+            f"version, {current.version}"
         )
     target = log_.snapshot(version=target_version)
+    if not force:
+        _check_retention(log_, current.configuration, target_version)
+    metadata = plan.restored_metadata(target.metadata, current.metadata, target_version)
+    protocol = plan.merged_protocol(target.protocol, current.protocol)
     root = log_.store.root
-    now_adds = {_key(a, root): a for a in current.add_actions()}
-    then_adds = {_key(a, root): a for a in target.add_actions()}
-    to_remove = [a for k, a in now_adds.items() if k not in then_adds]
-    to_add = [a for k, a in then_adds.items() if k not in now_adds]
-    if check_files:
-        gone = missing_files(log_, to_add)
-        if gone:
-            shown = ", ".join(gone[:5]) + (f" and {len(gone) - 5} more" if len(gone) > 5 else "")
-            raise InvalidArgumentError(
-                f"cannot restore {log_.location} to version {target_version}: {len(gone)} file(s) it needs are "
-                f"gone from storage (vacuumed?): {shown}; pass check_files=False (--no-check-files) to commit anyway"
-            )
-    now = log_.now_ms()
-    actions: list[A.Action] = [a.remove(now, data_change=True) for a in to_remove]
-    actions += [dataclasses.replace(a, data_change=True) for a in to_add]
+    changes = plan.file_changes(current.add_actions(), target.add_actions(), root)
+    present = _present(log_, changes.to_add, target_version, ignore_missing_files)
+    skipped = [a for a in changes.to_add if a not in present]
+    changes = plan.FileChanges(changes.to_remove, tuple(present))
+    after = list(target.add_actions())
+    metrics = plan.operation_metrics(
+        changes, len(after) - len(skipped), sum(a.size for a in after) - sum(a.size for a in skipped)
+    )
+    actions: list[A.Action] = []
+    if not plan.same_protocol(protocol, current.protocol):
+        actions.append(protocol)
+    if not plan.same_metadata(metadata, current.metadata):
+        actions.append(metadata)
+    actions += plan.restored_domains(target.domain_metadata, target.protocol, current.domain_metadata)
+    actions += plan.restore_actions(changes, log_.now_ms())
     params: dict[str, Any] = {
-        "version": target_version,
+        "version": version,
         "timestamp": None if timestamp is None else format_ms(to_epoch_ms(timestamp)),
     }
-    result = txn.commit(actions, operation=OPERATION, operation_parameters=params)
+    result = txn.commit(actions, operation=OPERATION, operation_parameters=params, operation_metrics=metrics)
     assert result.version is not None
     return RestoreResult(
         version=result.version,
         restored_version=target_version,
         read_version=current.version,
-        num_removed=len(to_remove),
-        num_restored=len(to_add),
-        removed_bytes=sum(a.size for a in to_remove),
-        restored_bytes=sum(a.size for a in to_add),
+        num_removed=len(changes.to_remove),
+        num_restored=len(changes.to_add),
+        removed_bytes=sum(a.size for a in changes.to_remove),
+        restored_bytes=sum(a.size for a in changes.to_add),
         commit=result,
+        metrics=metrics,
+        metadata_restored=any(isinstance(a, A.Metadata) for a in actions),
+        protocol_upgraded=any(isinstance(a, A.Protocol) for a in actions),
+        skipped_missing=tuple(a.path for a in skipped),
     )
 
 
