@@ -86,6 +86,16 @@ class CorruptLogError(ProtocolError):
         self.line = line
 
 
+class CorruptDataError(CorruptLogError):
+    """A data or deletion-vector file the log names is missing, unreadable, or disagrees with the log.
+
+    A deletion vector whose checksum, magic number or cardinality is wrong, a DV file that is gone, a parquet
+    file that cannot be decoded or lacks what the table's schema needs: reading on would return rows the
+    table does not hold, and retrying cannot help. ``path`` names that file: a data file as the log spells
+    it, a DV file by its store key (or absolute path), an inline DV by its descriptor.
+    """
+
+
 class StorageError(DeltaLogError):
     """The store failed; ``retryable`` says whether the same call may succeed later."""
 
@@ -165,6 +175,7 @@ __all__ = [
     "ConcurrentDeleteReadError",
     "ConcurrentModificationError",
     "ConcurrentTransactionError",
+    "CorruptDataError",
     "CorruptLogError",
     "DeltaLogError",
     "FileAlreadyExistsError",

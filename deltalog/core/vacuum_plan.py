@@ -18,63 +18,13 @@ and what the log references, and answers with a :class:`VacuumPlan`. The rules a
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Collection, Iterable
 from dataclasses import dataclass
 
-from deltalog.core.pathkeys import canonical_path
-from deltalog.errors import CorruptLogError
+# Z85 and DV file naming live in pathkeys; re-exported here for the callers that found them here first.
+from deltalog.core.pathkeys import UUID_Z85_LEN, Z85_ALPHABET, canonical_path, dv_file_key, z85_decode
 
-Z85_ALPHABET = "0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ.-:+=^!/*?&<>()[]{}@%$#"
-_Z85_INDEX = {c: i for i, c in enumerate(Z85_ALPHABET)}
-#: the part of a ``u`` descriptor that encodes the UUID; anything before it is a directory prefix
-UUID_Z85_LEN = 20
 _NOT_HIDDEN_PREFIXES = ("_change_data", "_delta_index")
-
-
-def z85_decode(text: str) -> bytes:
-    """Decode ZeroMQ Z85 (RFC 32), which the protocol uses for DV identifiers and inline bitmaps.
-
-    Every 5 characters are one base-85 big-endian number, i.e. 4 bytes; the length must be a multiple of 5.
-    """
-    if len(text) % 5:
-        raise ValueError(f"Z85 text length {len(text)} is not a multiple of 5")
-    out = bytearray()
-    for i in range(0, len(text), 5):
-        value = 0
-        for c in text[i : i + 5]:
-            digit = _Z85_INDEX.get(c)
-            if digit is None:
-                raise ValueError(f"{c!r} is not a Z85 character")
-            value = value * 85 + digit
-        if value > 0xFFFFFFFF:
-            raise ValueError(f"Z85 group {text[i : i + 5]!r} exceeds 32 bits")
-        out += value.to_bytes(4, "big")
-    return bytes(out)
-
-
-def dv_file_key(storage_type: str | None, path_or_inline: str | None, root: str) -> str | None:
-    """The file a deletion vector lives in, as a replay-style key (relative when under ``root``).
-
-    ``u``: ``<prefix>/deletion_vector_<uuid>.bin`` with the UUID decoded from the last 20 Z85 characters
-    and the prefix (possibly empty) taken literally. ``p``: the absolute URI, decoded once. ``i`` (inline)
-    and unknown types have no file: None. A malformed ``u`` descriptor is a :class:`CorruptLogError`,
-    because guessing its file would let VACUUM delete the real one.
-    """
-    if not path_or_inline or storage_type not in ("u", "p"):
-        return None
-    if storage_type == "p":
-        return canonical_path(path_or_inline, root)
-    if len(path_or_inline) < UUID_Z85_LEN:
-        raise CorruptLogError(f"deletion vector descriptor {path_or_inline!r} is shorter than a Z85 UUID")
-    prefix, encoded = path_or_inline[:-UUID_Z85_LEN], path_or_inline[-UUID_Z85_LEN:]
-    try:
-        dv_uuid = uuid.UUID(bytes=z85_decode(encoded))
-    except ValueError as exc:
-        raise CorruptLogError(f"deletion vector descriptor {path_or_inline!r}: {exc}") from None
-    name = f"deletion_vector_{dv_uuid}.bin"
-    prefix = prefix.strip("/")
-    return f"{prefix}/{name}" if prefix else name
 
 
 def is_hidden(name: str, partition_columns: Collection[str] = ()) -> bool:

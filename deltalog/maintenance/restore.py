@@ -23,11 +23,10 @@ from deltalog.core import actions as A
 from deltalog.core import properties
 from deltalog.core import restore_plan as plan
 from deltalog.core.features import check_writable
-from deltalog.core.pathkeys import canonical_path
+from deltalog.core.pathkeys import canonical_path, dv_file_key
 from deltalog.core.paths import LOG_DIR
 from deltalog.core.retention import resolve_retention
 from deltalog.core.timetravel import format_ms, to_epoch_ms
-from deltalog.core.vacuum_plan import dv_file_key
 from deltalog.errors import InvalidArgumentError, RestoreFilesMissingError
 
 if TYPE_CHECKING:

@@ -48,3 +48,24 @@ def test_no_module_outside_spark_imports_pyspark() -> None:
         if "spark" in path.relative_to(PKG).parts:
             continue
         assert not any(m.startswith("pyspark") for m in _imports(path)), path
+
+
+def test_the_data_plane_sits_below_the_table_layer() -> None:
+    """``data/`` reads and writes files through a store and never commits: no log, snapshot or transaction."""
+    above = (
+        "deltalog.log",
+        "deltalog.snapshot",
+        "deltalog.transaction",
+        "deltalog.committer",
+        "deltalog.table_setup",
+        "deltalog.loading",
+        "deltalog.maintenance",
+        "deltalog.cli",
+        "deltalog.spark",
+    )
+    modules = sorted((PKG / "data").glob("*.py"))
+    assert modules, "deltalog/data is the data plane's home"
+    for path in modules:
+        for mod in _imports(path):
+            assert not mod.startswith(above), f"data/{path.name} imports {mod}"
+            assert not mod.startswith("pyspark"), f"data/{path.name} imports {mod}"
