@@ -80,8 +80,9 @@ class LocalLogStore:
         """``call`` with OSErrors typed (:func:`~deltalog.storage.retry.mapped`) and transient ones retried."""
         return with_retries(f"{op} {self._where(path)}", lambda: mapped(op, self._where(path), path, call), self.retry)
 
-    def _open_file(self, path: str) -> int:
-        """A descriptor of the regular file ``path``; anything else is refused before a byte is read.
+    def _open_file(self, path: str) -> tuple[int, os.stat_result]:
+        """A descriptor of the regular file ``path`` and its ``fstat``; anything else is refused before a byte is
+        read.
 
         ``O_NONBLOCK`` makes opening a FIFO return at once instead of waiting for a writer forever; the
         ``fstat`` then tells a FIFO, a directory or a device from a file. On a regular file the flag
@@ -89,23 +90,28 @@ class LocalLogStore:
         """
         fd = os.open(self._abs(path), _READ_FLAGS)
         try:
-            mode = os.fstat(fd).st_mode
-            if not stat.S_ISREG(mode):
-                raise not_a_file(self._where(path), path, file_kind(mode))
+            st = os.fstat(fd)
+            if not stat.S_ISREG(st.st_mode):
+                raise not_a_file(self._where(path), path, file_kind(st.st_mode))
         except BaseException:
             os.close(fd)
             raise
-        return fd
+        return fd, st
 
     def read(self, path: str) -> bytes:
         """The whole file, through the bare system calls: a load reads a thousand small commits, and the
         buffered file object costs more than the copy out of the page cache."""
-        return self._guarded("read", path, lambda: self._read(path))
+        try:
+            return self._read(path)  # the hot path, without the wrappers: a load reads every commit
+        except FileNotFoundError:
+            raise
+        except OSError:
+            return self._guarded("read", path, lambda: self._read(path))  # typed, and retried when transient
 
     def _read(self, path: str) -> bytes:
-        fd = self._open_file(path)
+        fd, st = self._open_file(path)
         try:
-            size = os.fstat(fd).st_size
+            size = st.st_size
             data = os.read(fd, size + 1)
             if len(data) <= size:
                 return data  # a regular file's read is short only at its end
@@ -117,7 +123,7 @@ class LocalLogStore:
             os.close(fd)
 
     def open(self, path: str) -> BinaryIO:
-        return self._guarded("open", path, lambda: os.fdopen(self._open_file(path), "rb"))
+        return self._guarded("open", path, lambda: os.fdopen(self._open_file(path)[0], "rb"))
 
     def exists(self, path: str) -> bool:
         """Whether a file (anything but a directory) has this name; a symbolic link that loops is an error."""
