@@ -105,6 +105,15 @@ class StorageError(DeltaLogError):
         self.retryable = retryable
 
 
+class PathOutsideRootError(InvalidArgumentError):
+    """A path would reach outside the table root (``..`` segments, an absolute name) where only the table's own
+    files may be read, probed or deleted. ``path`` is the offending path as given."""
+
+    def __init__(self, message: str, *, path: str) -> None:
+        super().__init__(message)
+        self.path = path
+
+
 class FileAlreadyExistsError(StorageError):
     """``put_if_absent`` found the name taken: another writer won it."""
 
@@ -183,6 +192,7 @@ __all__ = [
     "InvalidCommitError",
     "MaxCommitAttemptsError",
     "MetadataChangedError",
+    "PathOutsideRootError",
     "ProtocolChangedError",
     "ProtocolError",
     "RestoreFilesMissingError",

@@ -82,7 +82,7 @@ def key_of(body: Mapping[str, Any], root: str | None) -> str:
 
 
 def _may_need_canonicalizing(paths: pa.Array) -> bool:
-    """Whether any path may need decoding (``%``, a scheme's ``:``, a leading ``/``).
+    """Whether any path may need decoding or normalising (:func:`~deltalog.core.pathkeys.needs_canonicalizing`).
 
     Most logs hold plain relative paths: one byte search over the string data rules that out at memchr
     speed, before any per-row pass (a sliced chunk's buffer may hold more strings than the slice: a
@@ -92,7 +92,12 @@ def _may_need_canonicalizing(paths: pa.Array) -> bool:
     if data is None:
         return False
     raw = data.to_pybytes()
-    return b"%" in raw or b":" in raw or bool(pc.any(pc.starts_with(paths, "/")).as_py())
+    if b"%" in raw or b":" in raw or b"//" in raw or b"/." in raw:
+        return True
+    edges = pc.or_(pc.or_(pc.starts_with(paths, "/"), pc.starts_with(paths, ".")), pc.ends_with(paths, "/"))
+    if pc.any(edges).as_py():
+        return True
+    return pc.min(pc.binary_length(paths)).as_py() == 0  # an empty path (no Python scalar: no pandas probe)
 
 
 def key_column(table: pa.Table, root: str | None) -> pa.Array | pa.ChunkedArray:

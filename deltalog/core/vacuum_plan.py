@@ -5,10 +5,13 @@ and what the log references, and answers with a :class:`VacuumPlan`. The rules a
 ``VacuumCommand``:
 
 * A file is protected when a live add, or a tombstone newer than the tombstone horizon, names it, or
-  names a deletion vector stored in it. Log paths are URI references: each is decoded exactly once and
-  resolved against the table root before it is compared with a listed name (``x=A%252FA/f`` in the log
-  is the object ``x=A%2FA/f``). Comparing raw strings is how engines deleted live files
-  (delta-io/delta-rs #1896, #3577).
+  names a deletion vector stored in it. Log paths are URI references: each is decoded exactly once,
+  normalised as Hadoop's ``Path`` does (``//``, ``.``, ``..``, a trailing slash) and resolved against the
+  table root before it is compared with a listed name (``x=A%252FA/f`` in the log is the object
+  ``x=A%2FA/f``; ``file:///root//a.parquet`` is ``a.parquet``). Comparing raw strings is how engines
+  deleted live files (delta-io/delta-rs #1896, #3577). See :mod:`deltalog.core.pathkeys`.
+* Nothing outside the root is ever a candidate: a listed name that climbs out of it is dropped, and a
+  reference to a file outside it (an absolute path, a shallow clone's source) protects nothing inside.
 * Hidden trees are never listed or deleted: names starting with ``_`` or ``.``, except ``_change_data``,
   ``_delta_index`` and ``<partition column>=...`` directories; ``metadata`` (Iceberg's, under
   UniForm) is hidden too. ``_delta_log`` is always hidden.
@@ -22,7 +25,16 @@ from collections.abc import Collection, Iterable
 from dataclasses import dataclass
 
 # Z85 and DV file naming live in pathkeys; re-exported here for the callers that found them here first.
-from deltalog.core.pathkeys import UUID_Z85_LEN, Z85_ALPHABET, canonical_path, dv_file_key, z85_decode
+from deltalog.core.pathkeys import (
+    UUID_Z85_LEN,
+    Z85_ALPHABET,
+    climbs_out,
+    dv_file_key,
+    escapes_root,
+    relative_key,
+    z85_decode,
+)
+from deltalog.errors import PathOutsideRootError
 
 _NOT_HIDDEN_PREFIXES = ("_change_data", "_delta_index")
 
@@ -46,9 +58,10 @@ def is_hidden_path(path: str, partition_columns: Collection[str] = ()) -> bool:
     return any(is_hidden(p, partition_columns) for p in parts if p)
 
 
-def _inside(key: str) -> bool:
-    """A resolved key that names something under the table root (not an absolute path elsewhere)."""
-    return bool(key) and "://" not in key and not key.startswith(("/", "file:")) and ".." not in key.split("/")
+def is_inside(key: str) -> bool:
+    """Whether a resolved key (:func:`dv_file_key`, :func:`~deltalog.core.pathkeys.canonical_path`) names a
+    file under the table root, as opposed to an absolute path elsewhere or one that climbs out through ``..``."""
+    return not escapes_root(key)
 
 
 @dataclass(frozen=True)
@@ -60,15 +73,46 @@ class FileRef:
     dv_path_or_inline: str | None = None
 
 
-def protected_keys(refs: Iterable[FileRef], root: str) -> set[str]:
-    """Keys (relative to ``root``) of every data and DV file the references name under the root."""
+def inside_files(ref: FileRef, root: str, aliases: tuple[str, ...] = (), strict: bool = False) -> list[str]:
+    """Store-relative names of the data file and the deletion-vector file ``ref`` names under the root.
+
+    A file outside the root (an absolute path elsewhere: a shallow clone's source) is left out: it is not the
+    table's to probe or delete. ``strict`` (RESTORE probing the files it re-adds) refuses, with
+    :class:`~deltalog.errors.PathOutsideRootError` naming it, a reference that climbs out of the root through
+    ``..``: no writer produces one, and following it would probe a file the table does not own.
+    ``aliases`` are other spellings of the root (a local root reached through a symbolic link, resolved).
+    """
+    out: list[str] = []
+    paths = [ref.path]
+    if ref.dv_storage_type == "p" and ref.dv_path_or_inline:
+        paths.append(ref.dv_path_or_inline)
+    for path in paths:
+        key = relative_key(path, root, aliases)
+        if key is not None:
+            out.append(key)
+        elif strict and climbs_out(path):
+            raise PathOutsideRootError(f"{path} resolves outside the table root {root}", path=path)
+    if ref.dv_storage_type == "u":
+        dv = dv_file_key(ref.dv_storage_type, ref.dv_path_or_inline, root)
+        if dv is not None and is_inside(dv):
+            out.append(dv)
+        elif dv is not None and strict:
+            raise PathOutsideRootError(
+                f"deletion vector {ref.dv_path_or_inline!r} of {ref.path} resolves outside the table root {root}",
+                path=dv,
+            )
+    return out
+
+
+def protected_keys(refs: Iterable[FileRef], root: str, aliases: tuple[str, ...] = ()) -> set[str]:
+    """Keys (relative to ``root``) of every data and DV file the references name under the root.
+
+    An absolute path written through an alias of the root names a file the listing shows under ``root``.
+    """
     keys: set[str] = set()
     for ref in refs:
-        keys.add(canonical_path(ref.path, root))
-        dv = dv_file_key(ref.dv_storage_type, ref.dv_path_or_inline, root)
-        if dv is not None:
-            keys.add(dv)
-    return {k for k in keys if _inside(k)}
+        keys.update(inside_files(ref, root, aliases))
+    return keys
 
 
 @dataclass(frozen=True)
@@ -115,7 +159,7 @@ def plan_vacuum(
     out: list[ListedFile] = []
     scanned = hit = recent = 0
     for f in listed:
-        if is_hidden_path(f.path, partition_columns):
+        if escapes_root(f.path) or is_hidden_path(f.path, partition_columns):
             continue
         scanned += 1
         if f.path in keep:
@@ -135,8 +179,10 @@ __all__ = [
     "ListedFile",
     "VacuumPlan",
     "dv_file_key",
+    "inside_files",
     "is_hidden",
     "is_hidden_path",
+    "is_inside",
     "plan_vacuum",
     "protected_keys",
     "z85_decode",

@@ -34,8 +34,9 @@ from deltalog.core.retention import (
     resolve_retention,
 )
 from deltalog.core.segment import complete_checkpoints
-from deltalog.errors import CorruptLogError, DeltaLogError, StorageError
+from deltalog.errors import CorruptLogError
 from deltalog.intents import expired_intents
+from deltalog.maintenance.deletion import delete_in_order
 
 if TYPE_CHECKING:
     from deltalog.log import DeltaLog
@@ -89,22 +90,8 @@ def cleanup(log_: DeltaLog, retention: Retention | None = None, dry_run: bool = 
     expired = tuple(o.path for o in expired_intents(log_.store, now))
     if dry_run:
         return CleanupResult(plan, True, (), expired)
-    deleted: list[str] = []
-    for d in plan.deletions:
-        path = f"{LOG_DIR}/{d.path}"
-        try:
-            log_.store.delete(path)
-        except DeltaLogError:
-            raise
-        except OSError as exc:
-            raise StorageError(
-                f"cleanup stopped at {path} after deleting {len(deleted)} of {len(plan.deletions)} files: {exc}",
-                path=path,
-            ) from exc
-        deleted.append(path)
-    for path in expired:  # intents of writers that died: older than their timeout plus a margin for clock skew
-        log_.store.delete(path)
-        deleted.append(path)
+    # log files first, then the intents of writers that died (older than their timeout plus a margin for skew)
+    deleted = delete_in_order(log_.store, [f"{LOG_DIR}/{d.path}" for d in plan.deletions] + list(expired), "cleanup")
     if deleted:
         log.info("cleanup of %s deleted %d files; earliest version now %s", log_.location, len(deleted), plan.horizon)
     return CleanupResult(plan, False, tuple(deleted), expired)

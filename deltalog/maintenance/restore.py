@@ -23,10 +23,10 @@ from deltalog.core import actions as A
 from deltalog.core import properties
 from deltalog.core import restore_plan as plan
 from deltalog.core.features import check_writable
-from deltalog.core.pathkeys import canonical_path, dv_file_key
 from deltalog.core.paths import LOG_DIR
 from deltalog.core.retention import resolve_retention
 from deltalog.core.timetravel import format_ms, to_epoch_ms
+from deltalog.core.vacuum_plan import FileRef, inside_files
 from deltalog.errors import InvalidArgumentError, RestoreFilesMissingError
 
 if TYPE_CHECKING:
@@ -57,20 +57,17 @@ class RestoreResult:
 def missing_files(log_: DeltaLog, adds: Iterable[A.Add]) -> list[str]:
     """Store-relative data and DV files of ``adds`` that the store no longer has (vacuumed, lost).
 
-    Files outside the table root cannot be checked through the table's store and are not reported.
+    Files outside the table root cannot be checked through the table's store and are not reported; a path
+    that climbs out of the root through ``..`` is refused (:class:`~deltalog.errors.PathOutsideRootError`)
+    rather than probed.
     """
     root = log_.store.root
     missing: list[str] = []
     for a in adds:
-        wanted = [canonical_path(a.path, root)]
         dv = a.deletion_vector
-        if dv is not None:
-            key = dv_file_key(dv.storage_type, dv.path_or_inline_dv, root)
-            if key is not None:
-                wanted.append(key)
-        for key in wanted:
-            inside = "://" not in key and not key.startswith(("/", "file:"))
-            if inside and key not in missing and not log_.store.exists(key):
+        ref = FileRef(a.path, dv.storage_type if dv else None, dv.path_or_inline_dv if dv else None)
+        for key in inside_files(ref, root, strict=True):
+            if key not in missing and not log_.store.exists(key):
                 missing.append(key)
     return missing
 

@@ -8,6 +8,7 @@ prunes hidden trees so ``_delta_log`` is never even listed.
 from __future__ import annotations
 
 import logging
+import os
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -26,7 +27,8 @@ from deltalog.core.vacuum_plan import (
     plan_vacuum,
     protected_keys,
 )
-from deltalog.errors import DeltaLogError, InvalidArgumentError, StorageError
+from deltalog.errors import InvalidArgumentError
+from deltalog.maintenance.deletion import delete_in_order
 
 if TYPE_CHECKING:
     from deltalog.log import DeltaLog
@@ -84,28 +86,32 @@ def vacuum(
     now = log_.now_ms()
     tick = progress or (lambda stage, done, total: None)
     partition_names = _partition_names(snap)
-    keys = protected_keys(_references(snap, now - retention_ms), log_.store.root)
+    keys = protected_keys(_references(snap, now - retention_ms), log_.store.root, _root_aliases(log_))
     listed = list(_listing(log_, partition_names, tick))
     plan = plan_vacuum(listed, keys, now, retention_ms, partition_names)
     if dry_run:
         return VacuumResult(plan, True, (), snap.version)
     total = len(plan.deletions)
     tick("delete", 0, total)
-    deleted: list[str] = []
-    for f in plan.deletions:
-        try:
-            log_.store.delete(f.path)
-        except DeltaLogError:
-            raise
-        except OSError as exc:
-            raise StorageError(
-                f"vacuum stopped at {f.path} after deleting {len(deleted)} of {total} files: {exc}", path=f.path
-            ) from exc
-        deleted.append(f.path)
-        tick("delete", len(deleted), total)
+    deleted = delete_in_order(
+        log_.store, [f.path for f in plan.deletions], "vacuum", lambda n: tick("delete", n, total)
+    )
     if deleted:
         log.info("vacuum of %s deleted %d files (%d bytes)", log_.location, len(deleted), plan.total_bytes)
     return VacuumResult(plan, False, tuple(deleted), snap.version)
+
+
+def _root_aliases(log_: DeltaLog) -> tuple[str, ...]:
+    """Other spellings of a local root: the same directory without symbolic links.
+
+    A writer that resolved the links wrote absolute paths the listing (made through the links) shows under
+    the root; such a file must still count as referenced.
+    """
+    if not log_.store.capabilities.local:
+        return ()
+    root = log_.store.root
+    real = os.path.realpath(root)
+    return (real,) if real != root else ()
 
 
 def _partition_names(snap: Snapshot) -> frozenset[str]:

@@ -27,11 +27,12 @@ import adlfs
 from azure.core import exceptions as az
 from fsspec.asyn import sync
 
-from deltalog.errors import FileAlreadyExistsError, StorageError
+from deltalog.errors import DeltaLogError, FileAlreadyExistsError, StorageError
 from deltalog.storage.base import FileInfo, refuse_commit_overwrite, split_dir
 from deltalog.storage.bucket_paths import BucketPaths
-from deltalog.storage.options import scrub
+from deltalog.storage.options import scrub, secrets_of
 from deltalog.storage.prefix_listing import list_from_by_prefix
+from deltalog.storage.redaction import redact_in_logs
 
 log = logging.getLogger(__name__)
 
@@ -88,14 +89,15 @@ class AzureLogStore(BucketPaths):
         self._bucket_name = container
         self._prefix = prefix.strip("/")
         self._display = display_root or f"abfs://{container}" + (f"/{self._prefix}" if self._prefix else "")
-        self._secrets = secrets
         kwargs = dict(fs_kwargs or {})
+        self._secrets = tuple(secrets) + secrets_of(kwargs)
+        redact_in_logs(self._secrets, "azure")  # the SDK's HTTP logging prints URLs and headers
         kwargs.setdefault("use_listings_cache", False)
         try:
             self._fs = fs if fs is not None else adlfs.AzureBlobFileSystem(**kwargs)
         except Exception as exc:  # a malformed connection string, a missing account name, ...
             msg = f"cannot connect to {self._display}: {type(exc).__name__}: {exc}"
-            raise StorageError(scrub(msg, secrets)) from None
+            raise StorageError(scrub(msg, self._secrets)) from None
         #: only consulted by stores without atomic put-if-absent; kept for a uniform interface
         self.allow_unsafe_commits = allow_unsafe_commits
 
@@ -124,14 +126,14 @@ class AzureLogStore(BucketPaths):
         msg = f"{where} failed: {label}: {first_line}"
         return StorageError(scrub(msg, self._secrets), path=path, retryable=retryable)
 
-    def _guard(self, op: str, path: str, call: Callable[[], Any]) -> Any:
+    def _guard_once(self, op: str, path: str, call: Callable[[], Any]) -> Any:
         try:
             return call()
         except FileNotFoundError as exc:
             if _code(_azure_error(exc)) == "ContainerNotFound":
                 raise self._error(op, path, exc) from exc
             raise
-        except StorageError:
+        except DeltaLogError:  # already typed (a refused path, an error of ours)
             raise
         except az.ResourceNotFoundError as exc:
             if _code(exc) == "ContainerNotFound":
@@ -203,7 +205,7 @@ class AzureLogStore(BucketPaths):
         return cast(bytes, self._guard("read", path, lambda: self._fs.cat_file(self._full(path))))
 
     def open(self, path: str) -> BinaryIO:
-        return cast(BinaryIO, self._guard("open", path, lambda: self._fs.open(self._full(path), "rb")))
+        return cast(BinaryIO, self._guard("open", path, lambda: self._open_file(path)))
 
     async def _head(self, key: str) -> bool:
         async with self._fs.service_client.get_blob_client(self._container, key) as bc:
@@ -221,8 +223,9 @@ class AzureLogStore(BucketPaths):
     # ------------------------------------------------------------------------------------------ writes
     def put_if_absent(self, path: str, data: bytes) -> None:
         """``upload_blob(overwrite=False)``: ``If-None-Match: *``; "exists" means another writer has the name."""
+        full = self._full(path)
         try:
-            self._fs.pipe_file(self._full(path), data, overwrite=False)
+            self._fs.pipe_file(full, data, overwrite=False)
         except (FileExistsError, az.ResourceExistsError):
             raise FileAlreadyExistsError(f"{self._display}/{path} already exists", path=path) from None
         except Exception as exc:

@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import BinaryIO, Protocol, runtime_checkable
 
-from deltalog.errors import InvalidArgumentError
+from deltalog.errors import InvalidArgumentError, PathOutsideRootError
 
 _COMMIT = re.compile(r"(^|/)_delta_log/\d{20}\.json$")
 
@@ -26,6 +26,20 @@ def refuse_commit_overwrite(path: str) -> None:
     """
     if _COMMIT.search(path):
         raise InvalidArgumentError(f"{path} is a commit: commits are created with put_if_absent, never overwritten")
+
+
+def confined(path: str) -> str:
+    """``path``, unless it has a ``..`` segment: then :class:`~deltalog.errors.PathOutsideRootError`.
+
+    Every store resolves names through this, so no caller (VACUUM, cleanup, RESTORE's probe, a reader
+    following a log path) can read, probe or delete outside the root, whatever a log or a listing says.
+    Callers pass normalised names (:mod:`deltalog.core.pathkeys`), so a ``..`` left in one is refused
+    whether or not it would climb out. On an object store ``..`` is not special, but the HTTP layers in
+    between may normalise it away, so every store refuses it alike.
+    """
+    if ".." in path and ".." in path.replace("\\", "/").split("/"):
+        raise PathOutsideRootError(f"{path} leaves the table root: a store only reaches files under it", path=path)
+    return path
 
 
 @dataclass(frozen=True)
@@ -138,4 +152,4 @@ def split_dir(path: str) -> tuple[str, str]:
     return head, tail
 
 
-__all__ = ["Capabilities", "FileInfo", "LogStore", "list_between", "split_dir"]
+__all__ = ["Capabilities", "FileInfo", "LogStore", "confined", "list_between", "split_dir"]

@@ -11,12 +11,14 @@ from __future__ import annotations
 import contextlib
 import threading
 from collections.abc import Callable, Iterator
-from typing import Any, BinaryIO, cast
+from typing import Any, BinaryIO, TypeVar, cast
 
 from deltalog.errors import FileAlreadyExistsError
-from deltalog.storage.base import Capabilities, FileInfo, refuse_commit_overwrite, split_dir
+from deltalog.storage.base import Capabilities, FileInfo, confined, refuse_commit_overwrite, split_dir
+from deltalog.storage.retry import DEFAULT_BUDGET, RetryBudget, mapped, not_a_file, with_retries
 
 _MEMORY_LOCK = threading.Lock()
+T = TypeVar("T")
 
 
 def _mtime_ms(info: dict[str, Any]) -> int:
@@ -34,12 +36,19 @@ def _mtime_ms(info: dict[str, Any]) -> int:
 
 
 class FsspecLogStore:
-    def __init__(self, fs: Any, root: str, display_root: str | None = None) -> None:
+    """A table on any fsspec file system; failures other than "absent" are :class:`StorageError`\\ s."""
+
+    def __init__(
+        self, fs: Any, root: str, display_root: str | None = None, retry: RetryBudget = DEFAULT_BUDGET
+    ) -> None:
         self._fs = fs
         self._root = root.rstrip("/")
         self._display = display_root or root
-        protocol = fs.protocol if isinstance(fs.protocol, str) else fs.protocol[0]
-        self._memory = protocol == "memory"
+        protocols = {fs.protocol} if isinstance(fs.protocol, str) else set(fs.protocol)
+        self._memory = "memory" in protocols
+        #: a local file system can hold FIFOs and devices, which must be refused before they are opened
+        self._local = bool(protocols & {"file", "local"})
+        self.retry = retry
 
     @property
     def root(self) -> str:
@@ -54,23 +63,42 @@ class FsspecLogStore:
         return Capabilities(atomic_put_if_absent=self._memory)
 
     def _abs(self, path: str) -> str:
-        return f"{self._root}/{path}" if path else self._root
+        return f"{self._root}/{confined(path)}" if path else self._root
+
+    def _guarded(self, op: str, path: str, call: Callable[[], T]) -> T:
+        where = f"{self._display}/{path}".rstrip("/")
+        return with_retries(f"{op} {where}", lambda: mapped(op, where, path, call), self.retry)
+
+    def _regular(self, path: str) -> str:
+        """The full path of ``path``, refused unless it is a regular file (local file systems only)."""
+        full = self._abs(path)
+        if self._local:
+            kind = self._fs.info(full).get("type")
+            if kind != "file":
+                raise not_a_file(
+                    f"{self._display}/{path}", path, "directory" if kind == "directory" else "special file"
+                )
+        return full
 
     def read(self, path: str) -> bytes:
-        return cast(bytes, self._fs.cat_file(self._abs(path)))
+        return cast(bytes, self._guarded("read", path, lambda: self._fs.cat_file(self._regular(path))))
 
     def open(self, path: str) -> BinaryIO:
-        return cast(BinaryIO, self._fs.open(self._abs(path), "rb"))
+        return cast(BinaryIO, self._guarded("open", path, lambda: self._fs.open(self._regular(path), "rb")))
 
     def exists(self, path: str) -> bool:
-        return bool(self._fs.exists(self._abs(path)))
+        return bool(self._guarded("exists", path, lambda: self._fs.exists(self._abs(path))))
 
     def list_from(self, path: str) -> Iterator[FileInfo]:
         directory, start = split_dir(path)
-        try:
-            entries = self._fs.ls(self._abs(directory), detail=True)
-        except FileNotFoundError:
-            return iter(())
+
+        def ls() -> list[dict[str, Any]]:
+            try:
+                return cast(list[dict[str, Any]], self._fs.ls(self._abs(directory), detail=True))
+            except FileNotFoundError:
+                return []
+
+        entries = self._guarded("list", directory, ls)
         out = []
         for e in entries:
             if e.get("type") != "file":
@@ -89,7 +117,14 @@ class FsspecLogStore:
         """
         top = self._abs(path.strip("/"))
         base = self._fs._strip_protocol(self._root).rstrip("/")
-        for directory, dirs, files in self._fs.walk(top, detail=True, topdown=True):
+        steps = self._fs.walk(top, detail=True, topdown=True)
+        where = f"{self._display}/{path}".rstrip("/")
+        while True:
+            # one step at a time, typed but not retried: a generator that raised cannot go on
+            step = mapped("walk", where, path, lambda: next(steps, None))
+            if step is None:
+                return
+            directory, dirs, files = step
             here = str(directory).rstrip("/")
             rel_dir = here[len(base) + 1 :] if here.startswith(base + "/") else ""
             if skip is not None:
@@ -103,6 +138,9 @@ class FsspecLogStore:
                 yield FileInfo(rel, int(info.get("size") or 0), _mtime_ms(info))
 
     def put_if_absent(self, path: str, data: bytes) -> None:
+        mapped("put_if_absent", f"{self._display}/{path}", path, lambda: self._put_if_absent(path, data))
+
+    def _put_if_absent(self, path: str, data: bytes) -> None:
         full = self._abs(path)
         if self._memory:
             with _MEMORY_LOCK:
@@ -117,11 +155,14 @@ class FsspecLogStore:
 
     def put(self, path: str, data: bytes) -> None:
         refuse_commit_overwrite(path)
-        self._fs.pipe_file(self._abs(path), data)
+        mapped("put", f"{self._display}/{path}", path, lambda: self._fs.pipe_file(self._abs(path), data))
 
     def delete(self, path: str) -> None:
-        with contextlib.suppress(FileNotFoundError):
-            self._fs.rm_file(self._abs(path))
+        def rm() -> None:
+            with contextlib.suppress(FileNotFoundError):
+                self._fs.rm_file(self._abs(path))
+
+        self._guarded("delete", path, rm)
 
     def __repr__(self) -> str:
         return f"FsspecLogStore({self._display!r})"

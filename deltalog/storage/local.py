@@ -11,20 +11,56 @@ import contextlib
 import errno
 import logging
 import os
+import stat
 from collections.abc import Callable, Iterator
-from typing import BinaryIO
+from functools import partial
+from typing import BinaryIO, TypeVar
 
 from deltalog.errors import FileAlreadyExistsError, StorageError
-from deltalog.storage.base import Capabilities, FileInfo, refuse_commit_overwrite, split_dir
+from deltalog.storage.base import Capabilities, FileInfo, confined, refuse_commit_overwrite, split_dir
+from deltalog.storage.retry import DEFAULT_BUDGET, RetryBudget, file_kind, mapped, not_a_file, os_error, with_retries
 
 log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+_READ_FLAGS = os.O_RDONLY | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NONBLOCK", 0)
+
+
+def _scan(directory: str) -> list[os.DirEntry[str]]:
+    """The entries of ``directory``; none when it is missing (or is a file)."""
+    try:
+        return list(os.scandir(directory))
+    except (FileNotFoundError, NotADirectoryError):
+        return []
+
+
+def _entry_info(e: os.DirEntry[str], name: str) -> FileInfo | None:
+    """A listing entry as a FileInfo: None for directories (and links to them) and for names gone meanwhile.
+
+    ``stat`` follows links, so a link to a file lists with the file's size. A link that cannot be followed
+    because it loops is listed from its own ``lstat`` (size 0): reading it then says what it is.
+    """
+    try:
+        st = e.stat()
+    except FileNotFoundError:  # deleted since the scan, or a dangling link: not there
+        return None
+    except OSError:
+        try:
+            st = e.stat(follow_symlinks=False)
+        except FileNotFoundError:
+            return None
+        return FileInfo(name, 0, st.st_mtime_ns // 1_000_000)
+    if stat.S_ISDIR(st.st_mode):
+        return None
+    return FileInfo(name, st.st_size if stat.S_ISREG(st.st_mode) else 0, st.st_mtime_ns // 1_000_000)
 
 
 class LocalLogStore:
     """A table on a POSIX file system."""
 
-    def __init__(self, root: str) -> None:
+    def __init__(self, root: str, retry: RetryBudget = DEFAULT_BUDGET) -> None:
         self._root = os.path.abspath(root)
+        self.retry = retry
 
     @property
     def root(self) -> str:
@@ -35,17 +71,47 @@ class LocalLogStore:
         return Capabilities(atomic_put_if_absent=True, local=True)
 
     def _abs(self, path: str) -> str:
-        return os.path.join(self._root, *path.split("/"))
+        return os.path.join(self._root, *confined(path).split("/"))
+
+    def _where(self, path: str) -> str:
+        return os.path.join(self._root, path) if path else self._root
+
+    def _guarded(self, op: str, path: str, call: Callable[[], T]) -> T:
+        """``call`` with OSErrors typed (:func:`~deltalog.storage.retry.mapped`) and transient ones retried."""
+        return with_retries(f"{op} {self._where(path)}", lambda: mapped(op, self._where(path), path, call), self.retry)
+
+    def _open_file(self, path: str) -> tuple[int, os.stat_result]:
+        """A descriptor of the regular file ``path`` and its ``fstat``; anything else is refused before a byte is
+        read.
+
+        ``O_NONBLOCK`` makes opening a FIFO return at once instead of waiting for a writer forever; the
+        ``fstat`` then tells a FIFO, a directory or a device from a file. On a regular file the flag
+        changes nothing.
+        """
+        fd = os.open(self._abs(path), _READ_FLAGS)
+        try:
+            st = os.fstat(fd)
+            if not stat.S_ISREG(st.st_mode):
+                raise not_a_file(self._where(path), path, file_kind(st.st_mode))
+        except BaseException:
+            os.close(fd)
+            raise
+        return fd, st
 
     def read(self, path: str) -> bytes:
         """The whole file, through the bare system calls: a load reads a thousand small commits, and the
         buffered file object costs more than the copy out of the page cache."""
         try:
-            fd = os.open(self._abs(path), os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
-        except NotADirectoryError:
-            raise FileNotFoundError(path) from None
+            return self._read(path)  # the hot path, without the wrappers: a load reads every commit
+        except FileNotFoundError:
+            raise
+        except OSError:
+            return self._guarded("read", path, lambda: self._read(path))  # typed, and retried when transient
+
+    def _read(self, path: str) -> bytes:
+        fd, st = self._open_file(path)
         try:
-            size = os.fstat(fd).st_size
+            size = st.st_size
             data = os.read(fd, size + 1)
             if len(data) <= size:
                 return data  # a regular file's read is short only at its end
@@ -57,10 +123,18 @@ class LocalLogStore:
             os.close(fd)
 
     def open(self, path: str) -> BinaryIO:
-        return open(self._abs(path), "rb")
+        return self._guarded("open", path, lambda: os.fdopen(self._open_file(path)[0], "rb"))
 
     def exists(self, path: str) -> bool:
-        return os.path.exists(self._abs(path))
+        """Whether a file (anything but a directory) has this name; a symbolic link that loops is an error."""
+
+        def probe() -> bool:
+            try:
+                return not stat.S_ISDIR(os.stat(self._abs(path)).st_mode)
+            except (FileNotFoundError, NotADirectoryError):
+                return False
+
+        return self._guarded("exists", path, probe)
 
     def list_from(self, path: str) -> Iterator[FileInfo]:
         return iter(self.list_range(path, None))
@@ -69,25 +143,20 @@ class LocalLogStore:
         """Like :meth:`list_from`, but only names ``< stop`` too; see :func:`~deltalog.storage.base.list_between`.
 
         The directory scan is one call whatever the range; the per-file ``stat`` is what a long log costs,
-        so names outside the range are dropped before it.
+        so names outside the range are dropped before it. Entries that are not directories but not regular
+        files either (a FIFO, a symbolic link that loops) are listed, so that reading one fails with an
+        error naming it instead of the name silently not being there.
         """
         directory, start = split_dir(path)
         full = self._abs(directory) if directory else self._root
-        try:
-            entries = list(os.scandir(full))
-        except (FileNotFoundError, NotADirectoryError):
-            return []
+        entries = self._guarded("list", directory, lambda: _scan(full))
         out = []
         for e in entries:
             if e.name < start or (stop is not None and e.name >= stop):
                 continue
-            try:
-                if not e.is_file():
-                    continue
-                st = e.stat()
-            except FileNotFoundError:  # deleted between scandir and stat
-                continue
-            out.append(FileInfo(e.name, st.st_size, st.st_mtime_ns // 1_000_000))
+            info = _entry_info(e, e.name)
+            if info is not None:
+                out.append(info)
         out.sort(key=lambda f: f.name.encode())
         return out
 
@@ -102,24 +171,17 @@ class LocalLogStore:
         while pending:
             rel_dir = pending.pop()
             full = self._abs(rel_dir) if rel_dir else self._root
-            try:
-                entries = sorted(os.scandir(full), key=lambda e: e.name)
-            except (FileNotFoundError, NotADirectoryError):
-                continue
+            entries = self._guarded("walk", rel_dir, partial(_scan, full))
             subdirs = []
-            for e in entries:
+            for e in sorted(entries, key=lambda entry: entry.name):
                 rel = f"{rel_dir}/{e.name}" if rel_dir else e.name
-                try:
-                    if e.is_dir(follow_symlinks=False):
-                        if skip is None or not skip(rel):
-                            subdirs.append(rel)
-                        continue
-                    if e.is_symlink() and os.path.isdir(e.path):
-                        continue
-                    st = e.stat()
-                except FileNotFoundError:  # deleted while walking
+                if e.is_dir(follow_symlinks=False):
+                    if skip is None or not skip(rel):
+                        subdirs.append(rel)
                     continue
-                yield FileInfo(rel, st.st_size, st.st_mtime_ns // 1_000_000)
+                info = _entry_info(e, rel)
+                if info is not None:
+                    yield info
             pending.extend(reversed(subdirs))
 
     def _write_temp(self, final: str, data: bytes) -> str:
@@ -168,21 +230,29 @@ class LocalLogStore:
         try:
             os.write(fd, data)
             os.fsync(fd)
+        except OSError as exc:
+            raise os_error("put_if_absent", self._where(path), path, exc) from exc
         finally:
             os.close(fd)
 
     def put(self, path: str, data: bytes) -> None:
         refuse_commit_overwrite(path)
         final = self._abs(path)
-        tmp = self._write_temp(final, data)
-        # Overwrite is the point here (never a commit: refused above); the temp file keeps readers from
-        # seeing a torn write.
-        os.replace(tmp, final)
+        try:
+            tmp = self._write_temp(final, data)
+            # Overwrite is the point here (never a commit: refused above); the temp file keeps readers from
+            # seeing a torn write.
+            os.replace(tmp, final)
+        except OSError as exc:
+            raise os_error("put", self._where(path), path, exc) from exc
         self._fsync_dir(os.path.dirname(final))
 
     def delete(self, path: str) -> None:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(self._abs(path))
+        def unlink() -> None:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(self._abs(path))
+
+        self._guarded("delete", path, unlink)
 
     @staticmethod
     def _fsync_dir(directory: str) -> None:

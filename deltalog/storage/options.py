@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from deltalog.errors import InvalidArgumentError
+from deltalog.storage.redaction import MIN_SECRET_LEN, mask
 
 log = logging.getLogger(__name__)
 
@@ -110,7 +111,8 @@ def _truthy(key: str, value: Any) -> bool:
     raise InvalidArgumentError(f"storage option {key} must be true or false")
 
 
-def _secrets_of(kwargs: Mapping[str, Any]) -> tuple[str, ...]:
+def secrets_of(kwargs: Mapping[str, Any]) -> tuple[str, ...]:
+    """The secret values among fsspec keyword arguments (a connection string's key counted on its own too)."""
     found: list[str] = []
     for k, v in kwargs.items():
         if k in _SECRET_KWARGS and isinstance(v, str) and v:
@@ -189,15 +191,12 @@ def parse_options(scheme: str, options: Mapping[str, Any] | None) -> StoreOption
         kwargs["connection_string"] = emulator_connection_string(endpoint, account, key)
     elif endpoint is not None and scheme == "azure":
         kwargs.setdefault("account_host", endpoint.split("://", 1)[-1].rstrip("/"))
-    return StoreOptions(kwargs, allow_unsafe, _secrets_of(kwargs))
+    return StoreOptions(kwargs, allow_unsafe, secrets_of(kwargs))
 
 
 def scrub(text: str, secrets: tuple[str, ...] | list[str]) -> str:
     """``text`` with every secret value replaced by ``***`` (longest first, so no secret leaks in part)."""
-    for secret in sorted(secrets, key=len, reverse=True):
-        if len(secret) >= 4:
-            text = text.replace(secret, "***")
-    return text
+    return mask(text, sorted((s for s in secrets if len(s) >= MIN_SECRET_LEN), key=len, reverse=True))
 
 
 def unsafe_commits_allowed(store: object) -> bool:
@@ -222,5 +221,6 @@ __all__ = [
     "emulator_connection_string",
     "parse_options",
     "scrub",
+    "secrets_of",
     "unsafe_commits_allowed",
 ]

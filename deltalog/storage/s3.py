@@ -28,10 +28,11 @@ import botocore.exceptions
 import botocore.session
 import s3fs
 
-from deltalog.errors import FileAlreadyExistsError, StorageError
+from deltalog.errors import DeltaLogError, FileAlreadyExistsError, StorageError
 from deltalog.storage.base import FileInfo, refuse_commit_overwrite, split_dir
 from deltalog.storage.bucket_paths import BucketPaths
-from deltalog.storage.options import scrub
+from deltalog.storage.options import scrub, secrets_of
+from deltalog.storage.redaction import redact_in_logs
 
 log = logging.getLogger(__name__)
 
@@ -130,8 +131,9 @@ class S3LogStore(BucketPaths):
         self._bucket_name = bucket
         self._prefix = prefix.strip("/")
         self._display = f"{scheme}://{bucket}" + (f"/{self._prefix}" if self._prefix else "")
-        self._secrets = secrets
         kwargs = dict(fs_kwargs or {})
+        self._secrets = tuple(secrets) + secrets_of(kwargs)
+        redact_in_logs(self._secrets, "s3")  # botocore's DEBUG records carry the session token verbatim
         kwargs.setdefault("use_listings_cache", False)
         self._fs = fs if fs is not None else s3fs.S3FileSystem(**kwargs)
         #: only consulted by stores without atomic put-if-absent; kept for a uniform interface
@@ -169,14 +171,14 @@ class S3LogStore(BucketPaths):
         label = f"{code} (HTTP {status})" if code else type(exc).__name__
         return StorageError(scrub(f"{where} failed: {label}: {detail}", self._secrets), path=path, retryable=retryable)
 
-    def _guard(self, op: str, path: str, call: Callable[[], Any]) -> Any:
+    def _guard_once(self, op: str, path: str, call: Callable[[], Any]) -> Any:
         try:
             return call()
         except FileNotFoundError as exc:
             if _code_status(exc)[0] == "NoSuchBucket":
                 raise self._error(op, path, exc) from exc
             raise
-        except StorageError:
+        except DeltaLogError:  # already typed (a refused path, an error of ours)
             raise
         except Exception as exc:
             raise self._error(op, path, exc) from exc
@@ -186,7 +188,7 @@ class S3LogStore(BucketPaths):
         return cast(bytes, self._guard("read", path, lambda: self._fs.cat_file(self._full(path))))
 
     def open(self, path: str) -> BinaryIO:
-        return cast(BinaryIO, self._guard("open", path, lambda: self._fs.open(self._full(path), "rb")))
+        return cast(BinaryIO, self._guard("open", path, lambda: self._open_file(path)))
 
     def exists(self, path: str) -> bool:
         def head() -> bool:
@@ -264,8 +266,9 @@ class S3LogStore(BucketPaths):
     # ------------------------------------------------------------------------------------------ writes
     def put_if_absent(self, path: str, data: bytes) -> None:
         """``PutObject`` with ``If-None-Match: *``; 412 means another writer has the name."""
+        full = self._full(path)
         try:
-            self._fs.pipe_file(self._full(path), data, mode="create")
+            self._fs.pipe_file(full, data, mode="create")
         except FileExistsError:
             raise FileAlreadyExistsError(f"{self._display}/{path} already exists", path=path) from None
         except Exception as exc:

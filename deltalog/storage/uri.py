@@ -106,8 +106,10 @@ def store_for(location: str | os.PathLike[str], storage_options: dict[str, Any] 
     import fsspec
 
     from deltalog.storage.fsspec_store import FsspecLogStore
+    from deltalog.storage.redaction import redact_in_logs
 
     opts = _parse_options(scheme, storage_options)
+    redact_in_logs(opts.secrets)
     fs, path = fsspec.core.url_to_fs(loc, **opts.fs_kwargs)
     store = FsspecLogStore(fs, path, display_root=_redact(loc))
     if opts.allow_unsafe_commits:

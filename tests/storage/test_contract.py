@@ -14,7 +14,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from deltalog.errors import FileAlreadyExistsError, InvalidArgumentError, StorageError
+from deltalog.errors import FileAlreadyExistsError, InvalidArgumentError, PathOutsideRootError, StorageError
 from deltalog.storage.base import LogStore, list_between
 from deltalog.storage.prefix_listing import version_of
 
@@ -229,3 +229,53 @@ def test_walk_lists_every_file_and_prunes_skipped_directories(new_store: Callabl
     for name in walked:  # walk names are ready for delete
         store.delete(name)
     assert list(store.walk()) == []
+
+
+def _sibling(store: LogStore, other: LogStore) -> str:
+    """How ``store`` would spell a file of ``other`` (a fresh sibling root) by climbing out with ``..``."""
+    return "../" + other.root.rstrip("/").rsplit("/", 1)[-1] + "/secret.parquet"
+
+
+def test_no_call_reaches_outside_the_root(new_store: Callable[[], LogStore]) -> None:
+    """A path with a ``..`` segment is refused by every call of every store, so no log or listing can make
+    deltalog read, probe or delete a file of another table (the sibling below keeps its file)."""
+    store, other = new_store(), new_store()
+    other.put_if_absent("secret.parquet", b"not yours")
+    store.put_if_absent(commit(0), b"x")
+    calls: dict[str, Callable[[LogStore, str], object]] = {
+        "read": lambda s, p: s.read(p),
+        "open": lambda s, p: s.open(p),
+        "exists": lambda s, p: s.exists(p),
+        "delete": lambda s, p: s.delete(p),
+        "put": lambda s, p: s.put(p, b"overwritten"),
+        "put_if_absent": lambda s, p: s.put_if_absent(p, b"overwritten"),
+        "list_from": lambda s, p: list(s.list_from(p + "/")),
+        "walk": lambda s, p: list(s.walk(p)),
+    }
+    for path in [_sibling(store, other), f"{LOG}/../../{_sibling(store, other)}", "a/../../x", ".."]:
+        for name, call in calls.items():
+            with pytest.raises(PathOutsideRootError) as info:
+                call(store, path)
+            assert info.value.path is not None and ".." in info.value.path, name
+    assert other.read("secret.parquet") == b"not yours"
+    assert store.read(commit(0)) == b"x"
+
+
+def test_a_directory_is_not_a_file(new_store: Callable[[], LogStore]) -> None:
+    """Where a file is expected but a directory (a prefix) is found, reads say so: absent, or a typed error
+    naming it; never a raw ``IsADirectoryError``. ``exists`` answers False: there is no file by that name."""
+    store = new_store()
+    store.put_if_absent(f"{LOG}/_last_checkpoint/inside", b"x")
+    store.put_if_absent(f"{commit(1)}/inside", b"x")
+    for path in (f"{LOG}/_last_checkpoint", commit(1)):
+        for call in (store.read, store.open):
+            try:
+                call(path)
+            except FileNotFoundError:
+                pass
+            except StorageError as exc:
+                assert exc.retryable is False and exc.path == path and "directory" in str(exc)
+            else:
+                raise AssertionError(f"{call.__name__}({path}) returned for a directory")
+        assert store.exists(path) is False
+    assert [f.name for f in store.list_from(f"{LOG}/")] == []  # subdirectories are never listed
