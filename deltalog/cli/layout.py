@@ -234,12 +234,24 @@ class Screen:
         return "".join(lines)
 
     def _records(self, columns: Sequence[Column], rows: list[list[str]]) -> None:
-        """One block of ``name  value`` lines per row, blank lines between: for screens narrower than a row."""
+        """One block of ``name  value`` lines per row, blank lines between: for screens narrower than a row.
+
+        Names and the value width are worked out once for all rows (a listing can have 30,000 of them)."""
         assert self.width is not None
+        key_width = max(_width(c.header) for c in columns)
+        value_width = max(self.width - key_width - len(GAP), MIN_FOLD_WIDTH)
+        names = [_pad(c.header, key_width, False) for c in columns]
+        if self.color:
+            names = [f"{_BOLD}{n}{_RESET}" for n in names]
+        indent = " " * (key_width + len(GAP))
+        write = self.stream.write
         for n, row in enumerate(rows):
-            if n:
-                self.stream.write("\n")
-            self.pairs(None, [(c.header, v) for c, v in zip(columns, row, strict=True)])
+            lines = ["\n"] if n else []
+            for name, value in zip(names, row, strict=True):
+                pieces = fold(value, value_width) if _width(value) > value_width or "\n" in value else [value]
+                lines.append((name + GAP + pieces[0]).rstrip() + "\n")
+                lines.extend((indent + p).rstrip() + "\n" for p in pieces[1:])
+            write("".join(lines))
 
 
 __all__ = ["NULL", "Column", "Screen", "cell", "fold", "hanging", "terminal_width"]
