@@ -176,6 +176,11 @@ class CheckpointError(DeltaLogError):
     """A checkpoint could not be written or validated."""
 
 
+class SetupError(DeltaLogError):
+    """This machine lacks what the call needs: an optional package, Java for Spark, deltalog on Spark's
+    executors. Nothing is wrong with the table; the message says what to install or configure."""
+
+
 __all__ = [
     "CheckpointError",
     "CommitStateUnknownError",
@@ -196,6 +201,7 @@ __all__ = [
     "ProtocolChangedError",
     "ProtocolError",
     "RestoreFilesMissingError",
+    "SetupError",
     "StorageError",
     "TableAlreadyExistsError",
     "TableNotFoundError",

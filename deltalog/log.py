@@ -85,6 +85,8 @@ class DeltaLog:
         return cls(store, store.root, clock=clock, auto_checkpoint=auto_checkpoint)
 
     def now_ms(self) -> int:
+        """This log's clock in epoch milliseconds: what retention, intents and tombstones are judged by
+        (a ``clock`` given to :meth:`for_table` replaces the system's, for tests and replays)."""
         return int(self._clock() * 1000)
 
     # ------------------------------------------------------------------------------------------ listing
@@ -103,6 +105,8 @@ class DeltaLog:
         return log_listing.listing_and_scope(self.store, self.location, version)[0]
 
     def segment(self, version: int | None = None) -> LogSegment:
+        """The checkpoint and commit files that rebuild ``version`` (default: the latest), without replaying
+        them: what a reader would load, for tools that inspect or copy a log."""
         paths, whole = log_listing.listing_and_scope(self.store, self.location, version)
         try:
             return build_segment(paths, version, where=f"{self.location}/{LOG_DIR}")
@@ -114,6 +118,7 @@ class DeltaLog:
             raise
 
     def latest_version(self) -> int:
+        """The newest version in the log (one listing, no replay); :class:`TableNotFoundError` if none."""
         v = latest_version(self._listing_for(None))
         if v is None:
             raise TableNotFoundError(f"no Delta table at {self.location}: {LOG_DIR} has no commits")
@@ -211,21 +216,27 @@ class DeltaLog:
         return Transaction(self, snap, isolation, app_id=app_id, app_version=app_version, retry=retry)
 
     def add_columns(self, fields: Any) -> CommitResult:
+        """Commit new nullable columns (``pyarrow.Field`` s or Delta field dicts) at the end of the schema,
+        as Spark's ``mergeSchema`` does; existing files read them as null."""
         from deltalog.table_setup import add_columns
 
         return add_columns(self, fields)
 
     def set_properties(self, properties: Mapping[str, str]) -> CommitResult:
+        """Commit table properties (``delta.*`` and others); one that turns on a feature deltalog cannot
+        honour is refused, and ``delta.feature.X=supported`` upgrades the protocol."""
         from deltalog.table_setup import set_properties
 
         return set_properties(self, properties)
 
     def unset_properties(self, keys: Sequence[str], if_exists: bool = True) -> CommitResult:
+        """Commit the removal of table properties; a key that is not set is an error unless ``if_exists``."""
         from deltalog.table_setup import unset_properties
 
         return unset_properties(self, keys, if_exists)
 
     def enable_feature(self, feature: str) -> CommitResult:
+        """Commit a protocol upgrade that supports table feature ``feature`` (writer 7, reader 3 if needed)."""
         from deltalog.table_setup import enable_feature
 
         return enable_feature(self, feature)

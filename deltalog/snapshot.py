@@ -75,24 +75,29 @@ class Snapshot:
     # ------------------------------------------------------------------------------------------ identity
     @property
     def log(self) -> DeltaLog:
+        """The :class:`DeltaLog` this snapshot was read from."""
         return self._log
 
     @property
     def version(self) -> int:
+        """The table version this snapshot is."""
         return self._result.version
 
     @property
     def protocol(self) -> A.Protocol:
+        """The protocol action in force at this version (reader/writer versions and feature lists)."""
         assert self._result.protocol is not None
         return self._result.protocol
 
     @property
     def metadata(self) -> A.Metadata:
+        """The metaData action in force at this version (id, schema string, partition columns, properties)."""
         assert self._result.metadata is not None
         return self._result.metadata
 
     @property
     def configuration(self) -> Mapping[str, str]:
+        """The table properties (``delta.*`` and user keys) as written in the metadata."""
         return self.metadata.configuration
 
     @property
@@ -102,10 +107,13 @@ class Snapshot:
 
     @property
     def reader_features(self) -> tuple[str, ...]:
+        """The reader features the protocol lists (empty below reader version 3)."""
         return self.protocol.reader_features or ()
 
     @cached_property
     def schema_json(self) -> dict[str, Any]:
+        """The schema as Delta's JSON (a ``struct``), field metadata included; a schema that does not parse
+        is a :class:`CorruptLogError` naming the file that holds it."""
         try:
             return parse_schema(self.metadata.schema_string)
         except SchemaError as exc:
@@ -114,14 +122,18 @@ class Snapshot:
 
     @cached_property
     def schema(self) -> pa.Schema:
+        """The schema as a ``pyarrow.Schema`` (logical names, Delta types mapped to Arrow's)."""
         return to_arrow_schema(self.schema_json)
 
     @property
     def partition_columns(self) -> list[str]:
+        """The partition columns, by logical name, in the order the metadata gives."""
         return list(self.metadata.partition_columns)
 
     @property
     def column_mapping_mode(self) -> str:
+        """``none``, ``name`` or ``id``: how data files name columns. ``none`` unless the protocol
+        supports column mapping, whatever the property says."""
         if "columnMapping" not in self.features:
             return "none"  # the property means nothing unless the protocol supports the feature
         return properties.column_mapping_mode(self.configuration)
@@ -138,11 +150,15 @@ class Snapshot:
         return live_txns(self._result.txns, properties.txn_retention_ms(self.configuration), self._now_ms)
 
     def app_version(self, app_id: str) -> int | None:
+        """The last version application ``app_id`` committed (its live txn action), or ``None``: what an
+        exactly-once writer checks before writing a batch."""
         txn = self.txns.get(app_id)
         return None if txn is None else txn.version
 
     @property
     def domain_metadata(self) -> dict[str, A.DomainMetadata]:
+        """Live domain metadata by domain name (clustering, row tracking, user domains); removed ones
+        are left out."""
         return dict(self._result.domains)
 
     @property
@@ -176,6 +192,7 @@ class Snapshot:
 
     @property
     def num_files(self) -> int:
+        """How many data files are live (loads the file list if it is deferred)."""
         return self._files.num_files
 
     def files(self, where: Mapping[str, Any] | None = None, stats: bool = False) -> pa.Table:
@@ -219,6 +236,9 @@ class Snapshot:
         return self._files.adds(stats=stats)
 
     def partition_mask(self, table: pa.Table, where: Mapping[str, Any]) -> pa.Array:
+        """A boolean mask over ``table`` (rows shaped like :meth:`files`) for the partition filter ``where``
+        (:meth:`files` grammar); an unknown column or a value of the wrong type is an
+        :class:`InvalidArgumentError`."""
         try:
             conds = conditions_from_where(where)
         except PartitionValueError as exc:

@@ -1,19 +1,47 @@
-# Sourced by the scripts: make .venv (Python >= 3.10) and install the project into it.
-# Usage: ensure_venv [extra ...]   e.g. ensure_venv dev
+# Sourced by the scripts: make a virtualenv and install the project into it.
+# Usage: ensure_venv [--extras LIST] [--group NAME]...
+#   ensure_venv --group dev          the project (editable) and the dev dependency group (tests, docs, tools)
+#   ensure_venv --extras spark       the project with its spark extra (the demo)
+# Dependency groups (PEP 735, [dependency-groups] in pyproject.toml) need pip >= 25.1; an older pip in the
+# venv is upgraded first. $DELTALOG_VENV picks another venv directory, $PYTHON another base interpreter.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 VENV="${DELTALOG_VENV:-$ROOT/.venv}"
 PY="$VENV/bin/python"
 
-ensure_venv() {
-  local extras="${1:-}"
-  if [ ! -x "$PY" ]; then
-    local base="${PYTHON:-python3}"
-    "$base" -m venv "$VENV"
-    "$PY" -m pip install --quiet --upgrade pip
+# pip_supports_groups PYTHON: whether that interpreter's pip knows `pip install --group` (pip >= 25.1)
+pip_supports_groups() {
+  "$1" - <<'PYEOF'
+import sys
+from importlib.metadata import version
+major, minor = (int(p) for p in version("pip").split(".")[:2])
+sys.exit(0 if (major, minor) >= (25, 1) else 1)
+PYEOF
+}
+
+# make_venv DIR BASE_PYTHON: a virtualenv at DIR whose pip can install dependency groups
+make_venv() {
+  local dir="$1" base="$2"
+  if [ ! -x "$dir/bin/python" ]; then
+    "$base" -m venv "$dir"
   fi
+  if ! pip_supports_groups "$dir/bin/python"; then
+    "$dir/bin/python" -m pip install --quiet --disable-pip-version-check --upgrade "pip>=25.1"
+  fi
+}
+
+ensure_venv() {
+  local extras="" groups=()
+  while [ $# -gt 0 ]; do
+    case "$1" in
+      --extras) extras="$2"; shift 2 ;;
+      --group) groups+=(--group "$ROOT/pyproject.toml:$2"); shift 2 ;;
+      *) echo "ensure_venv: unknown argument $1" >&2; return 2 ;;
+    esac
+  done
+  make_venv "$VENV" "${PYTHON:-python3}"
   local spec="$ROOT"
   [ -n "$extras" ] && spec="$ROOT[$extras]"
   # The constraints file pins every package so pip resolves at once instead of backtracking.
-  "$PY" -m pip install --quiet --disable-pip-version-check -c "$ROOT/constraints.txt" -e "$spec"
+  "$PY" -m pip install --quiet --disable-pip-version-check -c "$ROOT/constraints.txt" -e "$spec" ${groups[@]+"${groups[@]}"}
 }

@@ -5,6 +5,9 @@ Run through ``scripts/demo``, which prepares the virtualenv with the ``spark`` e
 (``local[2]``, no UI, loopback only) serves every Spark step, because starting one costs more than all the
 jobs together. The steps live in :mod:`demo_pipeline`, the read-back in :mod:`demo_report`; this file only
 wires them and turns a wrong outcome into a non-zero exit, so a green run means the engine behaved.
+
+Spark is started, and Java looked for, before the previous demo table is deleted: a machine without Java
+gets one line saying so (exit 1) and keeps its table.
 """
 
 from __future__ import annotations
@@ -22,7 +25,8 @@ import demo_report
 from rich.console import Console
 from rich.markup import escape
 
-from deltalog.spark.session import get_session
+from deltalog.errors import DeltaLogError
+from deltalog.spark.session import find_java, get_session, require_pyspark
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -43,13 +47,17 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
-def reset(root: Path) -> None:
-    """Delete an earlier demo table, refusing any directory that is not one (``--dir`` could be a typo)."""
-    if not root.exists():
-        return
-    if any(root.iterdir()) and not (root / "_delta_log").is_dir():
+def check_replaceable(root: Path) -> None:
+    """Refuse a ``--dir`` that holds something other than a Delta table (it could be a typo)."""
+    if root.exists() and any(root.iterdir()) and not (root / "_delta_log").is_dir():
         raise SystemExit(f"{root} exists and is not a Delta table; refusing to replace it")
-    shutil.rmtree(root)
+
+
+def reset(root: Path) -> None:
+    """Delete an earlier demo table (after :func:`check_replaceable`)."""
+    if root.exists():
+        check_replaceable(root)
+        shutil.rmtree(root)
 
 
 #: Spark's own log at WARN from the JVM's first line (its default profile prints INFO banners until
@@ -82,16 +90,27 @@ def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     root = args.dir.resolve()
     started = time.monotonic()
-    reset(root)
+    try:
+        require_pyspark("the demo")
+        find_java()
+        check_replaceable(root)
+    except (DeltaLogError, SystemExit) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
     console = Console(highlight=False)
-    if not console.is_terminal:  # piped or logged: room for the history table instead of rich's 80 columns
+    if not console.is_terminal:  # piped or logged: rich's default would be 80 columns
         console = Console(highlight=False, width=120)
 
     def say(text: str) -> None:
         console.print(text, markup=False, soft_wrap=True)
 
     console.print(f"Starting Spark ({args.master})...")
-    spark = start_spark(args.master)
+    try:
+        spark = start_spark(args.master)
+    except DeltaLogError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    reset(root)
     ready = time.monotonic()
     try:
         console.print(f"Spark {spark.version} ready in {ready - started:.0f} s\n")

@@ -8,9 +8,7 @@ so a reader can see the log and the data agree.
 
 from __future__ import annotations
 
-import datetime as dt
 from pathlib import Path
-from typing import Any
 
 import orjson
 from demo_pipeline import ReadBack
@@ -18,36 +16,16 @@ from rich.console import Console
 from rich.table import Table
 
 from deltalog import DeltaLog, Snapshot
-
-PARAMS_WIDTH = 72
-
-
-def _utc(ms: int) -> str:
-    return dt.datetime.fromtimestamp(ms / 1000, dt.timezone.utc).strftime("%Y-%m-%d %H:%M:%S.%f")[:-3]
-
-
-def _short(params: dict[str, Any] | None) -> str:
-    """operationParameters as ``k=v`` pairs, empty values left out, cut to one readable line."""
-    pairs = []
-    for key, value in (params or {}).items():
-        if value in (None, "", "null", "[]", "{}", [], {}):
-            continue
-        shown = value if isinstance(value, str) else orjson.dumps(value).decode()
-        pairs.append(f"{key}={shown}")
-    text = ", ".join(pairs)
-    return text if len(text) <= PARAMS_WIDTH else text[: PARAMS_WIDTH - 1] + "…"
+from deltalog.cli import documents, render
+from deltalog.cli.layout import Screen
 
 
 def show_history(root: Path, console: Console) -> None:
-    table = Table(title=f"History of {root.name} (newest first)", title_justify="left")
-    table.add_column("version", justify="right")
-    table.add_column("timestamp (UTC)")
-    table.add_column("operation")
-    table.add_column("parameters", no_wrap=True, overflow="ellipsis")
-    for entry in DeltaLog.for_table(root).history():
-        params = _short(entry.commit_info.get("operationParameters"))
-        table.add_row(str(entry.version), _utc(entry.timestamp), entry.operation or "?", params)
-    console.print(table)
+    """The table's history as ``deltalog history`` prints it: whole timestamps, long parameters folded
+    to the terminal's width (records on a narrow one) rather than cut."""
+    console.file.flush()
+    screen = Screen(console.file, width=console.width if console.is_terminal else None, color=console.is_terminal)
+    render.history(documents.history(DeltaLog.for_table(root), None), screen)
 
 
 def rows_by_partition(snap: Snapshot) -> dict[str, tuple[int, int]]:

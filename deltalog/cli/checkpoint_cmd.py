@@ -7,19 +7,20 @@
 from __future__ import annotations
 
 import contextlib
+import logging
 from collections.abc import Iterator, Sequence
 from typing import Any
 
 import click
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-from rich.text import Text
 
 from deltalog import DeltaLog
 from deltalog.checkpoint.writer import CheckpointResult
 from deltalog.cli import render
 from deltalog.cli.documents import Document
-from deltalog.cli.options import emit, json_flag, table_argument
+from deltalog.cli.layout import Column, Screen
+from deltalog.cli.options import emit, json_flag, limit_option, output_format, table_argument
 from deltalog.maintenance.compaction import (
     TableCompaction,
     TableProgress,
@@ -96,25 +97,33 @@ def compact_document(results: Sequence[TableCompaction], min_commits: int) -> Do
     }
 
 
-def render_checkpoint(doc: Document, con: Console) -> None:
-    con.print(
-        render.key_values(
-            "Checkpoint",
-            [
-                ("location", doc["table"]),
-                ("version", doc["version"]),
-                ("kind", doc["kind"]),
-                ("files", Text("\n".join(doc["files"]))),
-                ("actions", doc["num_actions"]),
-                ("add files", doc["num_add_files"]),
-                ("size", doc["size_in_bytes"]),
-                ("already existed", doc["already_existed"]),
-            ],
-        )
+def render_checkpoint(doc: Document, screen: Screen) -> None:
+    screen.pairs(
+        "Checkpoint",
+        [
+            ("location", doc["table"]),
+            ("version", doc["version"]),
+            ("kind", doc["kind"]),
+            ("files", "\n".join(doc["files"])),
+            ("actions", doc["num_actions"]),
+            ("add files", doc["num_add_files"]),
+            ("size", doc["size_in_bytes"]),
+            ("already existed", doc["already_existed"]),
+        ],
     )
 
 
-def render_compact(doc: Document, con: Console) -> None:
+def compact_listing(doc: Document) -> render.Listing:
+    columns = (
+        Column("table", fold=True),
+        Column("status"),
+        Column("version", right=True),
+        Column("last checkpoint", right=True),
+        Column("commits since", right=True),
+        Column("written"),
+        Column("error", fold=True),
+    )
+    names = ("table", "status", "version", "last_checkpoint", "commits_since_checkpoint", "written", "error")
     rows = []
     for t in doc["tables"]:
         cp = t["checkpoint"]
@@ -123,18 +132,17 @@ def render_compact(doc: Document, con: Console) -> None:
             written = f"{cp['kind']} v{cp['version']}" + (" (existed)" if cp["already_existed"] else "")
         since = t["commits_since_checkpoint"]
         rows.append((t["table"], t["status"], t["version"], t["last_checkpoint"], since, written, t["error"]))
-    con.print(
-        render.grid(
-            "Compaction",
-            ["table", "status", "version", "last checkpoint", "commits since", "written", "error"],
-            rows,
-        )
-    )
-    con.print(
-        Text(
-            f"{doc['num_checkpointed']} checkpointed, {doc['num_skipped']} skipped, {doc['num_failed']} failed "
-            f"(min commits {doc['min_commits']})"
-        )
+    return render.Listing(columns, names, rows)
+
+
+def render_compact(doc: Document, screen: Screen) -> None:
+    listing = compact_listing(doc)
+    screen.table("Compaction", listing.columns, listing.rows)
+    total = doc["num_checkpointed"] + doc["num_skipped"] + doc["num_failed"]
+    render.shown_note(screen, len(doc["tables"]), total, "table", "--limit N shows the first N")
+    screen.line(
+        f"{doc['num_checkpointed']} checkpointed, {doc['num_skipped']} skipped, {doc['num_failed']} failed "
+        f"(min commits {doc['min_commits']})"
     )
 
 
@@ -161,22 +169,40 @@ _parts_option = click.option(
 )
 @click.option("--master", default="local[2]", show_default=True, help="Spark master URL for --engine spark.")
 @json_flag
-def checkpoint_cmd(table: str, version: int | None, parts: int | None, engine: str, master: str, as_json: bool) -> None:
+def checkpoint_cmd(table: str, version: int | None, parts: int | None, engine: str, master: str, fmt: str) -> None:
     """Write a checkpoint of TABLE and move _last_checkpoint forward."""
     if engine == "spark":
-        from deltalog.spark.distributed_checkpoint import checkpoint as spark_checkpoint
-        from deltalog.spark.session import get_session
-
-        spark = get_session(master, "deltalog-checkpoint")
-        result = spark_checkpoint(spark, table, version=version, parts=parts)
-        emit(checkpoint_document(DeltaLog.for_table(table).location, result), as_json, render_checkpoint)
+        log = DeltaLog.for_table(table)  # a wrong location fails here, before a JVM is started
+        log.latest_version()
+        result = spark_engine_checkpoint(table, master, version, parts)
+        emit(checkpoint_document(log.location, result), fmt, render_checkpoint)
         return
     log = DeltaLog.for_table(table, auto_checkpoint=False)
     with checkpoint_progress() as tick:
         result = log.checkpoint(
             version=version, parts=parts, progress=lambda stage, done, total: tick(table, stage, done, total)
         )
-    emit(checkpoint_document(log.location, result), as_json, render_checkpoint)
+    emit(checkpoint_document(log.location, result), fmt, render_checkpoint)
+
+
+def spark_engine_checkpoint(table: str, master: str, version: int | None, parts: int | None) -> CheckpointResult:
+    """``--engine spark``: a session on ``master``, then :func:`deltalog.spark.checkpoint`.
+
+    What a missing pyspark, a missing Java or executors without deltalog look like is decided in
+    :mod:`deltalog.spark.session`; they arrive here as one-line :class:`~deltalog.DeltaLogError` s.
+    """
+    from deltalog.spark.session import get_session, require_pyspark
+
+    require_pyspark("deltalog checkpoint --engine spark")
+    from deltalog.spark import checkpoint as spark_checkpoint
+
+    spark = get_session(master, "deltalog-checkpoint")
+    # Spark's own log (task failures with worker tracebacks) would bury the one line this command prints
+    # for a failure; -v and -vv let it through.
+    library = logging.getLogger("deltalog")
+    level = "INFO" if library.isEnabledFor(logging.DEBUG) else "WARN" if library.isEnabledFor(logging.INFO) else "OFF"
+    spark.sparkContext.setLogLevel(level)
+    return spark_checkpoint(spark, table, version=version, parts=parts)
 
 
 @click.command("compact")
@@ -194,9 +220,10 @@ def checkpoint_cmd(table: str, version: int | None, parts: int | None, engine: s
     help="Checkpoint a table when a reader replays N or more commits after its newest usable checkpoint.",
 )
 @_parts_option
-@json_flag
+@limit_option
+@output_format(csv=True)
 def compact_cmd(
-    tables: tuple[str, ...], prefix: str | None, min_commits: int, parts: int | None, as_json: bool
+    tables: tuple[str, ...], prefix: str | None, min_commits: int, parts: int | None, limit: int | None, fmt: str
 ) -> None:
     """The compaction job: checkpoint each TABLE (and each table under --prefix) that needs one."""
     ctx = click.get_current_context()
@@ -205,7 +232,10 @@ def compact_cmd(
     locations = list(tables) + (discover_tables(prefix) if prefix is not None else [])
     with checkpoint_progress() as tick:
         results = compact_tables(locations, min_commits=min_commits, parts=parts, progress=tick)
-    emit(compact_document(results, min_commits), as_json, render_compact)
+    doc = compact_document(results, min_commits)
+    if limit is not None:
+        doc = {**doc, "tables": doc["tables"][:limit]}
+    emit(doc, fmt, render_compact, compact_listing)
     failed = [r for r in results if r.failed]
     if failed:
         click.echo(
@@ -221,4 +251,11 @@ def register(group: click.Group) -> None:
     group.add_command(compact_cmd)
 
 
-__all__ = ["checkpoint_document", "checkpoint_progress", "compact_document", "register"]
+__all__ = [
+    "checkpoint_document",
+    "checkpoint_progress",
+    "compact_document",
+    "compact_listing",
+    "register",
+    "spark_engine_checkpoint",
+]

@@ -65,7 +65,7 @@ def commit(
     app_version: int | None,
     isolation: str | None,
     read_where: dict[str, str | list[str]],
-    as_json: bool,
+    fmt: str,
 ) -> None:
     """Commit the actions in FILE to TABLE as one new version."""
     if (app_id is None) != (app_version is None):
@@ -78,7 +78,7 @@ def commit(
     result = txn.commit(actions, operation=operation, operation_parameters=operation_parameters)
     reached = txn.snapshot.app_version(app_id) if app_id is not None else None
     human = functools.partial(render.commit, app_id=app_id, app_version=app_version, reached=reached)
-    emit(documents.commit(log, result), as_json, human)
+    emit(documents.commit(log, result), fmt, human)
 
 
 # ---------------------------------------------------------------------------------------------- actions file

@@ -4,17 +4,24 @@ Registered on the main group by :mod:`deltalog.cli.main` (one line at its end), 
 small. The probes live in :mod:`deltalog.maintenance.doctor`; this verb opens the store with the user's
 ``--option KEY=VALUE`` storage options, runs them and prints a verdict a person can act on: which check failed
 and what to change.
+
+A local directory that does not exist is refused before anything is written: probing would create it (and a
+``_delta_log`` in it), and a mistyped path would then read SAFE, a verdict about a directory nobody uses.
+Object stores have no directories, so a prefix without a table is probed, and the report says there is no
+table there yet.
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from typing import Any
 
 import click
 
-from deltalog import DeltaLog
+from deltalog import DeltaLog, InvalidArgumentError, TableNotFoundError
 from deltalog.cli import render
+from deltalog.cli.options import json_flag
 from deltalog.maintenance.doctor import DoctorReport, diagnose
 
 EXIT_UNSAFE = 1
@@ -30,8 +37,10 @@ def _parse_options(ctx: click.Context, param: click.Parameter, values: Sequence[
     return options
 
 
-def render_report(report: DoctorReport) -> str:
+def render_report(report: DoctorReport, has_table: bool = True) -> str:
     lines = [f"deltalog doctor {report.location}", f"store: {report.store}", ""]
+    if not has_table:
+        lines[-1:] = [f"note: no Delta table at {report.location} yet; the store was probed there all the same", ""]
     for c in report.checks:
         lines.append(f"  {'PASS' if c.ok else 'FAIL'}  {c.name:<11} {c.detail}")
     if report.engines:
@@ -64,20 +73,42 @@ def render_report(report: DoctorReport) -> str:
 )
 @click.option("--threads", type=click.IntRange(2, 256), default=16, show_default=True, help="Writers per race.")
 @click.option("--rounds", type=click.IntRange(1, 100), default=3, show_default=True, help="Races to run.")
-@click.option("--json", "as_json", is_flag=True, help="Print one JSON document instead of text.")
-def doctor_cmd(table: str, options: dict[str, Any], threads: int, rounds: int, as_json: bool) -> int:
+@json_flag
+def doctor_cmd(table: str, options: dict[str, Any], threads: int, rounds: int, fmt: str) -> int:
     """Self-test the table's store in a scratch prefix: can concurrent writers lose commits here?"""
     log = DeltaLog.for_table(table, storage_options=options or None)
+    check_location(log)
     report = diagnose(log.store, log.location, history=lambda n: log.history(limit=n), threads=threads, rounds=rounds)
-    if as_json:
+    if fmt == "json":
         render.write_json(report.document())
     else:
-        click.echo(render_report(report))
+        click.echo(render_report(report, has_table=_has_table(log)))
     return 0 if report.safe else EXIT_UNSAFE
+
+
+def check_location(log: DeltaLog) -> None:
+    """Refuse a local location that is not an existing directory (see the module docstring)."""
+    if not log.store.capabilities.local:
+        return
+    root = log.store.root
+    if not os.path.isdir(root):
+        what = "is not a directory" if os.path.exists(root) else "does not exist"
+        raise InvalidArgumentError(
+            f"{log.location} {what}: doctor probes the store of an existing table or directory and creates "
+            "nothing outside its scratch prefix; check the path"
+        )
+
+
+def _has_table(log: DeltaLog) -> bool:
+    try:
+        log.latest_version()
+    except TableNotFoundError:
+        return False
+    return True
 
 
 def register(group: click.Group) -> None:
     group.add_command(doctor_cmd)
 
 
-__all__ = ["EXIT_UNSAFE", "doctor_cmd", "register", "render_report"]
+__all__ = ["EXIT_UNSAFE", "check_location", "doctor_cmd", "register", "render_report"]

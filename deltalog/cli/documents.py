@@ -17,6 +17,7 @@ epoch milliseconds the log holds.
                   "created_time": ISO|null, "created_time_ms": int|null},
      "schema": [{"name": str, "type": str, "nullable": bool}],
      "num_files": int, "total_size": int, "column_mapping_mode": "none"|"name"|"id",
+     "features_in_use": [{"feature": str, "evidence": str, "supported": bool}] (sorted by feature),
      "app_transactions": [{"app_id": str, "version": int,
                            "last_updated": ISO|null, "last_updated_ms": int|null}] (sorted by app_id)}
 
@@ -24,6 +25,8 @@ epoch milliseconds the log holds.
                 "reader_features": [str]|null, "writer_features": [str]|null,
                 "features": [str] (every feature supported, listed or implied by legacy versions; sorted)}
 
+``protocol.features`` is what the protocol *allows*; ``features_in_use`` what the table actively uses,
+with the evidence (a property, columns, a domain, a count of files; see :mod:`deltalog.cli.feature_use`).
 ``schema[].type`` is the Delta type name (``long``, ``decimal(10,2)``); nested types read
 ``struct<a: long, b: string>``, ``array<string>``, ``map<string, long>``.
 
@@ -34,7 +37,8 @@ epoch milliseconds the log holds.
                   "operation_parameters": {...}|null, "read_version": int|null,
                   "is_blind_append": bool|null, "engine_info": str|null}]}
 
-``files`` (sorted by path)::
+``files`` (sorted by path; with ``--limit N`` only the first N, while ``num_files`` and ``total_size``
+still count every file selected)::
 
     {"table": str, "version": int, "partition_columns": [str], "where": {str: str},
      "num_files": int, "total_size": int,
@@ -76,6 +80,7 @@ import pyarrow.compute as pc
 
 from deltalog import CommitResult, DeltaLog, InvalidArgumentError, Snapshot, TableNotFoundError
 from deltalog.actions import Protocol
+from deltalog.cli.feature_use import features_in_use
 
 Document = dict[str, Any]
 
@@ -150,6 +155,7 @@ def describe(snap: Snapshot) -> Document:
         "num_files": snap.num_files,
         "total_size": _total_size(snap.files()),
         "column_mapping_mode": snap.column_mapping_mode,
+        "features_in_use": features_in_use(snap),
         "app_transactions": [
             {"app_id": t.app_id, "version": t.version, **_instant("last_updated", t.last_updated)}
             for _, t in sorted(snap.txns.items())
@@ -199,11 +205,15 @@ def _stats_value(text: str | None) -> Any:
         return text
 
 
-def files(snap: Snapshot, where: Mapping[str, str], stats: bool) -> Document:
+def files(snap: Snapshot, where: Mapping[str, str], stats: bool, limit: int | None = None) -> Document:
     check_partition_filter(snap, where)
     table = snap.files(where=dict(where) or None, stats=stats)
+    num_files, total_size = table.num_rows, _total_size(table)
+    table = table.take(pc.sort_indices(table, [("path", "ascending")]))
+    if limit is not None:
+        table = table.slice(0, limit)
     rows = []
-    for r in sorted(table.to_pylist(), key=lambda r: r["path"]):
+    for r in table.to_pylist():
         row: Document = {
             "path": r["path"],
             "partition_values": dict(r["partition_values"] or []),
@@ -219,8 +229,8 @@ def files(snap: Snapshot, where: Mapping[str, str], stats: bool) -> Document:
         "version": snap.version,
         "partition_columns": snap.partition_columns,
         "where": dict(where),
-        "num_files": len(rows),
-        "total_size": _total_size(table),
+        "num_files": num_files,
+        "total_size": total_size,
         "files": rows,
     }
 

@@ -11,11 +11,12 @@ from __future__ import annotations
 from typing import Any
 
 import click
-from rich.console import Console
 
 from deltalog import DeltaLog
 from deltalog.cli import render
 from deltalog.cli.documents import Document, iso_ms
+from deltalog.cli.layout import Column, Screen
+from deltalog.cli.options import emit, limit_option, output_format
 from deltalog.core import intents as core
 from deltalog.intents import list_intents
 
@@ -59,44 +60,60 @@ def _age(ms: int) -> str:
     return f"{ms / 1000:.1f}s"
 
 
-def render_intents(doc: Document, con: Console) -> None:
-    con.print(
-        render.key_values(
-            "Intents",
-            [("location", doc["table"]), ("now", doc["now"]), ("live", doc["num_live"]), ("stale", doc["num_stale"])],
+def intents_listing(doc: Document) -> render.Listing:
+    columns = (
+        Column("txn id"),
+        Column("status"),
+        Column("owner", fold=True),
+        Column("operation"),
+        Column("predicate", fold=True),
+        Column("age", right=True),
+        Column("timeout", right=True),
+    )
+    names = ("txn_id", "status", "owner", "operation", "predicate", "age_ms", "timeout_ms")
+    rows = [
+        (
+            r["txn_id"],
+            r["status"] if r["readable"] else f"{r['status']} (unreadable)",
+            r["owner"],
+            r["operation"],
+            r["predicate"],
+            r["age_ms"],
+            r["timeout_ms"],
         )
+        for r in doc["intents"]
+    ]
+    return render.Listing(columns, names, rows)
+
+
+def render_intents(doc: Document, screen: Screen) -> None:
+    screen.pairs(
+        "Intents",
+        [("location", doc["table"]), ("now", doc["now"]), ("live", doc["num_live"]), ("stale", doc["num_stale"])],
     )
     if doc["intents"]:
-        rows = [
-            (
-                r["txn_id"],
-                r["status"] if r["readable"] else f"{r['status']} (unreadable)",
-                r["owner"] or "-",
-                r["operation"] or "-",
-                r["predicate"] or "-",
-                _age(r["age_ms"]),
-                _age(r["timeout_ms"]),
-            )
-            for r in doc["intents"]
-        ]
-        headers = ["txn id", "status", "owner", "operation", "predicate", "age", "timeout"]
-        con.print(render.grid("Declared intents", headers, rows))
+        listing = intents_listing(doc)
+        rows = [(*r[:5], _age(r[5]), _age(r[6])) for r in listing.rows]
+        screen.line()
+        screen.table("Declared intents", listing.columns, rows)
+        total = doc["num_live"] + doc["num_stale"]
+        render.shown_note(screen, len(doc["intents"]), total, "intent", "--limit N shows the first N")
 
 
 @click.command("intents")
 @click.argument("table", metavar="TABLE")
-@click.option("--json", "as_json", is_flag=True, help="Print one JSON document instead of text.")
-def intents_cmd(table: str, as_json: bool) -> None:
+@limit_option
+@output_format(csv=True)
+def intents_cmd(table: str, limit: int | None, fmt: str) -> None:
     """List the intents long-running writers declared on TABLE (live and stale)."""
     doc = intents_document(DeltaLog.for_table(table))
-    if as_json:
-        render.write_json(doc)
-    else:
-        render.show(render_intents, doc)
+    if limit is not None:
+        doc = {**doc, "intents": doc["intents"][:limit]}
+    emit(doc, fmt, render_intents, intents_listing)
 
 
 def register(group: click.Group) -> None:
     group.add_command(intents_cmd)
 
 
-__all__ = ["intents_cmd", "intents_document", "register", "render_intents"]
+__all__ = ["intents_cmd", "intents_document", "intents_listing", "register", "render_intents"]

@@ -2,8 +2,13 @@
 
 Contract with the shell: a usage mistake (exit 2) or a :class:`~deltalog.DeltaLogError` (exit 1) prints
 exactly one line, ``error: <what is wrong>``, to stderr and nothing to stdout. A person reads that line,
-and a script can rely on stdout holding either a complete result or nothing. Anything else is a bug in
-deltalog and keeps its traceback, because that is what a bug report needs.
+and a script can rely on stdout holding either a complete result or nothing. Ctrl-C exits 130, the
+shell's code for an interrupt, with one line too. Anything else is a bug in deltalog and keeps its
+traceback, because that is what a bug report needs.
+
+Log records (warnings by default) also go to stderr; :mod:`deltalog.cli.logs` says how, and which
+options change it. Every verb accepts those options as well as the group, so ``deltalog -v files T``
+and ``deltalog files T -v`` both work.
 
 The verbs are thin: open the snapshot, build a document (:mod:`deltalog.cli.documents`), render it
 (:mod:`deltalog.cli.render`). A slow step added later gets a rich progress bar on a stderr console
@@ -28,12 +33,23 @@ from deltalog import (
     DeltaLog,
     DeltaLogError,
     InvalidCommitError,
+    __version__,
 )
-from deltalog.cli import documents, render
-from deltalog.cli.options import emit, json_flag, open_snapshot, parse_where, table_argument, time_travel
+from deltalog.cli import documents, logs, render
+from deltalog.cli.options import (
+    emit,
+    json_flag,
+    limit_option,
+    open_snapshot,
+    output_format,
+    parse_where,
+    table_argument,
+    time_travel,
+)
 
 EXIT_ERROR = 1
 EXIT_USAGE = 2
+EXIT_INTERRUPTED = 130  # 128 + SIGINT, what shells report for a command stopped by Ctrl-C
 
 
 def one_line(text: str) -> str:
@@ -44,6 +60,10 @@ def one_line(text: str) -> str:
 def _fail(message: str, code: int) -> int:
     click.echo(f"error: {one_line(message)}", err=True)
     return code
+
+
+class Interrupted(Exception):
+    """Ctrl-C while a verb ran."""
 
 
 class DeltalogGroup(click.Group):
@@ -64,9 +84,26 @@ class DeltalogGroup(click.Group):
         def run() -> Any:
             return super(DeltalogGroup, self).main(args, prog_name, complete_var, standalone_mode=False, **extra)
 
-        if not standalone_mode:
-            return run()
-        sys.exit(_exit_code(run))
+        logs.configure(logs.LogSettings())
+        try:
+            if not standalone_mode:
+                return run()
+            code = _exit_code(run)
+        finally:
+            logs.reset()
+        sys.exit(code)
+
+    def invoke(self, ctx: click.Context) -> Any:
+        """Let Ctrl-C through as :class:`Interrupted`: click would turn it into ``Abort`` (exit 1)."""
+        try:
+            return super().invoke(ctx)
+        except KeyboardInterrupt:
+            raise Interrupted from None
+
+    def add_command(self, cmd: click.Command, name: str | None = None) -> None:
+        """Register a verb, giving it its own copy of the logging options (see the module docstring)."""
+        cmd.params.extend(logs.logging_options())
+        super().add_command(cmd, name)
 
 
 def _exit_code(run: Callable[[], Any]) -> int:
@@ -77,8 +114,14 @@ def _exit_code(run: Callable[[], Any]) -> int:
         return _fail(exc.format_message() + hint, EXIT_USAGE)
     except click.ClickException as exc:
         return _fail(exc.format_message(), exc.exit_code)
-    except click.Abort:
+    except click.Abort as exc:
+        if isinstance(exc.__cause__, KeyboardInterrupt):
+            return _fail("interrupted", EXIT_INTERRUPTED)
         return _fail("aborted", EXIT_ERROR)
+    except (Interrupted, KeyboardInterrupt):
+        if sys.stderr.isatty():
+            click.echo(err=True)  # past the ^C the terminal echoed
+        return _fail("interrupted", EXIT_INTERRUPTED)
     except DeltaLogError as exc:
         return _fail(error_text(exc), EXIT_ERROR)
     except BrokenPipeError:
@@ -114,12 +157,15 @@ def _silence_stdout() -> None:
     "deltalog",
     cls=DeltalogGroup,
     no_args_is_help=False,  # a bare ``deltalog`` is a usage error like any other: one line, exit 2
+    params=logs.logging_options(),
     context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100},
 )
+@click.version_option(__version__, "--version", "-V", prog_name="deltalog", message="%(prog)s %(version)s")
 def cli() -> None:
     """Inspect a Delta Lake table through its transaction log, and commit actions to it.
 
-    TABLE is a directory or a URI (file://, and the cloud schemes whose fsspec package is installed).
+    TABLE is a directory or a URI (file://, s3://, abfss://, gs://, ... with the package for the scheme
+    installed). Read the manual with 'deltalog docs' (topics: 'deltalog docs --list').
     """
 
 
@@ -127,18 +173,19 @@ def cli() -> None:
 @table_argument
 @time_travel
 @json_flag
-def describe(table: str, version: int | None, timestamp: str | None, as_json: bool) -> None:
-    """Protocol, metadata, schema and totals of TABLE."""
-    emit(documents.describe(open_snapshot(table, version, timestamp)), as_json, render.describe)
+def describe(table: str, version: int | None, timestamp: str | None, fmt: str) -> None:
+    """Protocol, metadata, schema and totals of TABLE, and the features it actively uses."""
+    emit(documents.describe(open_snapshot(table, version, timestamp)), fmt, render.describe)
 
 
 @cli.command()
 @table_argument
 @click.option("--limit", type=click.IntRange(min=1), metavar="N", help="Show only the N newest commits.")
-@json_flag
-def history(table: str, limit: int | None, as_json: bool) -> None:
-    """Commits of TABLE, newest first."""
-    emit(documents.history(DeltaLog.for_table(table), limit), as_json, render.history)
+@output_format(csv=True)
+def history(table: str, limit: int | None, fmt: str) -> None:
+    """Commits of TABLE, newest first (the timestamps are what --timestamp takes)."""
+    doc = documents.history(DeltaLog.for_table(table), limit)
+    emit(doc, fmt, render.history, render.history_listing)
 
 
 @cli.command()
@@ -153,21 +200,29 @@ def history(table: str, limit: int | None, as_json: bool) -> None:
     help="Only files whose partition COLUMN equals VALUE (repeatable; an empty VALUE matches null).",
 )
 @click.option("--stats", is_flag=True, help="Include each file's statistics.")
-@json_flag
+@limit_option
+@output_format(csv=True)
 def files(
-    table: str, version: int | None, timestamp: str | None, where: dict[str, str], stats: bool, as_json: bool
+    table: str,
+    version: int | None,
+    timestamp: str | None,
+    where: dict[str, str],
+    stats: bool,
+    limit: int | None,
+    fmt: str,
 ) -> None:
     """Live data files of TABLE, sorted by path."""
-    emit(documents.files(open_snapshot(table, version, timestamp), where, stats), as_json, render.files)
+    doc = documents.files(open_snapshot(table, version, timestamp), where, stats, limit)
+    emit(doc, fmt, render.files, render.files_listing)
 
 
 @cli.command()
 @table_argument
 @time_travel
 @json_flag
-def snapshot(table: str, version: int | None, timestamp: str | None, as_json: bool) -> None:
+def snapshot(table: str, version: int | None, timestamp: str | None, fmt: str) -> None:
     """Short summary of TABLE at one version."""
-    emit(documents.snapshot(open_snapshot(table, version, timestamp)), as_json, render.snapshot)
+    emit(documents.snapshot(open_snapshot(table, version, timestamp)), fmt, render.snapshot)
 
 
 def main() -> None:
@@ -176,14 +231,18 @@ def main() -> None:
 
 
 # The other verbs live in their own modules and are registered here, after ``cli`` exists.
-from deltalog.cli import checkpoint_cmd, commit_cmd, doctor, maintenance  # noqa: E402
+from deltalog.cli import checkpoint_cmd, commit_cmd, docs_cmd, doctor, intents, maintenance  # noqa: E402
 
-for _module in (commit_cmd, checkpoint_cmd, maintenance, doctor):
+for _module in (commit_cmd, checkpoint_cmd, maintenance, doctor, intents, docs_cmd):
     _module.register(cli)
 
-__all__ = ["EXIT_ERROR", "EXIT_USAGE", "DeltalogGroup", "cli", "error_text", "main", "one_line"]
-
-# ``intents`` (declared intents of long-running writers) lives in deltalog/cli/intents.py.
-from deltalog.cli import intents as _intents_cli  # noqa: E402
-
-_intents_cli.register(cli)
+__all__ = [
+    "EXIT_ERROR",
+    "EXIT_INTERRUPTED",
+    "EXIT_USAGE",
+    "DeltalogGroup",
+    "cli",
+    "error_text",
+    "main",
+    "one_line",
+]

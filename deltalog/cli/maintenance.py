@@ -8,24 +8,26 @@ it concurrently; ``main`` calls :func:`register` once at import. Each verb build
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import functools
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
 import click
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-from rich.text import Text
 
 from deltalog import DeltaLog
 from deltalog.cli import render
 from deltalog.cli.documents import Document, iso_ms
-from deltalog.cli.options import emit
+from deltalog.cli.layout import Column, Screen
+from deltalog.cli.options import emit, json_flag, limit_option, output_format
+from deltalog.core.properties import DEFAULT_DELETED_FILE_RETENTION
 from deltalog.core.retention import resolve_retention
 from deltalog.errors import InvalidArgumentError
 from deltalog.maintenance.cleanup import CleanupResult
 from deltalog.maintenance.restore import RestoreResult
-from deltalog.maintenance.vacuum import VacuumProgress, VacuumResult
+from deltalog.maintenance.vacuum import DELETED_FILE_RETENTION_KEY, VacuumProgress, VacuumResult
 
 
 def _instant(key: str, ms: int | None) -> Document:
@@ -126,70 +128,103 @@ def restore_document(log: DeltaLog, result: RestoreResult) -> Document:
 def _mode(doc: Document) -> str:
     n = doc["num_files"]
     if doc["dry_run"]:
-        return f"dry run: {n} file{'' if n == 1 else 's'} would be deleted (--apply deletes them)"
-    return f"deleted {len(doc['deleted'])} file{'' if len(doc['deleted']) == 1 else 's'}"
+        return f"dry run: {render.count(n, 'file')} would be deleted (--apply deletes them)"
+    return f"deleted {render.count(len(doc['deleted']), 'file')}"
 
 
-def render_cleanup(doc: Document, con: Console) -> None:
+def cleanup_listing(doc: Document) -> render.Listing:
+    columns = (
+        Column("path", fold=True),
+        Column("kind"),
+        Column("version", right=True),
+        Column("size", right=True),
+        Column("modified"),
+    )
+    names = ("path", "kind", "version", "size", "modification_time")
+    rows = [(f["path"], f["kind"], f["version"], f["size"], f["modification_time"]) for f in doc["files"]]
+    return render.Listing(columns, names, rows)
+
+
+def vacuum_listing(doc: Document) -> render.Listing:
+    columns = (Column("path", fold=True), Column("kind"), Column("size", right=True), Column("modified"))
+    names = ("path", "kind", "size", "modification_time")
+    rows = [(f["path"], render.deletion_kind(f["path"]), f["size"], f["modification_time"]) for f in doc["files"]]
+    return render.Listing(columns, names, rows)
+
+
+def _file_rows(doc: Document, screen: Screen, listing: render.Listing, show_all: bool) -> None:
+    """The files, or past :data:`render.SUMMARY_THRESHOLD` of them the first few and how to see the rest."""
+    rows = listing.rows
+    if not rows:
+        return
+    cut = not show_all and len(rows) > render.SUMMARY_THRESHOLD
+    screen.line()
+    screen.table("Files", listing.columns, rows[: render.SUMMARY_ROWS] if cut else rows)
+    shown = render.SUMMARY_ROWS if cut else len(rows)
+    how = "--all lists every one" if cut else "--limit N lists the first N"
+    render.shown_note(screen, shown, doc["num_files"], "file", how + "; --json or --format csv for a script")
+
+
+def render_cleanup(doc: Document, screen: Screen, show_all: bool = False) -> None:
     h = doc["horizon"]
     horizon = "-" if h is None else f"version {h['version']}" + (f" ({h['timestamp']})" if h["timestamp"] else "")
-    con.print(
-        render.key_values(
-            "Log cleanup",
-            [
-                ("location", doc["table"]),
-                ("result", _mode(doc)),
-                ("retention", duration(doc["retention_ms"])),
-                ("cutoff", doc["cutoff"]),
-                ("boundary checkpoint", doc["boundary_version"]),
-                ("time-travel horizon", Text(horizon)),
-                ("reason", doc["reason"]),
-                ("bytes", doc["total_bytes"]),
-            ],
-        )
+    screen.pairs(
+        "Log cleanup",
+        [
+            ("location", doc["table"]),
+            ("result", _mode(doc)),
+            ("retention", duration(doc["retention_ms"])),
+            ("cutoff", doc["cutoff"]),
+            ("boundary checkpoint", doc["boundary_version"]),
+            ("time-travel horizon", horizon),
+            ("reason", doc["reason"]),
+            ("bytes", doc["total_bytes"]),
+        ],
     )
-    if doc["files"]:
-        rows = [(f["path"], f["kind"], f["version"], f["size"], f["modification_time"]) for f in doc["files"]]
-        con.print(render.grid("Files", ["path", "kind", "version", "size", "modified"], rows))
+    _file_rows(doc, screen, cleanup_listing(doc), show_all)
 
 
-def render_vacuum(doc: Document, con: Console) -> None:
-    con.print(
-        render.key_values(
-            "Vacuum",
-            [
-                ("location", doc["table"]),
-                ("version", doc["version"]),
-                ("result", _mode(doc)),
-                ("retention", duration(doc["retention_ms"])),
-                ("cutoff", doc["cutoff"]),
-                ("files scanned", doc["scanned"]),
-                ("referenced", doc["protected"]),
-                ("unreferenced, too recent", doc["too_recent"]),
-                ("bytes", doc["total_bytes"]),
-            ],
-        )
+def _kinds(doc: Document) -> str:
+    counts: dict[str, int] = {}
+    for f in doc["files"]:
+        kind = render.deletion_kind(f["path"])
+        counts[kind] = counts.get(kind, 0) + 1
+    text = ", ".join(f"{n:,} {kind}" for kind, n in sorted(counts.items())) or "-"
+    return text if len(doc["files"]) == doc["num_files"] else f"{text} (among the first {len(doc['files']):,})"
+
+
+def render_vacuum(doc: Document, screen: Screen, show_all: bool = False) -> None:
+    screen.pairs(
+        "Vacuum",
+        [
+            ("location", doc["table"]),
+            ("version", doc["version"]),
+            ("result", _mode(doc)),
+            ("retention", duration(doc["retention_ms"])),
+            ("cutoff", doc["cutoff"]),
+            ("files scanned", doc["scanned"]),
+            ("referenced", doc["protected"]),
+            ("unreferenced, too recent", doc["too_recent"]),
+            ("bytes", doc["total_bytes"]),
+            ("candidates by kind", _kinds(doc)),
+        ],
     )
-    if doc["files"]:
-        rows = [(f["path"], f["size"], f["modification_time"]) for f in doc["files"]]
-        con.print(render.grid("Files", ["path", "size", "modified"], rows))
+    _file_rows(doc, screen, vacuum_listing(doc), show_all)
 
 
-def render_restore(doc: Document, con: Console) -> None:
-    con.print(
-        render.key_values(
-            "Restore",
-            [
-                ("location", doc["table"]),
-                ("committed version", doc["version"]),
-                ("restored version", doc["restored_version"]),
-                ("files removed", doc["num_removed"]),
-                ("files restored", doc["num_restored"]),
-                ("metadata restored", "yes" if doc["metadata_restored"] else "no (unchanged)"),
-                ("skipped (missing)", len(doc["skipped_missing"])),
-                ("txn id", doc["txn_id"]),
-            ],
-        )
+def render_restore(doc: Document, screen: Screen) -> None:
+    screen.pairs(
+        "Restore",
+        [
+            ("location", doc["table"]),
+            ("committed version", doc["version"]),
+            ("restored version", doc["restored_version"]),
+            ("files removed", doc["num_removed"]),
+            ("files restored", doc["num_restored"]),
+            ("metadata restored", "yes" if doc["metadata_restored"] else "no (unchanged)"),
+            ("skipped (missing)", len(doc["skipped_missing"])),
+            ("txn id", doc["txn_id"]),
+        ],
     )
 
 
@@ -220,9 +255,6 @@ def _progress_bar() -> Iterator[VacuumProgress]:
 
 # ---------------------------------------------------------------------------------------------- verbs
 
-_json_flag = click.option(
-    "--json", "as_json", is_flag=True, help="Print one JSON document instead of tables (shapes: docs/cli.md)."
-)
 _dry_run = click.option(
     "--dry-run/--apply",
     "dry_run",
@@ -230,6 +262,28 @@ _dry_run = click.option(
     show_default=True,
     help="Only show what would be deleted (the default), or delete it.",
 )
+_all_option = click.option(
+    "--all",
+    "show_all",
+    is_flag=True,
+    help=f"List every file in the table output (past {render.SUMMARY_THRESHOLD} files it shows the first "
+    f"{render.SUMMARY_ROWS}).",
+)
+
+
+def _emit_deletions(
+    doc: Document,
+    fmt: str,
+    human: Callable[..., None],
+    listing: Callable[[Document], render.Listing],
+    limit: int | None,
+    show_all: bool,
+) -> None:
+    if limit is not None and show_all:
+        raise click.UsageError("--limit and --all cannot be used together")
+    if limit is not None:
+        doc = {**doc, "files": doc["files"][:limit]}
+    emit(doc, fmt, functools.partial(human, show_all=show_all or limit is not None), listing)
 
 
 @click.command("cleanup")
@@ -241,11 +295,34 @@ _dry_run = click.option(
     help="Keep log files younger than this (30d, 'interval 30 days', or ms); default delta.logRetentionDuration.",
 )
 @_dry_run
-@_json_flag
-def cleanup_cmd(table: str, retention: str | None, dry_run: bool, as_json: bool) -> None:
+@limit_option
+@_all_option
+@output_format(csv=True)
+def cleanup_cmd(table: str, retention: str | None, dry_run: bool, limit: int | None, show_all: bool, fmt: str) -> None:
     """Delete expired log files below a checkpoint; shows the earliest version that stays reachable."""
     log = DeltaLog.for_table(table)
-    emit(cleanup_document(log, log.cleanup(retention=retention, dry_run=dry_run)), as_json, render_cleanup)
+    doc = cleanup_document(log, log.cleanup(retention=retention, dry_run=dry_run))
+    _emit_deletions(doc, fmt, render_cleanup, cleanup_listing, limit, show_all)
+
+
+def check_vacuum_retention(log: DeltaLog, retention: str | None, force: bool) -> None:
+    """The library's retention guard, said in the command's terms: hours or days, and ``--force``.
+
+    The library raises the same refusal with milliseconds and ``force=True``, which is what a Python
+    caller types; a shell user types ``--retention 1h`` and ``--force``.
+    """
+    if retention is None or force:
+        return
+    conf = log.snapshot().configuration
+    table_ms = resolve_retention(None, conf, DELETED_FILE_RETENTION_KEY, DEFAULT_DELETED_FILE_RETENTION)
+    asked_ms = resolve_retention(retention, conf, DELETED_FILE_RETENTION_KEY, DEFAULT_DELETED_FILE_RETENTION)
+    if asked_ms < table_ms:
+        asked = retention if retention.strip() == duration(asked_ms) else f"{retention} ({duration(asked_ms)})"
+        raise InvalidArgumentError(
+            f"--retention {asked} is shorter than the table's "
+            f"{DELETED_FILE_RETENTION_KEY} ({duration(table_ms)}): files that time travel or running writers "
+            "still need could be deleted; add --force if that is intended"
+        )
 
 
 @click.command("vacuum")
@@ -254,17 +331,22 @@ def cleanup_cmd(table: str, retention: str | None, dry_run: bool, as_json: bool)
     "--retention",
     callback=_check_retention,
     metavar="INTERVAL",
-    help="Delete unreferenced files older than this (7d, ...); default delta.deletedFileRetentionDuration.",
+    help="Delete unreferenced files older than this (7d, 36h, ...); default delta.deletedFileRetentionDuration.",
 )
 @_dry_run
 @click.option("--force", is_flag=True, help="Allow a retention shorter than delta.deletedFileRetentionDuration.")
-@_json_flag
-def vacuum_cmd(table: str, retention: str | None, dry_run: bool, force: bool, as_json: bool) -> None:
-    """Delete data files that no version within the retention references."""
+@limit_option
+@_all_option
+@output_format(csv=True)
+def vacuum_cmd(
+    table: str, retention: str | None, dry_run: bool, force: bool, limit: int | None, show_all: bool, fmt: str
+) -> None:
+    """Delete data files (and deletion vectors, change data files) no version within the retention needs."""
     log = DeltaLog.for_table(table)
+    check_vacuum_retention(log, retention, force)
     with _progress_bar() as tick:
         result = log.vacuum(retention=retention, dry_run=dry_run, force=force, progress=tick)
-    emit(vacuum_document(log, result), as_json, render_vacuum)
+    _emit_deletions(vacuum_document(log, result), fmt, render_vacuum, vacuum_listing, limit, show_all)
 
 
 @click.command("restore")
@@ -279,9 +361,9 @@ def vacuum_cmd(table: str, retention: str | None, dry_run: bool, force: bool, as
     help="Restore without the version's files that are gone from storage (their rows stay lost).",
 )
 @click.option("--force", is_flag=True, help="Allow a version older than delta.deletedFileRetentionDuration.")
-@_json_flag
+@json_flag
 def restore_cmd(
-    table: str, version: int | None, timestamp: str | None, ignore_missing: bool, force: bool, as_json: bool
+    table: str, version: int | None, timestamp: str | None, ignore_missing: bool, force: bool, fmt: str
 ) -> None:
     """Make an older version current again: its files, schema, partitioning and properties (a new version)."""
     ctx = click.get_current_context()
@@ -289,7 +371,7 @@ def restore_cmd(
         raise click.UsageError("give exactly one of --version and --timestamp", ctx)
     log = DeltaLog.for_table(table)
     result = log.restore(version=version, timestamp=timestamp, force=force, ignore_missing_files=ignore_missing)
-    emit(restore_document(log, result), as_json, render_restore)
+    emit(restore_document(log, result), fmt, render_restore)
 
 
 def register(group: click.Group) -> None:
@@ -298,4 +380,13 @@ def register(group: click.Group) -> None:
         group.add_command(command)
 
 
-__all__ = ["cleanup_document", "duration", "register", "restore_document", "vacuum_document"]
+__all__ = [
+    "check_vacuum_retention",
+    "cleanup_document",
+    "cleanup_listing",
+    "duration",
+    "register",
+    "restore_document",
+    "vacuum_document",
+    "vacuum_listing",
+]

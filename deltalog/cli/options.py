@@ -1,11 +1,13 @@
 """Options and small pieces every verb of the ``deltalog`` command shares.
 
-One spelling of ``--version``/``--timestamp``, ``--where`` and ``--json`` across verbs, and one way to
-print a verb's document (the JSON contract, or the same document rendered for people).
+One spelling of ``--version``/``--timestamp``, ``--where``, ``--limit`` and the output format
+(``--format table|json|csv``, ``--json`` being ``--format json``) across verbs, and one way to print a
+verb's document (the JSON contract, the rows of a listing as CSV, or the document laid out for people).
 """
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -76,10 +78,34 @@ def time_travel(f: Callable[..., Any]) -> Callable[..., Any]:
     )(f)
 
 
-def json_flag(f: Callable[..., Any]) -> Callable[..., Any]:
-    return click.option(
-        "--json", "as_json", is_flag=True, help="Print one JSON document instead of tables (shapes: docs/cli.md)."
-    )(f)
+def output_format(*, csv: bool = False) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """``--format`` (table, json, and csv for listing verbs) and ``--json``; the verb receives ``fmt``."""
+    choices = ["table", "json", "csv"] if csv else ["table", "json"]
+
+    def decorate(f: Callable[..., Any]) -> Callable[..., Any]:
+        @functools.wraps(f)
+        def verb(*args: Any, fmt: str | None, as_json: bool, **kwargs: Any) -> Any:
+            if as_json and fmt not in (None, "json"):
+                raise click.UsageError(f"--json and --format {fmt} cannot be used together")
+            return f(*args, fmt="json" if as_json else fmt or "table", **kwargs)
+
+        verb = click.option(
+            "--format",
+            "fmt",
+            type=click.Choice(choices),
+            help="Output: table (for people, the default), json (one document, the contract in "
+            "'deltalog docs cli')" + (", csv (the rows, for spreadsheets)." if csv else "."),
+        )(verb)
+        return click.option("--json", "as_json", is_flag=True, help="Same as --format json.")(verb)
+
+    return decorate
+
+
+json_flag = output_format()
+
+limit_option = click.option(
+    "--limit", type=click.IntRange(min=1), metavar="N", help="Show only the first N rows (counts still cover all)."
+)
 
 
 table_argument = click.argument("table", metavar="TABLE")
@@ -91,9 +117,18 @@ def open_snapshot(table: str, version: int | None, timestamp: str | None) -> Sna
     return DeltaLog.for_table(table).snapshot(version=version, timestamp=timestamp)
 
 
-def emit(doc: Document, as_json: bool, human: render.Renderer) -> None:
-    if as_json:
+def emit(
+    doc: Document,
+    fmt: str,
+    human: render.Renderer,
+    listing: Callable[[Document], render.Listing] | None = None,
+) -> None:
+    """Print ``doc`` in ``fmt``: the JSON document, the rows of ``listing(doc)`` as CSV, or ``human``."""
+    if fmt == "json":
         render.write_json(doc)
+    elif fmt == "csv":
+        assert listing is not None, "csv is offered only by verbs that have a listing"
+        render.write_csv(listing(doc))
     else:
         render.show(human, doc)
 
@@ -101,6 +136,8 @@ def emit(doc: Document, as_json: bool, human: render.Renderer) -> None:
 __all__ = [
     "emit",
     "json_flag",
+    "limit_option",
+    "output_format",
     "open_snapshot",
     "parse_json_object",
     "parse_read_where",

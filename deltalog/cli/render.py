@@ -1,47 +1,45 @@
 """Putting a document (see :mod:`deltalog.cli.documents`) on stdout, for people or for programs.
 
-``--json`` writes the document itself, so a script reads exactly what the tables show. The tables are
-built from the same document and never consult the table again.
-
-Every cell, header and title is a :class:`rich.text.Text`, never a str: rich would read ``[...]`` in a
-path or a property value as markup and swallow or reject it. When stdout is not a terminal the tables
-are laid out very wide and trailing blanks dropped, because a piped table wrapped at 80 columns breaks
-``grep`` and ``cut``. Results go to stdout only;
-anything transient (a progress bar, later) belongs on a stderr console, so that ``--json`` output stays
-one parseable document.
+Three formats, all drawn from the same document, so they never disagree: ``json`` writes the document
+itself (the contract in docs/cli.md), ``csv`` writes the rows of a listing verb (one header line, then
+one line per row, raw values: ISO instants, empty for null, ``true``/``false``), and ``table`` lays the
+document out for people with :class:`~deltalog.cli.layout.Screen`, which folds long values rather than
+cutting them and writes rows as it goes. Results go to stdout only; anything transient (a progress bar,
+a log record) goes to stderr, so that a JSON or CSV result stays one parseable document.
 """
 
 from __future__ import annotations
 
-import io
+import csv
 import sys
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any, TextIO
 
 import orjson
-from rich import box
-from rich.console import Console
-from rich.table import Table
-from rich.text import Text
 
 from deltalog.cli.documents import Document
+from deltalog.cli.layout import NULL, Column, Screen, cell
 
-Renderer = Callable[[Document, Console], None]
+Renderer = Callable[[Document, Screen], None]
 
-#: width for output that is not a terminal: wide enough that no real table wraps
-PIPE_WIDTH = 100_000
-NULL = "-"
+#: a dry run (or any deletion listing) longer than this shows its first SUMMARY_ROWS files unless asked
+SUMMARY_THRESHOLD = 50
+SUMMARY_ROWS = 20
+
+
+@dataclass(frozen=True)
+class Listing:
+    """The rows of a listing verb: ``columns`` for people, ``names`` for CSV headers, raw ``rows``."""
+
+    columns: tuple[Column, ...]
+    names: tuple[str, ...]
+    rows: Sequence[Sequence[Any]]
 
 
 def show(renderer: Renderer, doc: Document, stream: TextIO | None = None) -> None:
-    """Render ``doc`` to ``stream`` (stdout): live to a terminal, else unwrapped and without trailing blanks."""
-    out = stream if stream is not None else sys.stdout
-    if out.isatty():
-        renderer(doc, Console(file=out, highlight=False))
-        return
-    buffer = io.StringIO()
-    renderer(doc, Console(file=buffer, width=PIPE_WIDTH, highlight=False, color_system=None))
-    out.write("".join(line.rstrip() + "\n" for line in buffer.getvalue().splitlines()))
+    """Render ``doc`` for people on ``stream`` (stdout): folded to a terminal's width, else unwrapped."""
+    renderer(doc, Screen(stream))
 
 
 def write_json(doc: Document, stream: TextIO | None = None) -> None:
@@ -49,174 +47,210 @@ def write_json(doc: Document, stream: TextIO | None = None) -> None:
     out.write(orjson.dumps(doc, option=orjson.OPT_INDENT_2).decode() + "\n")
 
 
-def cell(value: Any) -> Text:
-    """One value as table text: ``-`` for null, yes/no for booleans, compact JSON for containers."""
+def csv_value(value: Any) -> str:
+    """A raw value for CSV: empty for null, ``true``/``false``, compact JSON for containers."""
     if value is None:
-        return Text(NULL)
+        return ""
     if isinstance(value, bool):
-        return Text("yes" if value else "no")
+        return "true" if value else "false"
     if isinstance(value, (dict, list)):
-        return Text(orjson.dumps(value).decode())
-    return Text(str(value))
+        return orjson.dumps(value).decode()
+    return str(value)
 
 
-def pairs(mapping: Any) -> Text:
+def write_csv(listing: Listing, stream: TextIO | None = None) -> None:
+    """The listing as CSV (RFC 4180 quoting, ``\\n`` line ends), written row by row."""
+    out = stream if stream is not None else sys.stdout
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow(listing.names)
+    for row in listing.rows:
+        writer.writerow([csv_value(v) for v in row])
+
+
+def pairs(mapping: Any) -> str:
     """``k=v, k=v``: how operation parameters read best inside one cell (anything else as JSON)."""
     if not isinstance(mapping, Mapping):
         return cell(mapping)
     if not mapping:
-        return Text(NULL)
-    return Text(", ".join(f"{k}={v if isinstance(v, str) else cell(v).plain}" for k, v in mapping.items()))
+        return NULL
+    return ", ".join(f"{k}={v if isinstance(v, str) else cell(v)}" for k, v in mapping.items())
 
 
-def key_values(title: str, rows: Iterable[tuple[str, Any]]) -> Table:
-    table = Table(title=Text(title), title_justify="left", show_header=False, box=None, padding=(0, 2, 0, 0))
-    table.add_column(style="bold")
-    table.add_column()
-    for key, value in rows:
-        table.add_row(Text(key), value if isinstance(value, Text) else cell(value))
-    return table
+def features(values: Sequence[str] | None) -> str:
+    return ", ".join(values) if values else NULL
 
 
-def grid(title: str, headers: Sequence[str], rows: Iterable[Sequence[Any]]) -> Table:
-    table = Table(title=Text(title), title_justify="left", box=box.SIMPLE_HEAD, header_style="bold", show_edge=False)
-    for h in headers:
-        table.add_column(Text(h))
-    for row in rows:
-        table.add_row(*(v if isinstance(v, Text) else cell(v) for v in row))
-    return table
+def count(n: int, noun: str) -> str:
+    return f"{n:,} {noun}{'' if n == 1 else 's'}"
 
 
-def _features(values: Sequence[str] | None) -> Text:
-    return Text(", ".join(values)) if values else Text(NULL)
+def shown_note(screen: Screen, shown: int, total: int, noun: str, how: str) -> None:
+    """Say how many of ``total`` rows the table left out, and how to see them."""
+    if shown < total:
+        screen.line(f"{count(shown, noun)} of {total:,} shown; {how}")
 
 
-def _protocol_rows(p: Document) -> list[tuple[str, Any]]:
-    return [
-        ("reader version", p["min_reader_version"]),
-        ("writer version", p["min_writer_version"]),
-        ("reader features", _features(p["reader_features"])),
-        ("writer features", _features(p["writer_features"])),
-        ("features", _features(p["features"])),
-    ]
+# ---------------------------------------------------------------------------------------------- listings
 
 
-def describe(doc: Document, con: Console) -> None:
-    meta = doc["metadata"]
-    con.print(
-        key_values(
-            "Table",
-            [
-                ("location", doc["table"]),
-                ("version", doc["version"]),
-                ("files", doc["num_files"]),
-                ("total size", doc["total_size"]),
-                ("column mapping", doc["column_mapping_mode"]),
-            ],
-        )
-    )
-    con.print()
-    con.print(key_values("Protocol", _protocol_rows(doc["protocol"])))
-    con.print()
-    con.print(
-        key_values(
-            "Metadata",
-            [
-                ("id", meta["id"]),
-                ("name", meta["name"]),
-                ("description", meta["description"]),
-                ("format", meta["format"]["provider"]),
-                ("partition columns", _features(meta["partition_columns"])),
-                ("created", meta["created_time"]),
-            ],
-        )
-    )
-    if meta["configuration"]:
-        con.print()
-        con.print(grid("Configuration", ["property", "value"], meta["configuration"].items()))
-    con.print()
-    con.print(
-        grid("Schema", ["column", "type", "nullable"], [(c["name"], c["type"], c["nullable"]) for c in doc["schema"]])
-    )
-    if doc["app_transactions"]:
-        con.print()
-        con.print(
-            grid(
-                "App transactions",
-                ["app id", "version", "last updated"],
-                [(t["app_id"], t["version"], t["last_updated"]) for t in doc["app_transactions"]],
-            )
-        )
-
-
-def history(doc: Document, con: Console) -> None:
+def history_listing(doc: Document) -> Listing:
     rows = [
         (
             c["version"],
             c["timestamp"],
             c["operation"],
-            pairs(c["operation_parameters"]),
+            c["operation_parameters"],
             c["read_version"],
             c["is_blind_append"],
             c["engine_info"],
         )
         for c in doc["commits"]
     ]
-    headers = ["version", "timestamp", "operation", "parameters", "read version", "blind append", "engine"]
-    con.print(grid(f"History of {doc['table']}", headers, rows))
+    columns = (
+        Column("version", right=True),
+        Column("timestamp"),
+        Column("operation"),
+        Column("parameters", fold=True),
+        Column("read version", right=True),
+        Column("blind append"),
+        Column("engine", fold=True),
+    )
+    names = ("version", "timestamp", "operation", "operation_parameters", "read_version", "is_blind_append")
+    return Listing(columns, (*names, "engine_info"), rows)
 
 
-def files(doc: Document, con: Console) -> None:
+def files_listing(doc: Document) -> Listing:
     """One column per partition column, so a partition reads like a table column rather than a blob."""
     partition_columns = doc["partition_columns"]
     with_stats = any("stats" in f for f in doc["files"])
-    headers = ["path", *partition_columns, "size", "modified", "deletion vector"]
+    columns = [
+        Column("path", fold=True),
+        *(Column(p, fold=True) for p in partition_columns),
+        Column("size", right=True),
+        Column("modified"),
+        Column("deletion vector"),
+    ]
+    names = ["path", *partition_columns, "size", "modification_time", "deletion_vector"]
     if with_stats:
-        headers.append("stats")
+        columns.append(Column("stats", fold=True))
+        names.append("stats")
     rows = []
     for f in doc["files"]:
         values = f["partition_values"]
-        row = [
-            f["path"],
-            *(values.get(p) for p in partition_columns),
-            f["size"],
-            f["modification_time"],
-            f["deletion_vector"],
-        ]
+        row = [f["path"], *(values.get(p) for p in partition_columns), f["size"], f["modification_time"]]
+        row.append(f["deletion_vector"])
         if with_stats:
             row.append(f["stats"])
         rows.append(row)
+    return Listing(tuple(columns), tuple(names), rows)
+
+
+# ---------------------------------------------------------------------------------------------- verbs
+
+
+def _protocol_rows(p: Document) -> list[tuple[str, Any]]:
+    return [
+        ("reader version", p["min_reader_version"]),
+        ("writer version", p["min_writer_version"]),
+        ("reader features", features(p["reader_features"])),
+        ("writer features", features(p["writer_features"])),
+        ("features", features(p["features"])),
+    ]
+
+
+def describe(doc: Document, screen: Screen) -> None:
+    meta = doc["metadata"]
+    screen.pairs(
+        "Table",
+        [
+            ("location", doc["table"]),
+            ("version", doc["version"]),
+            ("files", doc["num_files"]),
+            ("total size", doc["total_size"]),
+            ("column mapping", doc["column_mapping_mode"]),
+        ],
+    )
+    screen.line()
+    screen.pairs("Protocol (what the table may use)", _protocol_rows(doc["protocol"]))
+    screen.line()
+    in_use = doc["features_in_use"]
+    if in_use:
+        rows = [(f["feature"], f["evidence"] + ("" if f["supported"] else " (not in the protocol)")) for f in in_use]
+        screen.table("Features in use", (Column("feature"), Column("evidence", fold=True)), rows)
+    else:
+        screen.line("Features in use: none")
+    screen.line()
+    screen.pairs(
+        "Metadata",
+        [
+            ("id", meta["id"]),
+            ("name", meta["name"]),
+            ("description", meta["description"]),
+            ("format", meta["format"]["provider"]),
+            ("partition columns", features(meta["partition_columns"])),
+            ("created", meta["created_time"]),
+        ],
+    )
+    if meta["configuration"]:
+        screen.line()
+        screen.table(
+            "Configuration",
+            (Column("property", fold=True), Column("value", fold=True)),
+            list(meta["configuration"].items()),
+        )
+    screen.line()
+    screen.table(
+        "Schema",
+        (Column("column", fold=True), Column("type", fold=True), Column("nullable")),
+        [(c["name"], c["type"], c["nullable"]) for c in doc["schema"]],
+    )
+    if doc["app_transactions"]:
+        screen.line()
+        screen.table(
+            "App transactions",
+            (Column("app id", fold=True), Column("version", right=True), Column("last updated")),
+            [(t["app_id"], t["version"], t["last_updated"]) for t in doc["app_transactions"]],
+        )
+
+
+def history(doc: Document, screen: Screen) -> None:
+    listing = history_listing(doc)
+    rows = [(*r[:3], pairs(r[3]), *r[4:]) for r in listing.rows]
+    screen.table(f"History of {doc['table']}", listing.columns, rows)
+
+
+def files(doc: Document, screen: Screen) -> None:
+    listing = files_listing(doc)
     where = " and ".join(f"{k}={v}" for k, v in doc["where"].items())
     title = f"Files of {doc['table']} at version {doc['version']}" + (f" where {where}" if where else "")
-    con.print(grid(title, headers, rows))
-    con.print(Text(f"{_count(doc['num_files'], 'file')}, {_count(doc['total_size'], 'byte')}"))
+    screen.table(title, listing.columns, listing.rows)
+    shown_note(screen, len(doc["files"]), doc["num_files"], "file", "--limit N shows the first N by path")
+    screen.line(f"{count(doc['num_files'], 'file')}, {count(doc['total_size'], 'byte')}")
 
 
-def _count(n: int, noun: str) -> str:
-    return f"{n} {noun}{'' if n == 1 else 's'}"
-
-
-def snapshot(doc: Document, con: Console) -> None:
+def snapshot(doc: Document, screen: Screen) -> None:
     p = doc["protocol"]
-    con.print(
-        key_values(
-            "Snapshot",
-            [
-                ("location", doc["table"]),
-                ("version", doc["version"]),
-                ("timestamp", doc["timestamp"]),
-                ("files", doc["num_files"]),
-                ("total size", doc["total_size"]),
-                ("protocol", f"reader {p['min_reader_version']}, writer {p['min_writer_version']}"),
-                ("features", _features(p["features"])),
-                ("partition columns", _features(doc["partition_columns"])),
-            ],
-        )
+    screen.pairs(
+        "Snapshot",
+        [
+            ("location", doc["table"]),
+            ("version", doc["version"]),
+            ("timestamp", doc["timestamp"]),
+            ("files", doc["num_files"]),
+            ("total size", doc["total_size"]),
+            ("protocol", f"reader {p['min_reader_version']}, writer {p['min_writer_version']}"),
+            ("features", features(p["features"])),
+            ("partition columns", features(doc["partition_columns"])),
+        ],
     )
 
 
 def commit(
-    doc: Document, con: Console, app_id: str | None = None, app_version: int | None = None, reached: int | None = None
+    doc: Document,
+    screen: Screen,
+    app_id: str | None = None,
+    app_version: int | None = None,
+    reached: int | None = None,
 ) -> None:
     """A committed version as a short summary; a skipped exactly-once commit as one sentence.
 
@@ -226,43 +260,64 @@ def commit(
     """
     if doc["skipped"]:
         asked = f" (asked for {app_version})" if app_version != reached else ""
-        con.print(
-            Text(
-                f"skipped: application {app_id} already reached version {reached}{asked}; nothing was written "
-                f"({doc['table']} stays at version {doc['read_version']})"
-            )
+        screen.line(
+            f"skipped: application {app_id} already reached version {reached}{asked}; nothing was written "
+            f"({doc['table']} stays at version {doc['read_version']})"
         )
         return
     winners = ", ".join(str(v) for v in doc["winners"])
-    con.print(
-        key_values(
-            "Committed",
-            [
-                ("location", doc["table"]),
-                ("version", doc["version"]),
-                ("operation", doc["operation"]),
-                ("actions", doc["num_actions"]),
-                ("read version", doc["read_version"]),
-                ("isolation", doc["isolation_level"]),
-                ("attempts", doc["attempts"]),
-                ("winners", Text(winners or NULL)),
-                ("txn id", doc["txn_id"]),
-            ],
-        )
+    screen.pairs(
+        "Committed",
+        [
+            ("location", doc["table"]),
+            ("version", doc["version"]),
+            ("operation", doc["operation"]),
+            ("actions", doc["num_actions"]),
+            ("read version", doc["read_version"]),
+            ("isolation", doc["isolation_level"]),
+            ("attempts", doc["attempts"]),
+            ("winners", winners or NULL),
+            ("txn id", doc["txn_id"]),
+        ],
     )
 
 
+def deletion_kind(path: str) -> str:
+    """What an unreferenced file found by vacuum is, from its name: people ask before deleting DV files."""
+    name = path.rsplit("/", 1)[-1]
+    if path.startswith("_change_data/") or "/_change_data/" in path:
+        return "change data"
+    if name.startswith("deletion_vector_") and name.endswith(".bin"):
+        return "deletion vector"
+    return "data"
+
+
+def limited(rows: Iterable[Any], limit: int | None) -> list[Any]:
+    items = list(rows)
+    return items if limit is None else items[:limit]
+
+
 __all__ = [
+    "SUMMARY_ROWS",
+    "SUMMARY_THRESHOLD",
+    "Listing",
     "Renderer",
     "cell",
     "commit",
+    "count",
+    "csv_value",
+    "deletion_kind",
     "describe",
+    "features",
     "files",
-    "grid",
+    "files_listing",
     "history",
-    "key_values",
+    "history_listing",
+    "limited",
     "pairs",
     "show",
+    "shown_note",
     "snapshot",
+    "write_csv",
     "write_json",
 ]

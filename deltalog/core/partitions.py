@@ -14,6 +14,8 @@ from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
+from deltalog.core.isotime import parse_datetime
+
 HIVE_NULL = "__HIVE_DEFAULT_PARTITION__"
 
 _OPS = ("=", "==", "!=", "<", "<=", ">", ">=", "in", "not in")
@@ -24,11 +26,8 @@ class PartitionValueError(ValueError):
 
 
 def _parse_timestamp(s: str, ntz: bool) -> dt.datetime:
-    text = s.strip().replace(" ", "T", 1)
-    if text.endswith("Z"):
-        text = text[:-1] + "+00:00"
     try:
-        value = dt.datetime.fromisoformat(text)
+        value = parse_datetime(s)
     except ValueError:
         raise PartitionValueError(f"not a timestamp: {s!r}") from None
     if ntz:

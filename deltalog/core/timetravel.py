@@ -12,6 +12,7 @@ import bisect
 import datetime as dt
 from collections.abc import Sequence
 
+from deltalog.core.isotime import parse_datetime
 from deltalog.errors import InvalidArgumentError, VersionNotFoundError
 
 _EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)
@@ -38,11 +39,8 @@ def to_epoch_ms(value: str | dt.datetime | dt.date | int | float) -> int:
             raise InvalidArgumentError(f"not a timestamp: {value!r}")
         return int(value)
     if isinstance(value, str):
-        text = value.strip()
-        if text.endswith("Z") or text.endswith("z"):
-            text = text[:-1] + "+00:00"
         try:
-            value = dt.datetime.fromisoformat(text.replace(" ", "T", 1) if len(text) > 10 else text)
+            value = parse_datetime(value)
         except ValueError:
             raise InvalidArgumentError(f"not an ISO-8601 timestamp: {value!r}") from None
     if isinstance(value, dt.date) and not isinstance(value, dt.datetime):

@@ -2,31 +2,117 @@
 
 pyspark is imported only inside this package (and lazily: ``import deltalog.spark`` works without it; the
 functions need it). Install it with ``pip install 'deltalog[spark]'``.
+
+The three entry points below spell out their parameters (rather than forwarding ``*args``) so that
+``help()``, IDEs and the API docs show them; ``tests/unit/test_public_api_docs.py`` keeps them equal to
+the implementations'. Calling one without pyspark, or on a cluster whose executors cannot import
+deltalog, raises :class:`~deltalog.errors.SetupError` saying what to install.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+    from deltalog.checkpoint.writer import CheckpointResult
+    from deltalog.log import Timestamp
+    from deltalog.spark.writer import WriteResult
 
 __all__ = ["checkpoint", "read", "write"]
 
 
-def write(*args: Any, **kwargs: Any) -> Any:
-    """See :func:`deltalog.spark.writer.write`."""
+def write(
+    df: DataFrame,
+    table_uri: str,
+    mode: str = "append",
+    partition_by: Sequence[str] | None = None,
+    replace_where: Mapping[str, Any] | None = None,
+    app_id: str | None = None,
+    app_version: int | None = None,
+    storage_options: dict[str, Any] | None = None,
+    *,
+    configuration: Mapping[str, str] | None = None,
+    target_rows_per_file: int = 1_000_000,
+    before_commit: Callable[[], None] | None = None,
+    early_conflicts: bool = True,
+) -> WriteResult:
+    """Write ``df`` to the Delta table at ``table_uri`` as one commit (the table is created if missing).
+
+    Executors write the parquet files; the driver commits them. ``mode`` is ``"append"`` or
+    ``"overwrite"`` (the whole table, or with ``replace_where`` only the matching partitions, in
+    :meth:`deltalog.Snapshot.files`' ``where`` form). ``app_id``/``app_version`` make the write exactly
+    once: a batch the table already holds writes nothing and returns ``skipped=True``. ``configuration``
+    sets table properties at creation; ``before_commit`` runs between writing the files and committing
+    them (orchestration, tests); ``early_conflicts=False`` turns off the intent an overwrite declares.
+    Files of a refused commit are deleted. Details: :func:`deltalog.spark.writer.write`.
+    """
+    from deltalog.spark.session import executor_setup_errors, require_pyspark
+
+    require_pyspark("deltalog.spark.write")
     from deltalog.spark.writer import write as _write
 
-    return _write(*args, **kwargs)
+    with executor_setup_errors():
+        return _write(
+            df,
+            table_uri,
+            mode,
+            partition_by,
+            replace_where,
+            app_id,
+            app_version,
+            storage_options,
+            configuration=configuration,
+            target_rows_per_file=target_rows_per_file,
+            before_commit=before_commit,
+            early_conflicts=early_conflicts,
+        )
 
 
-def read(*args: Any, **kwargs: Any) -> Any:
-    """See :func:`deltalog.spark.reader.read`."""
+def read(
+    spark: SparkSession,
+    table_uri: str,
+    version: int | None = None,
+    timestamp: Timestamp | None = None,
+    storage_options: dict[str, Any] | None = None,
+) -> DataFrame:
+    """The table at ``version`` or ``timestamp`` (default: the latest) as a DataFrame of its columns.
+
+    The snapshot's live files are read with ``spark.read.parquet``; partition columns come from the log,
+    cast to the schema's types. Tables with deletion vectors or column mapping are refused with
+    :class:`~deltalog.UnsupportedFeatureError` rather than read wrong. Details:
+    :func:`deltalog.spark.reader.read`.
+    """
+    from deltalog.spark.session import executor_setup_errors, require_pyspark
+
+    require_pyspark("deltalog.spark.read")
     from deltalog.spark.reader import read as _read
 
-    return _read(*args, **kwargs)
+    with executor_setup_errors():
+        return _read(spark, table_uri, version, timestamp, storage_options)
 
 
-def checkpoint(*args: Any, **kwargs: Any) -> Any:
-    """See :func:`deltalog.spark.distributed_checkpoint.checkpoint`."""
+def checkpoint(
+    spark: SparkSession,
+    table_uri: str,
+    version: int | None = None,
+    parts: int | None = None,
+    storage_options: dict[str, Any] | None = None,
+    *,
+    now_ms: int | None = None,
+) -> CheckpointResult:
+    """Write a classic (multi-part) checkpoint of ``version`` (default: the latest) with Spark's executors.
+
+    ``parts`` defaults to the context's default parallelism; the parts are the same the local writer
+    would produce. V2-checkpoint tables are refused. ``now_ms`` fixes the clock that expires tombstones
+    (tests). Details: :func:`deltalog.spark.distributed_checkpoint.checkpoint`.
+    """
+    from deltalog.spark.session import executor_setup_errors, require_pyspark
+
+    require_pyspark("deltalog.spark.checkpoint")
     from deltalog.spark.distributed_checkpoint import checkpoint as _checkpoint
 
-    return _checkpoint(*args, **kwargs)
+    with executor_setup_errors():
+        return _checkpoint(spark, table_uri, version, parts, storage_options, now_ms=now_ms)

@@ -91,6 +91,31 @@ def _azure_store(loc: str, scheme: str, storage_options: dict[str, Any] | None) 
     )
 
 
+#: schemes served by a deltalog extra (``pip install 'deltalog[gcs]'``) rather than by a package of their own
+_EXTRAS = {"gs": "gcs", "gcs": "gcs"}
+
+
+def _open_fsspec(fsspec: Any, loc: str, scheme: str, kwargs: dict[str, Any]) -> tuple[Any, str]:
+    """fsspec's file system for ``loc``; a scheme it does not know, or whose package is missing, is one
+    :class:`InvalidArgumentError` naming what to install, never fsspec's ``ValueError``/``ImportError``."""
+    shown = _redact(loc)
+    try:
+        return fsspec.core.url_to_fs(loc, **kwargs)  # type: ignore[no-any-return]
+    except ImportError as exc:
+        extra = _EXTRAS.get(scheme)
+        how = f"pip install 'deltalog[{extra}]'" if extra else str(exc).rstrip(".")
+        raise InvalidArgumentError(f"{scheme}:// tables need a package that is not installed: {how}") from None
+    except ValueError as exc:
+        if "not known" not in str(exc):
+            raise InvalidArgumentError(f"cannot open {shown}: {exc}") from None
+        raise InvalidArgumentError(
+            f"unknown scheme {scheme}:// in {shown}: use a path, file://, s3://, abfss://, gs:// or another "
+            "scheme fsspec knows"
+        ) from None
+    except OSError as exc:  # e.g. hdfs:// without a JVM: the file system cannot start (first line: the cause)
+        raise InvalidArgumentError(f"cannot open {shown}: {str(exc).strip().splitlines()[0]}") from None
+
+
 def store_for(location: str | os.PathLike[str], storage_options: dict[str, Any] | None = None) -> LogStore:
     """The store for a table location: a path, ``file://`` URL, ``s3://``/``abfss://``-style URI, or any fsspec URL."""
     loc = os.fspath(location)
@@ -110,7 +135,7 @@ def store_for(location: str | os.PathLike[str], storage_options: dict[str, Any] 
 
     opts = _parse_options(scheme, storage_options)
     redact_in_logs(opts.secrets)
-    fs, path = fsspec.core.url_to_fs(loc, **opts.fs_kwargs)
+    fs, path = _open_fsspec(fsspec, loc, scheme, opts.fs_kwargs)
     store = FsspecLogStore(fs, path, display_root=_redact(loc))
     if opts.allow_unsafe_commits:
         # Read by deltalog.committer through unsafe_commits_allowed(): the user accepted one writer at a time.

@@ -96,9 +96,23 @@ def test_fsspec_store_over_a_local_file_system_is_unsafe(tmp_path: Path) -> None
 
 
 def test_a_local_directory_is_safe_and_left_as_found(tmp_path: Path) -> None:
+    (tmp_path / "t").mkdir()
     result = CliRunner().invoke(cli, ["doctor", str(tmp_path / "t")])
     assert result.exit_code == 0, result.output
-    assert not (tmp_path / "t" / "_delta_log").exists()
+    assert "note: no Delta table at" in result.output and "verdict: SAFE" in result.output
+    assert list((tmp_path / "t").iterdir()) == []
+
+
+def test_a_mistyped_local_path_is_refused_and_not_created(tmp_path: Path) -> None:
+    """Probing would create the directory, and a typo would read SAFE: a verdict about nothing."""
+    result = CliRunner().invoke(cli, ["doctor", str(tmp_path / "typo")])
+    assert result.exit_code == 1
+    assert result.stdout == ""
+    assert result.stderr.splitlines() == [
+        f"error: {tmp_path / 'typo'} does not exist: doctor probes the store of an existing table or directory "
+        "and creates nothing outside its scratch prefix; check the path"
+    ]
+    assert list(tmp_path.iterdir()) == []
 
 
 def _spark_commit(version: int) -> bytes:

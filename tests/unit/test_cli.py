@@ -133,6 +133,7 @@ DESCRIBE_KEYS = {
     "num_files",
     "total_size",
     "column_mapping_mode",
+    "features_in_use",
     "app_transactions",
 }
 PROTOCOL_KEYS = {"min_reader_version", "min_writer_version", "reader_features", "writer_features", "features"}
@@ -204,6 +205,10 @@ def test_describe_json_document(sales: Path) -> None:
     ]
     assert doc["app_transactions"] == [
         {"app_id": "etl", "version": 7, "last_updated": iso(T0 + 42), "last_updated_ms": T0 + 42}
+    ]
+    # c.parquet carries a deletion vector although the legacy protocol does not support the feature
+    assert doc["features_in_use"] == [
+        {"feature": "deletionVectors", "evidence": "1 live file with a deletion vector", "supported": False}
     ]
 
 

@@ -298,11 +298,15 @@ def test_compact_reports_failures_and_carries_on(tmp_path: Path) -> None:
     assert bad["error_type"] == "CorruptLogError" and "00000000000000000005.json" in bad["error"]
     assert gone["error_type"] == "TableNotFoundError" and gone["version"] is None
     assert fine["checkpoint"]["version"] == 11 and (good / LOG_DIR / checkpoint_name(11)).is_file()
-    lines = result.stderr.splitlines()
-    assert len(lines) == 1
-    assert lines[0] == (
+    # the library's warning for each failed table (visible by default), then the one error line
+    *warnings, last = result.stderr.splitlines()
+    assert [w.split(":")[0] for w in warnings] == ["WARNING deltalog.maintenance.compaction"] * 2
+    assert str(broken) in warnings[0] and str(missing) in warnings[1]
+    assert last == (
         f"error: compaction failed for 2 of 3 tables: {broken} (CorruptLogError); {missing} (TableNotFoundError)"
     )
+    quiet = run("compact", broken, missing, good, "--json", "--quiet")
+    assert quiet.stderr.splitlines() == [last]
 
 
 def test_compact_prefix_finds_every_table_once(tmp_path: Path) -> None:
