@@ -33,7 +33,13 @@ from deltalog.core.conflicts import (
     ReadSet,
     effective_isolation,
 )
-from deltalog.core.features import check_configuration_honoured, check_writable, required_features, upgrade_protocol
+from deltalog.core.features import (
+    check_configuration_honoured,
+    check_writable,
+    required_features,
+    supported_features,
+    upgrade_protocol,
+)
 from deltalog.core.partitions import PartitionValueError, conditions_from_where, parse_value
 from deltalog.core.pathkeys import canonical_path
 from deltalog.core.schema import top_level_fields
@@ -344,11 +350,15 @@ class Transaction:
     def _check_protocol_change(old: A.Protocol, new: A.Protocol) -> None:
         if new.min_reader_version < old.min_reader_version or new.min_writer_version < old.min_writer_version:
             raise InvalidCommitError("a protocol may not be downgraded by a commit", rule="no-protocol-downgrade")
-        dropped = (set(old.reader_features or ()) | set(old.writer_features or ())) - (
-            set(new.reader_features or ()) | set(new.writer_features or ())
-        )
-        if dropped and new.min_writer_version >= 7 and old.min_writer_version >= 7:
-            raise InvalidCommitError(f"a commit may not drop table features {sorted(dropped)}", rule="no-feature-drop")
+        # Legacy versions count with the features they imply: (1,2) -> (1,7) must still list appendOnly and
+        # invariants, or the upgrade silently drops them.
+        dropped = supported_features(old) - supported_features(new)
+        if dropped:
+            raise InvalidCommitError(
+                f"a commit may not drop table features {sorted(dropped)} (a protocol listing features must keep "
+                "those its legacy versions implied)",
+                rule="no-feature-drop",
+            )
 
     def _check_winner_protocol(self, protocol: A.Protocol) -> None:
         snap = self._snapshot

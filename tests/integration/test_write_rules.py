@@ -15,6 +15,7 @@ import orjson
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from click.testing import CliRunner
 
 from deltalog import (
     DeltaLog,
@@ -25,6 +26,7 @@ from deltalog import (
     UnsupportedFeatureError,
 )
 from deltalog import actions as A
+from deltalog.cli.main import cli
 from deltalog.core.codec import encode_actions
 from deltalog.stats import stats_json
 from tests.peers import deltalake_view, duckdb_view
@@ -209,6 +211,15 @@ def test_asking_for_writer_version_7_keeps_what_the_legacy_versions_implied(tmp_
     peers_agree(root)
 
 
+def test_a_protocol_upgrade_that_drops_what_legacy_versions_implied_is_refused(tmp_path: Path) -> None:
+    root, log = ids_table(tmp_path)
+    txn = log.start_transaction()
+    err = refused_before_writing(root, InvalidCommitError, txn.commit, [A.Protocol(1, 7, None, ("domainMetadata",))])
+    assert err.rule == "no-feature-drop" and "appendOnly" in str(err)
+    log.start_transaction().commit([A.Protocol(1, 7, None, (*LEGACY, "domainMetadata"))])
+    peers_agree(root)
+
+
 # ---------------------------------------------------------------------------------------------- 2. partition values
 SALES = pa.schema([("id", pa.int64()), ("n", pa.int32()), pa.field("day", pa.date32(), nullable=False)])
 
@@ -232,6 +243,23 @@ def test_partition_values_that_do_not_fit_their_column_are_refused(
     append(root, pa.table({"id": [2]}), {"n": None, "day": "2024-03-01"})
     err = refused_before_writing(root, InvalidCommitError, append, root, pa.table({"id": [3]}), values)
     assert err.rule == "partition-values" and match in str(err)
+    peers_agree(root)
+
+
+def test_the_cli_refuses_a_bad_partition_value_in_one_line(tmp_path: Path) -> None:
+    root = tmp_path / "t"
+    DeltaLog.for_table(root).create(SALES, partition_columns=["n", "day"])
+    append(root, pa.table({"id": [1]}), {"n": "1", "day": "2024-02-29"})
+    pq.write_table(pa.table({"id": [2]}), root / "x.parquet")
+    bad = {"path": "x.parquet", "partitionValues": {"n": "1", "day": "not-a-date"}, "size": 1}
+    actions = tmp_path / "actions.jsonl"
+    actions.write_bytes(orjson.dumps({"add": {**bad, "modificationTime": 1, "dataChange": True}}) + b"\n")
+    before = log_files(root)
+    result = CliRunner().invoke(cli, ["commit", str(root), "--actions", str(actions), "--operation", "WRITE"])
+    assert result.exit_code == 1 and result.stdout == ""
+    (line,) = result.stderr.splitlines()
+    assert line.startswith("error: ") and "day='not-a-date'" in line
+    assert log_files(root) == before
     peers_agree(root)
 
 
