@@ -57,6 +57,25 @@ class RestoreFilesMissingError(InvalidArgumentError):
         self.paths = paths
 
 
+class SchemaError(InvalidCommitError):
+    """A schema breaks a rule of the Delta protocol (a type it does not define, a duplicate or unusable name,
+    a partition column that cannot be one); nothing was written. ``field`` is the offending field's path
+    (``a.b.element.c``) when there is one, so a caller can find it in a schema of hundreds of columns."""
+
+    def __init__(self, message: str, *, field: str | None = None, rule: str = "valid-schema") -> None:
+        super().__init__(message, rule=rule)
+        self.field = field
+
+
+class PropertyError(InvalidArgumentError):
+    """A table property (``metaData.configuration``) key or value that cannot be set, or that an operation
+    cannot honour; ``key`` and ``value`` name it, and the message says how to fix it."""
+
+    def __init__(self, message: str, *, key: str | None = None, value: str | None = None) -> None:
+        self.key = key
+        self.value = value
+
+
 class ProtocolError(DeltaLogError):
     """The log breaks, or goes beyond, the Delta protocol as this engine implements it."""
 
@@ -198,9 +217,11 @@ __all__ = [
     "MaxCommitAttemptsError",
     "MetadataChangedError",
     "PathOutsideRootError",
+    "PropertyError",
     "ProtocolChangedError",
     "ProtocolError",
     "RestoreFilesMissingError",
+    "SchemaError",
     "SetupError",
     "StorageError",
     "TableAlreadyExistsError",

@@ -30,6 +30,7 @@ from deltalog.errors import (
     CheckpointError,
     CorruptLogError,
     InvalidArgumentError,
+    PropertyError,
     TableNotFoundError,
     VersionNotFoundError,
 )
@@ -190,14 +191,29 @@ class DeltaLog:
         name: str | None = None,
         description: str | None = None,
         retry: RetryPolicy | None = None,
+        *,
+        allow_unknown_properties: bool = False,
     ) -> CommitResult:
         """Create the table (version 0: protocol + metaData); :class:`TableAlreadyExistsError` if it exists.
 
-        ``schema`` is a ``pyarrow.Schema`` or a Delta schema string.
+        ``schema`` is a ``pyarrow.Schema`` or a Delta schema string. The schema, partitioning and
+        ``configuration`` are checked as Delta Spark checks them (:class:`SchemaError`, :class:`PropertyError`
+        name the field or key) before anything is written; ``allow_unknown_properties`` stores ``delta.*``
+        keys deltalog does not know (other engines'). The protocol lists the features the schema and
+        properties need.
         """
         from deltalog.table_setup import create_table
 
-        return create_table(self, schema, partition_columns, configuration, name, description, retry)
+        return create_table(
+            self,
+            schema,
+            partition_columns,
+            configuration,
+            name,
+            description,
+            retry,
+            allow_unknown_properties=allow_unknown_properties,
+        )
 
     def start_transaction(
         self,
@@ -222,12 +238,13 @@ class DeltaLog:
 
         return add_columns(self, fields)
 
-    def set_properties(self, properties: Mapping[str, str]) -> CommitResult:
-        """Commit table properties (``delta.*`` and others); one that turns on a feature deltalog cannot
-        honour is refused, and ``delta.feature.X=supported`` upgrades the protocol."""
+    def set_properties(self, properties: Mapping[str, str], *, allow_unknown_properties: bool = False) -> CommitResult:
+        """Commit table properties, checked as Delta Spark checks them: keys matched case-insensitively and
+        values parsed, ``delta.feature.X=supported`` upgrades the protocol, a property turning on a feature
+        deltalog cannot honour is refused, and unknown ``delta.*`` keys need ``allow_unknown_properties``."""
         from deltalog.table_setup import set_properties
 
-        return set_properties(self, properties)
+        return set_properties(self, properties, allow_unknown_properties=allow_unknown_properties)
 
     def unset_properties(self, keys: Sequence[str], if_exists: bool = True) -> CommitResult:
         """Commit the removal of table properties; a key that is not set is an error unless ``if_exists``."""
@@ -254,6 +271,7 @@ class DeltaLog:
 
         snap = self.snapshot(version=version)
         check_writable(snap.protocol, snap.configuration, snap.schema_json, f"{self.location}/{LOG_DIR}")
+        properties.check_checkpoint_properties(snap.configuration)
         if not self.store.exists(f"{LOG_DIR}/{commit_name(snap.version)}") and snap.segment.commits:
             raise CheckpointError(
                 f"version {snap.version} has no commit file: only committed versions are checkpointed"
@@ -291,23 +309,31 @@ class DeltaLog:
     def _auto_checkpoint(self, result: CommitResult) -> None:
         """Checkpoint when the version is a multiple of ``delta.checkpointInterval``, as Delta Spark does.
 
-        A failure is logged and never fails the commit that triggered it: the commit has landed.
+        A failure is logged and never fails the commit that triggered it: the commit has landed. A table
+        property that stops it is a WARNING naming the property, its value and the fix, every time.
         """
         version = result.version
         if not self.auto_checkpoint or version is None or version == 0:
             return
         try:
-            snap = self.snapshot(version=version)
-            interval = properties.get_int(snap.configuration, "delta.checkpointInterval", 10)
-            if interval <= 0 or version % interval != 0:
+            conf = self.snapshot(version=version).configuration
+            if version % properties.checkpoint_interval(conf) != 0:
                 return
             self.checkpoint(version=version)
-            if properties.get_bool(snap.configuration, "delta.enableExpiredLogCleanup", True) and hasattr(
-                self, "cleanup"
-            ):
-                self.cleanup(dry_run=False)
+        except PropertyError as exc:
+            log.warning("automatic checkpoint of version %s not written (the commit succeeded): %s", version, exc)
+            return
         except Exception:
             log.exception("automatic checkpoint of version %s failed; the commit itself succeeded", version)
+            return
+        try:
+            if properties.get_strict_bool(conf, "delta.enableExpiredLogCleanup", True) and hasattr(self, "cleanup"):
+                properties.log_retention_ms(conf)
+                self.cleanup(dry_run=False)
+        except PropertyError as exc:
+            log.warning("automatic log cleanup after version %s skipped (the commit succeeded): %s", version, exc)
+        except Exception:
+            log.exception("automatic log cleanup after version %s failed; the commit itself succeeded", version)
 
     def _read_commits(self, segment: LogSegment) -> list[CommitData]:
         return loading.read_commits(self, segment)

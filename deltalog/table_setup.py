@@ -20,14 +20,22 @@ from deltalog.arrow_schema import delta_field, from_arrow_schema
 from deltalog.committer import Committer, RetryPolicy
 from deltalog.core import actions as A
 from deltalog.core.codec import encode_actions
-from deltalog.core.commit_rules import validate_actions, validate_metadata
+from deltalog.core.commit_rules import validate_actions, validate_new_metadata
 from deltalog.core.features import (
-    READER_FEATURES_FOR_REPLAY,
     check_configuration_honoured,
     check_writable,
-    supported_features,
+    feature_name,
+    required_features,
+    upgrade_protocol,
 )
 from deltalog.core.paths import LOG_DIR
+from deltalog.core.property_rules import (
+    ProtocolRequest,
+    check_unset,
+    keys_matching,
+    split_protocol_requests,
+    validate_updates,
+)
 from deltalog.core.schema import SchemaError, parse_schema, top_level_fields
 from deltalog.errors import InvalidArgumentError, TableAlreadyExistsError
 
@@ -35,8 +43,8 @@ if TYPE_CHECKING:
     from deltalog.log import DeltaLog
     from deltalog.transaction import CommitResult
 
-#: reader features that force reader version 3 when enabled
-_READER_SIDE = READER_FEATURES_FOR_REPLAY
+#: a new table's protocol when the configuration asks for no versions: Delta Spark's default
+DEFAULT_PROTOCOL = A.Protocol(1, 2)
 
 
 def schema_json_of(schema: pa.Schema | str | Mapping[str, Any]) -> dict[str, Any]:
@@ -46,28 +54,26 @@ def schema_json_of(schema: pa.Schema | str | Mapping[str, Any]) -> dict[str, Any
         if isinstance(schema, str):
             return parse_schema(schema)
         return parse_schema(orjson.dumps(dict(schema)).decode())
-    except SchemaError as exc:
+    except (SchemaError, TypeError, ValueError) as exc:
         raise InvalidArgumentError(f"invalid schema: {exc}") from None
 
 
 def protocol_for(configuration: Mapping[str, str], base: A.Protocol | None = None) -> tuple[A.Protocol, dict[str, str]]:
-    """The protocol a configuration asks for, and the configuration without the protocol requests."""
-    conf = dict(configuration)
-    reader = int(conf.pop("delta.minReaderVersion", base.min_reader_version if base else 1))
-    writer = int(conf.pop("delta.minWriterVersion", base.min_writer_version if base else 2))
-    features = {k[len("delta.feature.") :] for k in list(conf) if k.startswith("delta.feature.")}
-    for k in [k for k in conf if k.startswith("delta.feature.")]:
-        conf.pop(k)
-    if not features:
-        return A.Protocol(
-            reader, writer, base.reader_features if base else None, base.writer_features if base else None
-        ), conf
-    current = supported_features(base) if base else supported_features(A.Protocol(reader, writer))
-    all_features = sorted(current | features)
-    reader_features = sorted(f for f in all_features if f in _READER_SIDE)
-    if reader_features:
-        return A.Protocol(3, 7, tuple(reader_features), tuple(all_features)), conf
-    return A.Protocol(max(reader, 1), 7, None, tuple(all_features)), conf
+    """The protocol a configuration asks for (``base`` upgraded, never lowered), and the configuration
+    without the protocol requests; see :func:`requested_protocol`."""
+    request, rest = split_protocol_requests(configuration)
+    return requested_protocol(request, base), {k: v if isinstance(v, str) else str(v) for k, v in rest.items()}
+
+
+def requested_protocol(request: ProtocolRequest, base: A.Protocol | None) -> A.Protocol:
+    """``base`` upgraded to what ``request`` asks for. Without ``base`` (a new table) the start is Delta
+    Spark's default (1,2), or (1,1) when the request names versions itself. Feature names are matched
+    regardless of case, as Spark matches them."""
+    if base is None:
+        named = request.reader is not None or request.writer is not None
+        base = A.Protocol(1, 1) if named else DEFAULT_PROTOCOL
+    features = {feature_name(f) for f in request.features}
+    return upgrade_protocol(base, features, request.reader, request.writer)
 
 
 def create_table(
@@ -78,13 +84,21 @@ def create_table(
     name: str | None = None,
     description: str | None = None,
     retry: RetryPolicy | None = None,
+    *,
+    allow_unknown_properties: bool = False,
 ) -> CommitResult:
+    """Version 0. Every rule a later commit must meet is checked first (schema, partitioning, properties,
+    protocol), so a refused create writes nothing."""
     from deltalog.transaction import CommitResult
 
+    if isinstance(partition_columns, str):
+        raise InvalidArgumentError(f"partition_columns is a list of column names, not the string {partition_columns!r}")
     if any(True for _ in log.list_log(0)):
         raise TableAlreadyExistsError(f"a Delta table already exists at {log.location}")
     schema_json = schema_json_of(schema)
-    protocol, conf = protocol_for(configuration or {})
+    request, rest = split_protocol_requests(configuration or {})
+    conf = validate_updates(rest, allow_unknown=allow_unknown_properties)
+    source = f"{log.location}/{LOG_DIR} (new table)"
     now = log.now_ms()
     metadata = A.Metadata(
         id=str(uuid.uuid4()),
@@ -95,10 +109,10 @@ def create_table(
         configuration=conf,
         created_time=now,
     )
-    validate_metadata(metadata)
-    validate_actions([protocol, metadata], metadata)
-    source = f"{log.location}/{LOG_DIR} (new table)"
+    validate_new_metadata(metadata, None)
     check_configuration_honoured(metadata.configuration, schema_json, source)
+    protocol = upgrade_protocol(requested_protocol(request, None), required_features(conf, schema_json))
+    validate_actions([protocol, metadata], metadata)
     check_writable(protocol, metadata.configuration, schema_json, source)
     txn_id = str(uuid.uuid4())
     info = A.CommitInfo(
@@ -135,13 +149,19 @@ def create_table(
 
 
 def add_columns(log: DeltaLog, fields: Iterable[pa.Field | Mapping[str, Any]]) -> CommitResult:
-    """Add nullable columns at the end of the schema (what Spark's mergeSchema does for new columns)."""
+    """Add nullable columns at the end of the schema (what Spark's mergeSchema does for new columns).
+
+    The commit checks the new columns as a create checks its schema, and adds the features their types
+    need (``timestampNtz``, ``variantType``) to the protocol in the same version.
+    """
     txn = log.start_transaction()
     snap = txn.snapshot
     schema = dict(snap.schema_json)
     existing = {f["name"].lower() for f in top_level_fields(schema)}
     new_fields = [delta_field(f) if isinstance(f, pa.Field) else dict(f) for f in fields]
     for f in new_fields:
+        if not isinstance(f.get("name"), str):
+            raise InvalidArgumentError(f"a new column needs a name: {f!r}")
         if f["name"].lower() in existing:
             raise InvalidArgumentError(f"column {f['name']!r} already exists")
         if not f.get("nullable", True):
@@ -152,12 +172,21 @@ def add_columns(log: DeltaLog, fields: Iterable[pa.Field | Mapping[str, Any]]) -
     return txn.commit([metadata], operation="ADD COLUMNS", operation_parameters={"columns": new_fields})
 
 
-def set_properties(log: DeltaLog, props: Mapping[str, str]) -> CommitResult:
+def set_properties(log: DeltaLog, props: Mapping[str, str], *, allow_unknown_properties: bool = False) -> CommitResult:
+    """Set table properties as Delta Spark's ALTER TABLE SET TBLPROPERTIES does (keys in canonical spelling,
+    values checked; see :mod:`deltalog.core.property_rules`); protocol requests upgrade the protocol.
+
+    Only the keys being set are checked, so a table holding a value another engine wrote badly can be
+    repaired by setting that key.
+    """
+    request, rest = split_protocol_requests(props)
+    updates = validate_updates(rest, allow_unknown=allow_unknown_properties)
     txn = log.start_transaction()
     snap = txn.snapshot
-    protocol, conf_updates = protocol_for(props, snap.protocol)
-    conf = {**snap.configuration, **{k: str(v) for k, v in conf_updates.items()}}
-    check_configuration_honoured(conf_updates, {"type": "struct", "fields": []}, f"{log.location}/{LOG_DIR}")
+    replaced = {old for key in updates for old in keys_matching(snap.configuration, key)}
+    conf = {**{k: v for k, v in snap.configuration.items() if k not in replaced}, **updates}
+    check_configuration_honoured(updates, {"type": "struct", "fields": []}, f"{log.location}/{LOG_DIR}")
+    protocol = requested_protocol(request, snap.protocol)
     actions: list[A.Action] = [replace(snap.metadata, configuration=conf)]
     if protocol != snap.protocol:
         actions.append(protocol)
@@ -165,13 +194,21 @@ def set_properties(log: DeltaLog, props: Mapping[str, str]) -> CommitResult:
 
 
 def unset_properties(log: DeltaLog, keys: Iterable[str], if_exists: bool = True) -> CommitResult:
+    """Remove table properties; ``delta.*`` keys match regardless of case (every stored spelling goes).
+
+    Keys the engine maintains are refused (:func:`~deltalog.core.property_rules.check_unset`); any other
+    key can go, whatever value it holds, which is how a table with a bad value is repaired.
+    """
+    keys = [keys] if isinstance(keys, str) else list(keys)
+    check_unset(keys)
     txn = log.start_transaction()
     snap = txn.snapshot
-    keys = list(keys)
-    missing = [k for k in keys if k not in snap.configuration]
+    matched = {k: keys_matching(snap.configuration, k) for k in keys}
+    missing = [k for k, found in matched.items() if not found]
     if missing and not if_exists:
         raise InvalidArgumentError(f"table properties not set: {missing}")
-    conf = {k: v for k, v in snap.configuration.items() if k not in keys}
+    drop = {k for found in matched.values() for k in found}
+    conf = {k: v for k, v in snap.configuration.items() if k not in drop}
     return txn.commit(
         [replace(snap.metadata, configuration=conf)],
         operation="UNSET TBLPROPERTIES",
@@ -191,9 +228,11 @@ def enable_feature(log: DeltaLog, feature: str) -> CommitResult:
 
 __all__ = [
     "add_columns",
+    "DEFAULT_PROTOCOL",
     "create_table",
     "enable_feature",
     "protocol_for",
+    "requested_protocol",
     "schema_json_of",
     "set_properties",
     "unset_properties",

@@ -23,7 +23,7 @@ from deltalog.committer import Committer, RetryPolicy
 from deltalog.core import actions as A
 from deltalog.core import properties
 from deltalog.core.codec import encode_actions
-from deltalog.core.commit_rules import validate_actions, validate_metadata
+from deltalog.core.commit_rules import validate_actions, validate_new_metadata
 from deltalog.core.conflicts import (
     ISOLATION_LEVELS,
     SERIALIZABLE,
@@ -34,7 +34,13 @@ from deltalog.core.conflicts import (
     effective_isolation,
     is_blind_append,
 )
-from deltalog.core.features import check_writable
+from deltalog.core.features import (
+    check_configuration_honoured,
+    check_writable,
+    required_features,
+    supported_features,
+    upgrade_protocol,
+)
 from deltalog.core.partitions import PartitionValueError, conditions_from_where, parse_value
 from deltalog.core.pathkeys import canonical_path
 from deltalog.core.schema import top_level_fields
@@ -78,10 +84,9 @@ class Transaction:
     ) -> None:
         self._log = log
         self._snapshot = snapshot
-        level = isolation or snapshot.configuration.get("delta.isolationLevel") or SERIALIZABLE
-        if level not in ISOLATION_LEVELS:
-            raise InvalidArgumentError(f"isolation level {level!r} is not one of {ISOLATION_LEVELS}")
-        self.isolation: str = level
+        if isolation is not None and isolation not in ISOLATION_LEVELS:
+            raise InvalidArgumentError(f"isolation level {isolation!r} is not one of {ISOLATION_LEVELS}")
+        self.isolation: str = isolation or _table_isolation(snapshot.configuration)
         self.retry = retry or RetryPolicy()
         self.txn_id = str(uuid.uuid4())
         self._predicates: list[ReadPredicate] = []
@@ -333,12 +338,22 @@ class Transaction:
         protocols = [a for a in actions if isinstance(a, A.Protocol)]
         metadata = metas[-1] if metas else snap.metadata
         protocol = protocols[-1] if protocols else snap.protocol
-        schema = validate_metadata(metadata) if metas else snap.schema_json
+        source = f"{self._log.location}/_delta_log (version {snap.version})"
+        schema = snap.schema_json
+        if metas:
+            # The rules for what this metadata changes (the table's own fields and values are not
+            # re-checked), and the features it needs, added to the protocol in this same commit.
+            schema = validate_new_metadata(metadata, snap.metadata)
+            changed = {k: v for k, v in metadata.configuration.items() if snap.configuration.get(k) != v}
+            check_configuration_honoured(changed, schema, source, previous_schema=snap.schema_json)
+            upgraded = upgrade_protocol(protocol, required_features(metadata.configuration, schema))
+            if upgraded != protocol and len(protocols) <= 1:
+                actions = [*(a for a in actions if not isinstance(a, A.Protocol)), upgraded]
+                protocols, protocol = [upgraded], upgraded
         mode = properties.column_mapping_mode(metadata.configuration)
         validate_actions(actions, metadata, mode, previous=snap.metadata if metas else None)
         if protocols:
             self._check_protocol_change(snap.protocol, protocol)
-        source = f"{self._log.location}/_delta_log (version {snap.version})"
         check_writable(protocol, metadata.configuration, schema, source)
         return list(actions)
 
@@ -346,11 +361,15 @@ class Transaction:
     def _check_protocol_change(old: A.Protocol, new: A.Protocol) -> None:
         if new.min_reader_version < old.min_reader_version or new.min_writer_version < old.min_writer_version:
             raise InvalidCommitError("a protocol may not be downgraded by a commit", rule="no-protocol-downgrade")
-        dropped = (set(old.reader_features or ()) | set(old.writer_features or ())) - (
-            set(new.reader_features or ()) | set(new.writer_features or ())
-        )
-        if dropped and new.min_writer_version >= 7 and old.min_writer_version >= 7:
-            raise InvalidCommitError(f"a commit may not drop table features {sorted(dropped)}", rule="no-feature-drop")
+        # Legacy versions count with the features they imply: (1,2) -> (1,7) must still list appendOnly and
+        # invariants, or the upgrade silently drops them.
+        dropped = supported_features(old) - supported_features(new)
+        if dropped:
+            raise InvalidCommitError(
+                f"a commit may not drop table features {sorted(dropped)} (a protocol listing features must keep "
+                "those its legacy versions implied)",
+                rule="no-feature-drop",
+            )
 
     def _check_winner_protocol(self, protocol: A.Protocol) -> None:
         snap = self._snapshot
@@ -406,6 +425,25 @@ class Transaction:
             txn_id=self.txn_id,
             user_metadata=user_metadata,
         )
+
+
+def _table_isolation(configuration: Mapping[str, str]) -> str:
+    """The table's ``delta.isolationLevel``. A value deltalog does not implement (another engine wrote it)
+    commits as Serializable, the strictest level, so the table stays writable (and repairable by
+    set_properties/unset_properties) without any commit being checked less than it asks."""
+    value = configuration.get("delta.isolationLevel")
+    if value is None:
+        return SERIALIZABLE
+    level = {lv.lower(): lv for lv in ISOLATION_LEVELS}.get(str(value).strip().lower())
+    if level is None:
+        log.warning(
+            "table property delta.isolationLevel=%r is not an isolation level deltalog implements; committing "
+            "as Serializable. Fix the table with set_properties({'delta.isolationLevel': 'Serializable'}) or "
+            "unset_properties(['delta.isolationLevel'])",
+            value,
+        )
+        return SERIALIZABLE
+    return level
 
 
 __all__ = ["CommitResult", "RetryPolicy", "Transaction"]

@@ -12,10 +12,12 @@ from typing import Any
 
 from deltalog.core import actions as A
 from deltalog.core.field_types import type_errors
+from deltalog.core.partitions import PartitionValueError, check_serialized, parse_value
 from deltalog.core.pathkeys import canonical_path
+from deltalog.core.properties import column_mapping_mode, get_bool
 from deltalog.core.properties import column_mapping_mode as column_mapping_mode_of
-from deltalog.core.properties import get_bool
-from deltalog.core.schema import SchemaError, parse_schema, physical_names, top_level_fields
+from deltalog.core.property_rules import check_changed
+from deltalog.core.schema import SchemaError, check_schema, parse_schema, physical_names, top_level_fields
 from deltalog.errors import InvalidCommitError
 
 
@@ -24,23 +26,48 @@ def validate_metadata(metadata: A.Metadata) -> dict[str, Any]:
     try:
         schema = parse_schema(metadata.schema_string)
     except SchemaError as exc:
-        raise InvalidCommitError(f"metaData: {exc}", rule="valid-schema") from None
+        raise SchemaError(f"metaData: {exc}", rule="valid-schema") from None
     names = [f["name"] for f in top_level_fields(schema)]
+    odd = [p for p in metadata.partition_columns if not isinstance(p, str)]
+    if odd:
+        raise SchemaError(f"metaData: partition columns are column names, not {odd[0]!r}", rule="partition-columns")
     seen: set[str] = set()
     for n in names:
         low = n.lower()
         if low in seen:
-            raise InvalidCommitError(
-                f"metaData: duplicate column name {n!r} (names are case-insensitive)", rule="unique-column-names"
+            raise SchemaError(
+                f"metaData: duplicate column name {n!r} (names are case-insensitive)",
+                field=n,
+                rule="unique-column-names",
             )
         seen.add(low)
     for p in metadata.partition_columns:
         if p not in names:
-            raise InvalidCommitError(f"metaData: partition column {p!r} is not in the schema", rule="partition-columns")
+            raise SchemaError(
+                f"metaData: partition column {p!r} is not in the schema", field=p, rule="partition-columns"
+            )
     if len(set(metadata.partition_columns)) != len(metadata.partition_columns):
-        raise InvalidCommitError("metaData: a partition column is listed twice", rule="partition-columns")
+        raise SchemaError("metaData: a partition column is listed twice", rule="partition-columns")
     if metadata.format.provider != "parquet":
         raise InvalidCommitError(f"metaData: format {metadata.format.provider!r} is not parquet", rule="format")
+    return schema
+
+
+def validate_new_metadata(metadata: A.Metadata, previous: A.Metadata | None) -> dict[str, Any]:
+    """The rules for a metaData about to be committed, against the table's ``previous`` one (None when the
+    commit creates the table): its schema (:func:`~deltalog.core.schema.check_schema`) and the properties it
+    changes (:func:`~deltalog.core.property_rules.check_changed`). What the table already has is not
+    checked again. Returns the parsed schema."""
+    schema = validate_metadata(metadata)
+    before = parse_schema(previous.schema_string) if previous is not None else None
+    check_schema(
+        schema,
+        metadata.partition_columns,
+        column_mapping=column_mapping_mode(metadata.configuration) != "none",
+        previous=before,
+        previous_partition_columns=previous.partition_columns if previous is not None else None,
+    )
+    check_changed(previous.configuration if previous is not None else {}, metadata.configuration)
     return schema
 
 
@@ -75,7 +102,10 @@ def validate_actions(
             )
     schema = validate_metadata(metadata)
     physical = physical_names(schema, column_mapping_mode)
-    expected_keys = {physical.get(c, c) for c in metadata.partition_columns}
+    fields = {f["name"]: f for f in top_level_fields(schema)}
+    columns = {physical.get(c, c): fields[c] for c in metadata.partition_columns}
+    expected_keys = set(columns)
+    checked: set[tuple[str, str | None, bool]] = set()
     removed_keys = [expected_keys]
     if previous is not None:
         try:
@@ -94,6 +124,7 @@ def validate_actions(
             key = (canonical_path(a.path), a.deletion_vector.unique_id if a.deletion_vector else "")
             if isinstance(a, A.Add):
                 _check_partition_values(a.path, a.partition_values, expected_keys)
+                _check_partition_types(a.path, a.partition_values, columns, True, checked)
                 if key in adds:
                     raise InvalidCommitError(f"file {a.path} is added twice in one commit", rule="no-duplicate-paths")
                 adds.add(key)
@@ -106,6 +137,8 @@ def validate_actions(
                 if a.partition_values is not None:
                     keys = next((k for k in removed_keys if set(a.partition_values) == k), expected_keys)
                     _check_partition_values(a.path, a.partition_values, keys)
+                    if keys is expected_keys:  # a remove under the old partitioning keeps the old types
+                        _check_partition_types(a.path, a.partition_values, columns, False, checked)
                 if key in removes:
                     raise InvalidCommitError(f"file {a.path} is removed twice in one commit", rule="no-duplicate-paths")
                 removes.add(key)
@@ -136,4 +169,33 @@ def _check_partition_values(path: str, values: Mapping[str, str | None], expecte
             )
 
 
-__all__ = ["validate_actions", "validate_metadata"]
+def _check_partition_types(
+    path: str,
+    values: Mapping[str, str | None],
+    columns: Mapping[str, Mapping[str, Any]],
+    strict: bool,
+    checked: set[tuple[str, str | None, bool]],
+) -> None:
+    """Partition values must parse as their column's type: an add's in the protocol's serialization format
+    (readers refuse others) and non-null under a non-nullable column; a remove's as any reader parses it,
+    since it repeats what an add (perhaps another engine's) once wrote. ``checked`` memoizes per commit."""
+    for key, value in values.items():
+        if (key, value, strict) in checked:
+            continue
+        field = columns[key]
+        if strict and value in (None, "") and field.get("nullable") is False:
+            raise InvalidCommitError(
+                f"{path}: partition column {field['name']!r} is not nullable, but the value is null",
+                rule="partition-values",
+            )
+        try:
+            (check_serialized if strict else parse_value)(field.get("type"), value)
+        except PartitionValueError as exc:
+            raise InvalidCommitError(
+                f"{path}: partition value {field['name']}={value!r} does not fit the column's type: {exc}",
+                rule="partition-values",
+            ) from None
+        checked.add((key, value, strict))
+
+
+__all__ = ["validate_actions", "validate_metadata", "validate_new_metadata"]

@@ -4,11 +4,17 @@ The log stores partition values as strings, and one value can be spelled several
 space or a ``T``, with or without a zone or fraction). Comparing strings would call equal values different
 and miss conflicts or prune files that match, so values are parsed by the column's type first. ``null``,
 the empty string and ``__HIVE_DEFAULT_PARTITION__`` all mean null.
+
+Reading is lenient (:func:`parse_value`: other engines wrote those values); writing is strict
+(:func:`check_serialized`: the protocol's "Partition Value Serialization" formats only), because a value
+one peer parses loosely another refuses, and a table whose partition values a reader cannot parse is
+unreadable for it.
 """
 
 from __future__ import annotations
 
 import datetime as dt
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
@@ -19,6 +25,16 @@ from deltalog.core.isotime import parse_datetime
 HIVE_NULL = "__HIVE_DEFAULT_PARTITION__"
 
 _OPS = ("=", "==", "!=", "<", "<=", ">", ">=", "in", "not in")
+
+_INT_BITS = {"byte": 8, "short": 16, "integer": 32, "long": 64}
+_FLOAT32_MAX = 3.4028234663852886e38
+_INT_TEXT = re.compile(r"-?[0-9]+")
+_FLOAT_TEXT = re.compile(r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?|NaN|[+-]?Infinity")
+_DECIMAL_TYPE = re.compile(r"decimal\(\s*(\d+)\s*,\s*(\d+)\s*\)")
+_DECIMAL_TEXT = re.compile(r"-?([0-9]+)(?:\.([0-9]+))?")
+_DATE_TEXT = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}")
+_TS_TEXT = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2} [0-9]{2}:[0-9]{2}:[0-9]{2}(?:\.[0-9]{1,6})?")
+_TS_UTC_TEXT = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(?:\.[0-9]{1,6})?Z")
 
 
 class PartitionValueError(ValueError):
@@ -84,6 +100,65 @@ def parse_value(delta_type: Any, raw: Any) -> Any:
     except (ValueError, TypeError, InvalidOperation) as exc:
         raise PartitionValueError(f"{raw!r} is not a valid {t} value") from exc
     return raw if isinstance(raw, str) else str(raw)
+
+
+def check_serialized(delta_type: Any, raw: Any) -> Any:
+    """The typed value of a partition value about to be written, if it is in the protocol's serialization
+    format for ``delta_type`` (``""`` and ``None`` are null); :class:`PartitionValueError` says why not.
+
+    Formats (PROTOCOL.md "Partition Value Serialization"): integers in their type's range; floats as
+    numbers, ``NaN`` or ``[-]Infinity`` within range; decimals with exactly their scale's digits after the
+    point (as Delta Spark writes them; kernel-rs, the reader in duckdb and deltalake, requires it);
+    ``true`` / ``false``; dates ``YYYY-MM-DD``; timestamps ``YYYY-MM-DD HH:MM:SS[.ffffff]`` or, for
+    ``timestamp`` only, ISO-8601 in UTC with ``Z``. The conversion itself is :func:`parse_value`'s, so
+    reading and writing agree.
+    """
+    if raw is None or raw == "":
+        return None
+    if not isinstance(raw, str):
+        raise PartitionValueError(f"{raw!r} is not a string")
+    if raw == HIVE_NULL:
+        raise PartitionValueError(f"{HIVE_NULL} is a directory name for null; write null (None) instead")
+    t = delta_type if isinstance(delta_type, str) else "complex"
+    if t in ("string", "binary"):
+        return parse_value(t, raw)
+    if t in _INT_BITS:
+        bits = _INT_BITS[t]
+        if not _INT_TEXT.fullmatch(raw) or not -(2 ** (bits - 1)) <= int(raw) < 2 ** (bits - 1):
+            raise PartitionValueError(f"{raw!r} is not a valid {t} value (a whole number within {bits} bits)")
+        return int(raw)
+    if t in ("float", "double"):
+        limit = _FLOAT32_MAX if t == "float" else 1.7976931348623157e308
+        value = float(raw) if _FLOAT_TEXT.fullmatch(raw) else None
+        finite_text = raw not in ("NaN", "Infinity", "+Infinity", "-Infinity")
+        if value is None or (finite_text and not abs(value) <= limit):
+            raise PartitionValueError(f"{raw!r} is not a {t} (a number within range, NaN or [-]Infinity)")
+        return value
+    m = _DECIMAL_TYPE.fullmatch(t)
+    if m:
+        precision, scale = int(m[1]), int(m[2])
+        d = _DECIMAL_TEXT.fullmatch(raw)
+        whole = d[1].lstrip("0") if d else ""
+        if d is None or len(d[2] or "") != scale or len(whole) > precision - scale:
+            raise PartitionValueError(
+                f"{raw!r} is not a {t} value as Delta writes it: at most {precision - scale} digits before the "
+                f"point and exactly {scale} after (no point when the scale is 0)"
+            )
+        return parse_value(t, raw)
+    if t == "boolean":
+        if raw not in ("true", "false"):
+            raise PartitionValueError(f"{raw!r} is not a boolean: write true or false")
+        return raw == "true"
+    if t == "date":
+        if not _DATE_TEXT.fullmatch(raw):
+            raise PartitionValueError(f"{raw!r} is not a date in the form YYYY-MM-DD")
+        return parse_value(t, raw)
+    if t in ("timestamp", "timestamp_ntz"):
+        if not (_TS_TEXT.fullmatch(raw) or (t == "timestamp" and _TS_UTC_TEXT.fullmatch(raw))):
+            utc = " or YYYY-MM-DDTHH:MM:SS[.ffffff]Z" if t == "timestamp" else ""
+            raise PartitionValueError(f"{raw!r} is not a {t} in the form YYYY-MM-DD HH:MM:SS[.ffffff]{utc}")
+        return parse_value(t, raw)
+    raise PartitionValueError(f"a {t} column cannot hold partition values")
 
 
 @dataclass(frozen=True)
@@ -155,6 +230,7 @@ __all__ = [
     "HIVE_NULL",
     "Condition",
     "PartitionValueError",
+    "check_serialized",
     "conditions_from_where",
     "parse_value",
     "typed_conditions",

@@ -1,11 +1,17 @@
-"""Table properties (``metaData.configuration``) read with Delta Spark's syntax and defaults."""
+"""Table properties (``metaData.configuration``) read with Delta Spark's syntax and defaults.
+
+Reading is lenient where a value has one obvious meaning; a value that has none is a :class:`PropertyError`
+naming the key and the value and saying how to repair the table, since the table may have been written by
+another engine and the reader is the one who has to fix it. Which values may be *written* is
+:mod:`deltalog.core.property_rules`'.
+"""
 
 from __future__ import annotations
 
 import re
 from collections.abc import Mapping
 
-from deltalog.errors import DeltaLogError
+from deltalog.errors import PropertyError
 
 _UNITS_MS = {
     "nanosecond": 1e-6,
@@ -32,11 +38,9 @@ _UNIT_ALIASES = {
 _PART = re.compile(r"([+-]?\d+(?:\.\d+)?)\s*([a-zA-Z]+)")
 
 DEFAULT_LOG_RETENTION = "interval 30 days"
+#: the checkpoint writer's codecs (``delta.parquet.compression.codec``; pyarrow has no LZO writer)
+PARQUET_CODECS = ("snappy", "gzip", "zstd", "lz4", "brotli", "none")
 DEFAULT_DELETED_FILE_RETENTION = "interval 1 week"
-
-
-class PropertyError(DeltaLogError, ValueError):
-    """A table property holds a value that cannot mean anything (e.g. an interval in months)."""
 
 
 def parse_interval_ms(text: str) -> int:
@@ -68,11 +72,33 @@ def parse_interval_ms(text: str) -> int:
     return int(total)
 
 
+def unusable(key: str, value: object, reason: str) -> PropertyError:
+    """The error for a table's value that cannot be used, with the repair (which works on such a table)."""
+    return PropertyError(
+        f"table property {key}={value!r} {reason}; fix the table with set_properties({{{key!r}: <valid value>}}) "
+        f"or unset_properties([{key!r}])",
+        key=key,
+        value=str(value),
+    )
+
+
 def get_bool(conf: Mapping[str, str], key: str, default: bool = False) -> bool:
     v = conf.get(key)
     if v is None:
         return default
     return str(v).strip().lower() == "true"
+
+
+def get_strict_bool(conf: Mapping[str, str], key: str, default: bool) -> bool:
+    """A boolean that must be ``true`` or ``false`` (any case): for maintenance, where reading ``yes`` as
+    false would silently do something else than the table asks."""
+    v = conf.get(key)
+    if v is None:
+        return default
+    low = str(v).strip().lower()
+    if low not in ("true", "false"):
+        raise unusable(key, v, "is not true or false")
+    return low == "true"
 
 
 def get_int(conf: Mapping[str, str], key: str, default: int) -> int:
@@ -82,7 +108,7 @@ def get_int(conf: Mapping[str, str], key: str, default: int) -> int:
     try:
         return int(str(v).strip())
     except ValueError:
-        raise PropertyError(f"table property {key}={v!r} is not an integer") from None
+        raise unusable(key, v, "is not an integer") from None
 
 
 def get_interval_ms(conf: Mapping[str, str], key: str, default: str | None) -> int | None:
@@ -92,7 +118,7 @@ def get_interval_ms(conf: Mapping[str, str], key: str, default: str | None) -> i
     try:
         return parse_interval_ms(v)
     except PropertyError as exc:
-        raise PropertyError(f"table property {key}={v!r}: {exc}") from None
+        raise unusable(key, v, f"is not a usable interval ({exc})") from None
 
 
 def txn_retention_ms(conf: Mapping[str, str]) -> int | None:
@@ -111,12 +137,41 @@ def log_retention_ms(conf: Mapping[str, str]) -> int:
     return v
 
 
+def checkpoint_interval(conf: Mapping[str, str]) -> int:
+    """``delta.checkpointInterval`` (default 10), which must be positive: with 0 or less no automatic
+    checkpoint would ever be written, and reads would slow down with every commit."""
+    n = get_int(conf, "delta.checkpointInterval", 10)
+    if n <= 0:
+        raise unusable("delta.checkpointInterval", conf.get("delta.checkpointInterval"), "is not a positive integer")
+    return n
+
+
+def check_checkpoint_properties(conf: Mapping[str, str]) -> None:
+    """Every property the checkpoint writer reads can be used; else the :class:`PropertyError` naming it.
+
+    Checked before writing, so a bad value stops a checkpoint with its name, not with a parser's error
+    halfway, and never silently (``writeStatsAsJson=yes`` would otherwise read as false).
+    """
+    deleted_file_retention_ms(conf)
+    txn_retention_ms(conf)
+    get_strict_bool(conf, "delta.checkpoint.writeStatsAsJson", True)
+    get_strict_bool(conf, "delta.checkpoint.writeStatsAsStruct", False)
+    codec = conf.get("delta.parquet.compression.codec")
+    if codec is not None and str(codec).lower() not in PARQUET_CODECS:
+        raise unusable("delta.parquet.compression.codec", codec, f"is not one of {', '.join(PARQUET_CODECS)}")
+
+
 def column_mapping_mode(conf: Mapping[str, str]) -> str:
     return str(conf.get("delta.columnMapping.mode", "none")).strip().lower()
 
 
 __all__ = [
+    "PARQUET_CODECS",
     "PropertyError",
+    "check_checkpoint_properties",
+    "checkpoint_interval",
+    "get_strict_bool",
+    "unusable",
     "column_mapping_mode",
     "deleted_file_retention_ms",
     "get_bool",

@@ -28,9 +28,9 @@ import orjson
 
 from deltalog.core import actions as A
 from deltalog.core import properties
-from deltalog.core.features import CATALOG_FEATURES, READER_FEATURES_FOR_REPLAY, nested_fields, supported_features
+from deltalog.core.features import CATALOG_FEATURES, READER_FEATURES_FOR_REPLAY, supported_features
 from deltalog.core.pathkeys import file_key
-from deltalog.core.schema import COLUMN_ID, PHYSICAL_NAME, SchemaError, parse_schema, top_level_fields
+from deltalog.core.schema import COLUMN_ID, PHYSICAL_NAME, SchemaError, parse_schema, top_level_fields, walk_fields
 from deltalog.errors import CorruptLogError, InvalidArgumentError
 
 IDENTITY_START = "delta.identity.start"
@@ -135,8 +135,8 @@ def _merge_high_water_marks(target: dict[str, Any], current: Mapping[str, Any]) 
 
 def _column_ids(schema: Any) -> Iterator[int]:
     """Every ``delta.columnMapping.id`` in the schema, nested fields included."""
-    for f in nested_fields(schema):
-        ident = _long((f.get("metadata") or {}).get(COLUMN_ID)) if isinstance(f, dict) else None
+    for at in walk_fields(schema):
+        ident = _long((at.field.get("metadata") or {}).get(COLUMN_ID))
         if ident is not None:
             yield ident
 

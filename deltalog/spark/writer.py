@@ -35,7 +35,7 @@ from deltalog.arrow_schema import to_arrow_schema
 from deltalog.core import actions as A
 from deltalog.core.features import check_writable
 from deltalog.core.partitions import conditions_from_where, parse_value
-from deltalog.core.schema import top_level_fields
+from deltalog.core.schema import check_partition_columns, top_level_fields
 from deltalog.errors import (
     ConcurrentModificationError,
     InvalidArgumentError,
@@ -120,15 +120,18 @@ def _check_where(where: Mapping[str, Any] | None, partition_columns: Sequence[st
 
 
 def _check_partitions(partition_by: Sequence[str], schema: dict[str, Any]) -> None:
+    """The Delta rules for partition columns (:func:`~deltalog.core.schema.check_partition_columns`), and
+    this writer's own: it has no string form for binary partition values."""
     fields = {f["name"]: f for f in top_level_fields(schema)}
     unknown = [c for c in partition_by if c not in fields]
     if unknown:
         raise SchemaMismatchError(f"partition columns {unknown} are not columns of the data ({sorted(fields)})")
-    complex_cols = [c for c in partition_by if not isinstance(fields[c]["type"], str) or fields[c]["type"] == "binary"]
-    if complex_cols:
-        raise InvalidArgumentError(f"columns {complex_cols} cannot be partition columns (binary or nested type)")
-    if len(partition_by) == len(fields) and fields:
-        raise InvalidArgumentError("at least one column must not be a partition column")
+    check_partition_columns(schema, partition_by)
+    binary = [c for c in partition_by if fields[c]["type"] == "binary"]
+    if binary:
+        raise InvalidArgumentError(
+            f"columns {binary} cannot be partition columns: the Spark writer has no binary partition values"
+        )
 
 
 def _open(log: DeltaLog) -> Snapshot | None:
