@@ -19,7 +19,8 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from deltalog.errors import CorruptLogError
+from deltalog.checkpoint.columns import check_columns
+from deltalog.errors import CorruptLogError, StorageError
 from deltalog.storage.base import LogStore
 
 if TYPE_CHECKING:
@@ -41,10 +42,22 @@ _KEY_FIELD = {
     "sidecar": "path",
 }
 _READ_BUFFER = 1 << 20
+#: what a damaged parquet file makes pyarrow raise (a bad footer can surface as any Arrow error, KeyError included)
+READ_ERRORS = (pa.ArrowException, OSError)
 
 
 def _corrupt(path: str, exc: Exception) -> CorruptLogError:
     return CorruptLogError(f"{path} is not a readable parquet checkpoint: {exc}", path=path)
+
+
+def unreadable(path: str, exc: StorageError) -> CorruptLogError:
+    """A checkpoint file the store cannot give back as a file (a directory, a FIFO, a link loop in its place).
+
+    Only permanent failures come here: a checkpoint is then as unusable as a torn one, and the loader may
+    rebuild the version without it. A transient failure stays a :class:`StorageError`, so a flaky store
+    never makes a reader distrust a sound checkpoint.
+    """
+    return CorruptLogError(f"checkpoint file {path} cannot be read: {exc}", path=path)
 
 
 @contextmanager
@@ -59,6 +72,10 @@ def open_parquet(store: LogStore, path: str) -> Iterator[pq.ParquetFile]:
         handle = store.open(path)
     except FileNotFoundError:
         raise CorruptLogError(f"checkpoint file {path} disappeared while reading", path=path) from None
+    except StorageError as exc:
+        if exc.retryable:
+            raise
+        raise unreadable(path, exc) from None
     source: Any = handle
     try:
         if isinstance(handle, io.BufferedReader) and isinstance(handle.name, str):
@@ -70,13 +87,24 @@ def open_parquet(store: LogStore, path: str) -> Iterator[pq.ParquetFile]:
 
         try:
             pf = pq.ParquetFile(source, buffer_size=_READ_BUFFER, pre_buffer=False)
-        except (pa.ArrowInvalid, OSError) as exc:
+        except READ_ERRORS as exc:
             raise _corrupt(path, exc) from None
         yield pf
     finally:
         if source is not handle:
             source.close()
         handle.close()
+
+
+def checked_layout(pf: pq.ParquetFile, path: str, required: tuple[str, ...] = ()) -> Layout:
+    """The file's :class:`Layout`, once its action columns are known to have types a reader can trust
+    (see :mod:`deltalog.checkpoint.columns`); ``required`` names columns the file must have."""
+    try:
+        layout = Layout(pf)
+    except READ_ERRORS as exc:
+        raise _corrupt(path, exc) from None
+    check_columns(layout.schema, path, required)
+    return layout
 
 
 class Layout:
@@ -169,7 +197,7 @@ def iter_rows(
                 table = table.filter(pc.is_valid(paths))
             if table.num_rows:
                 yield table
-    except (pa.ArrowInvalid, OSError) as exc:
+    except READ_ERRORS as exc:
         raise _corrupt(path, exc) from None
 
 
@@ -187,7 +215,7 @@ def non_file_rows(pf: pq.ParquetFile, layout: Layout, path: str, column: str) ->
         return _all_rows(pf, path, column)
     try:
         located = pf.read(columns=[f"{column}.{key}"], use_threads=False).column(column)
-    except (pa.ArrowInvalid, OSError) as exc:
+    except READ_ERRORS as exc:
         raise _corrupt(path, exc) from None
     if located.null_count == len(located):
         return []
@@ -216,7 +244,7 @@ def _rows_up_to(pf: pq.ParquetFile, path: str, column: str, rg: int, last: int) 
             seen += len(struct)
             if seen > last:
                 break
-    except (pa.ArrowInvalid, OSError) as exc:
+    except READ_ERRORS as exc:
         raise _corrupt(path, exc) from None
     return out
 
@@ -224,11 +252,11 @@ def _rows_up_to(pf: pq.ParquetFile, path: str, column: str, rg: int, last: int) 
 def _all_rows(pf: pq.ParquetFile, path: str, column: str) -> list[dict[str, Any]]:
     try:
         values = pf.read(columns=[column]).column(column)
-    except (pa.ArrowInvalid, OSError) as exc:
+    except READ_ERRORS as exc:
         raise _corrupt(path, exc) from None
     if values.null_count == len(values):
         return []
     return list(values.filter(pc.is_valid(values)).to_pylist())
 
 
-__all__ = ["BATCH_ROWS", "Layout", "iter_rows", "non_file_rows", "open_parquet"]
+__all__ = ["BATCH_ROWS", "Layout", "checked_layout", "iter_rows", "non_file_rows", "open_parquet", "unreadable"]

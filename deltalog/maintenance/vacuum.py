@@ -26,7 +26,7 @@ from deltalog.core.vacuum_plan import (
     plan_vacuum,
     protected_keys,
 )
-from deltalog.errors import DeltaLogError, InvalidArgumentError, StorageError
+from deltalog.errors import CorruptLogError, DeltaLogError, InvalidArgumentError, StorageError
 
 if TYPE_CHECKING:
     from deltalog.log import DeltaLog
@@ -66,9 +66,14 @@ def vacuum(
     ``retention`` defaults to ``delta.deletedFileRetentionDuration`` (1 week); a shorter one is an
     :class:`InvalidArgumentError` unless ``force``, because it can delete files that time travel within
     the table's promise, or a concurrent writer's uncommitted files, still need.
+
+    A snapshot whose file list was rebuilt past an unreadable checkpoint is refused, dry run included
+    (:func:`refuse_distrusted`): the plan is what a person or a script acts on, and ``force`` does not
+    lift it.
     """
     snap = log_.snapshot()
     check_maintainable(snap.protocol, f"{log_.location}/{LOG_DIR}")
+    refuse_distrusted(snap, "vacuum")
     table_ms = resolve_retention(
         None, snap.configuration, DELETED_FILE_RETENTION_KEY, properties.DEFAULT_DELETED_FILE_RETENTION
     )
@@ -106,6 +111,26 @@ def vacuum(
     if deleted:
         log.info("vacuum of %s deleted %d files (%d bytes)", log_.location, len(deleted), plan.total_bytes)
     return VacuumResult(plan, False, tuple(deleted), snap.version)
+
+
+def refuse_distrusted(snap: Snapshot, operation: str) -> None:
+    """A :class:`CorruptLogError` if ``snap``'s file list came after skipping a damaged checkpoint.
+
+    The older checkpoint or the commits it came from are probably right, but a log with one damaged
+    checkpoint is a log nobody has looked at: a file list that is wrong by one live file would make
+    ``operation`` delete that file. Deleting or rewriting the damaged checkpoint, or checkpointing the
+    latest version once the table reads as expected, lifts the refusal.
+    """
+    skipped = snap.distrusted_checkpoints
+    if not skipped:
+        return
+    first = f"{LOG_DIR}/{skipped[0]}"
+    raise CorruptLogError(
+        f"{operation} refused on {snap.log.location}: version {snap.version} was rebuilt without the unreadable "
+        f"checkpoint {', '.join(skipped)}, so its file list cannot be trusted to protect live files; delete or "
+        "repair that checkpoint, or write a new checkpoint once the table reads as expected",
+        path=first,
+    )
 
 
 def _partition_names(snap: Snapshot) -> frozenset[str]:
@@ -155,4 +180,4 @@ def _refs(table: pa.Table) -> Iterator[FileRef]:
         yield FileRef(p, k if ok else None, w if ok else None)
 
 
-__all__ = ["VacuumProgress", "VacuumResult", "vacuum"]
+__all__ = ["VacuumProgress", "VacuumResult", "refuse_distrusted", "vacuum"]

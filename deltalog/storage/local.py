@@ -11,6 +11,7 @@ import contextlib
 import errno
 import logging
 import os
+import stat
 from collections.abc import Callable, Iterator
 from typing import BinaryIO
 
@@ -37,15 +38,36 @@ class LocalLogStore:
     def _abs(self, path: str) -> str:
         return os.path.join(self._root, *path.split("/"))
 
+    def _open_regular(self, path: str) -> tuple[int, os.stat_result]:
+        """A descriptor of ``path`` if it is a regular file; a :class:`StorageError` naming it otherwise.
+
+        Opened non-blocking, so a FIFO in a log file's place cannot stall the reader, and checked with
+        ``fstat`` on the descriptor itself (no race with a rename): a directory, a FIFO, a device or a
+        symbolic-link loop where the log expects a file is an error, never a hang or a raw ``OSError``.
+        """
+        flags = os.O_RDONLY | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NONBLOCK", 0)
+        try:
+            fd = os.open(self._abs(path), flags)
+        except (FileNotFoundError, NotADirectoryError):
+            raise FileNotFoundError(path) from None
+        except OSError as exc:
+            raise StorageError(f"{path} cannot be opened as a file: {exc.strerror or exc}", path=path) from None
+        try:
+            st = os.fstat(fd)
+        except OSError as exc:
+            os.close(fd)
+            raise StorageError(f"{path} cannot be read: {exc.strerror or exc}", path=path) from None
+        if not stat.S_ISREG(st.st_mode):
+            os.close(fd)
+            raise StorageError(f"{path} is not a regular file ({_kind(st.st_mode)})", path=path)
+        return fd, st
+
     def read(self, path: str) -> bytes:
         """The whole file, through the bare system calls: a load reads a thousand small commits, and the
         buffered file object costs more than the copy out of the page cache."""
+        fd, st = self._open_regular(path)
         try:
-            fd = os.open(self._abs(path), os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
-        except NotADirectoryError:
-            raise FileNotFoundError(path) from None
-        try:
-            size = os.fstat(fd).st_size
+            size = st.st_size
             data = os.read(fd, size + 1)
             if len(data) <= size:
                 return data  # a regular file's read is short only at its end
@@ -53,11 +75,16 @@ class LocalLogStore:
             while chunk := os.read(fd, 1 << 20):
                 chunks.append(chunk)
             return b"".join(chunks)
+        except OSError as exc:
+            raise StorageError(f"{path} cannot be read: {exc.strerror or exc}", path=path) from None
         finally:
             os.close(fd)
 
     def open(self, path: str) -> BinaryIO:
-        return open(self._abs(path), "rb")
+        fd, _ = self._open_regular(path)
+        os.set_blocking(fd, True)  # a regular file reads the same either way; keep the stream ordinary
+        # The checked descriptor, under the file's name (parquet readers reopen local files by name).
+        return open(self._abs(path), "rb", opener=lambda _name, _flags: fd)
 
     def exists(self, path: str) -> bool:
         return os.path.exists(self._abs(path))
@@ -199,6 +226,18 @@ class LocalLogStore:
 
     def __repr__(self) -> str:
         return f"LocalLogStore({self._root!r})"
+
+
+def _kind(mode: int) -> str:
+    if stat.S_ISDIR(mode):
+        return "a directory"
+    if stat.S_ISFIFO(mode):
+        return "a FIFO"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        return "a device"
+    return "not a file"
 
 
 __all__ = ["LocalLogStore"]
