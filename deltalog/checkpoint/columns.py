@@ -34,6 +34,17 @@ EXPECTED: dict[str, pa.StructType] = {
 ADD_REQUIRED = ("path", "partitionValues", "size", "modificationTime", "dataChange")
 #: a ``remove`` row only needs its path to mean something (old writers leave the rest out)
 REMOVE_REQUIRED = ("path",)
+#: fields every writer puts in each action struct of a checkpoint; a struct without one of them cannot be the
+#: action it claims (a metaData without partitionColumns would read as an unpartitioned table, say)
+STRUCT_FIELDS: dict[str, tuple[str, ...]] = {
+    "add": ADD_REQUIRED,
+    "remove": REMOVE_REQUIRED,
+    "metaData": ("id", "format", "schemaString", "partitionColumns", "configuration"),
+    "protocol": ("minReaderVersion", "minWriterVersion"),
+    "txn": ("appId", "version"),
+    "domainMetadata": ("domain", "configuration", "removed"),
+    "sidecar": ("path", "sizeInBytes"),
+}
 
 
 def _stringish(t: pa.DataType) -> bool:
@@ -112,10 +123,9 @@ def check_columns(schema: pa.Schema, path: str, required: tuple[str, ...] = ()) 
         problem = mismatch(actual, expected, name)
         if problem:
             raise _unusable(path, f"column {problem}")
-        if name in ("add", "remove"):
-            for field in _required_fields(name):
-                if actual.get_field_index(field) < 0:
-                    raise _unusable(path, f"column {name} has no field {field!r}, which every {name} action needs")
+        for field in STRUCT_FIELDS.get(name, ()):
+            if actual.get_field_index(field) < 0:
+                raise _unusable(path, f"column {name} has no field {field!r}, which every {name} action needs")
 
 
 def missing_required(table: pa.Table, kind: str) -> str | None:
@@ -137,6 +147,7 @@ __all__ = [
     "ADD_REQUIRED",
     "EXPECTED",
     "REMOVE_REQUIRED",
+    "STRUCT_FIELDS",
     "check_columns",
     "check_required",
     "mismatch",

@@ -261,6 +261,7 @@ class CheckpointReader:
         files = self._files(ref)
         actions = FileActions(self.store, parquet_files, inline_adds, inline_removes, inline_source=files[0])
         add_parts: list[pa.Table] = []
+        lacking_dv: list[str] = []
         for path in files:
             if path.endswith(".json"):
                 self._read_json(path, collected, inline_adds, inline_removes)
@@ -268,14 +269,20 @@ class CheckpointReader:
                 with open_parquet(self.store, path) as pf:
                     layout = self._read_top(pf, path, collected)
                     add_parts.extend(actions.adds_in(pf, layout, path, stats=False))
+                if _without_dv_field(layout):
+                    lacking_dv.append(path)
                 parquet_files.append(path)
         for s in collected.sidecars:
             path = f"{LOG_DIR}/{SIDECAR_DIR}/{_sidecar_name(s.path)}"
             with open_parquet(self.store, path) as pf:
-                add_parts.extend(actions.adds_in(pf, checked_layout(pf, path, _FILE_COLUMNS), path, stats=False))
+                layout = checked_layout(pf, path, _FILE_COLUMNS)
+                add_parts.extend(actions.adds_in(pf, layout, path, stats=False))
+            if _without_dv_field(layout):
+                lacking_dv.append(path)
             parquet_files.append(path)
         if inline_adds:
             add_parts.append(actions.inline_table())
+        _check_deletion_vectors(collected, lacking_dv)
         base = self._base(ref, collected)
         base.adds = pa.concat_tables(add_parts) if add_parts else empty_adds()
         base.adds_stats = actions
@@ -354,6 +361,25 @@ class CheckpointReader:
                     collected.take(key, body, path)
 
 
+def _without_dv_field(layout: Layout) -> bool:
+    return layout.has("add") and layout.field_type("add").get_field_index("deletionVector") < 0
+
+
+def _check_deletion_vectors(collected: _Collected, lacking: list[str]) -> None:
+    """A table with deletion vectors whose checkpoint adds have no ``deletionVector`` field lost them all.
+
+    Every reader would then see the deleted rows again; the writers that support the feature always write
+    the field, so its absence is damage (``conform`` would otherwise supply it as all null).
+    """
+    features = collected.protocol.reader_features if collected.protocol is not None else None
+    if lacking and features and "deletionVectors" in features:
+        raise CorruptLogError(
+            f"{lacking[0]} is not a usable checkpoint: the table has deletion vectors, but its add actions have "
+            "no deletionVector field",
+            path=lacking[0],
+        )
+
+
 #: the columns a file holding file actions (a classic checkpoint or part, a sidecar) must have
 _FILE_COLUMNS = ("add",)
 
@@ -364,12 +390,19 @@ def _check_present(layout: Layout, path: str, names: tuple[str, ...]) -> None:
             raise CorruptLogError(f"{path} is not a usable checkpoint: it has no {name!r} column", path=path)
 
 
+#: the columns that say which file an action is about; parquet readers do not check that strings are UTF-8
+_IDENTITY = ("path", "partitionValues", "deletionVector")
+
+
 def _conformed(table: pa.Table, schema: pa.Schema, path: str) -> pa.Table:
     """``conform`` with its failures (an integer out of range, bytes that are not UTF-8) naming the file."""
     try:
-        return conform(table, schema)
+        table = conform(table, schema)
+        for name in _IDENTITY:
+            table.column(name).validate(full=True)
     except READ_ERRORS as exc:
         raise CorruptLogError(f"{path} is not a usable checkpoint: {exc}", path=path) from None
+    return table
 
 
 def inline_actions(rows: list[dict[str, Any]], kind: str, path: str) -> pa.Table:

@@ -42,8 +42,9 @@ _KEY_FIELD = {
     "sidecar": "path",
 }
 _READ_BUFFER = 1 << 20
-#: what a damaged parquet file makes pyarrow raise (a bad footer can surface as any Arrow error, KeyError included)
-READ_ERRORS = (pa.ArrowException, OSError)
+#: what a damaged parquet file makes pyarrow raise: any Arrow error (KeyError included), or a ValueError such as
+#: a name that is not UTF-8
+READ_ERRORS = (pa.ArrowException, OSError, ValueError)
 
 
 def _corrupt(path: str, exc: Exception) -> CorruptLogError:
@@ -66,7 +67,9 @@ def open_parquet(store: LogStore, path: str) -> Iterator[pq.ParquetFile]:
 
     A local file is reopened as an Arrow file: reads then bypass Python's file object (and the GIL),
     which makes decoding a large checkpoint about twice as fast. Reads are buffered, so a column chunk
-    is never held whole in memory before it is decoded.
+    is never held whole in memory before it is decoded. Page checksums are verified where the writer left
+    them (parquet-mr since 1.12, and deltalog): a flipped bit in a page then fails the read instead of
+    turning one file path or size into another.
     """
     try:
         handle = store.open(path)
@@ -86,7 +89,7 @@ def open_parquet(store: LogStore, path: str) -> Iterator[pq.ParquetFile]:
         import pyarrow.parquet as pq  # a checkpoint's first read pays for it, not ``import deltalog``
 
         try:
-            pf = pq.ParquetFile(source, buffer_size=_READ_BUFFER, pre_buffer=False)
+            pf = pq.ParquetFile(source, buffer_size=_READ_BUFFER, pre_buffer=False, page_checksum_verification=True)
         except READ_ERRORS as exc:
             raise _corrupt(path, exc) from None
         yield pf
@@ -105,6 +108,18 @@ def checked_layout(pf: pq.ParquetFile, path: str, required: tuple[str, ...] = ()
         raise _corrupt(path, exc) from None
     check_columns(layout.schema, path, required)
     return layout
+
+
+def _check_physical_types(md: pq.FileMetaData, row_group: int) -> None:
+    """Refuse a footer whose column chunks disagree with the schema about their physical type.
+
+    Such a footer (a flipped bit is enough) makes pyarrow's statistics accessor throw from C++ where it
+    cannot be caught: the process aborts. Checking the types first turns that into an error.
+    """
+    group = md.row_group(row_group)
+    for i in range(md.num_columns):
+        if group.column(i).physical_type != md.schema.column(i).physical_type:
+            raise ValueError(f"row group {row_group}, column {i}: the footer's physical types disagree")
 
 
 class Layout:
@@ -133,6 +148,8 @@ class Layout:
                 indices.append(i)
         paths = {i: md.schema.column(i).path for i in indices}
         empty = set(paths.values())
+        for r in range(md.num_row_groups):
+            _check_physical_types(md, r)
         for r in range(md.num_row_groups):
             if not empty:
                 break

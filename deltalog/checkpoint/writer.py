@@ -137,7 +137,12 @@ class CheckpointWriter:
         sink = pa.BufferOutputStream()
         options = S.encoding_options(schema)
         with pq.ParquetWriter(
-            sink, schema, compression=self.compression, use_compliant_nested_type=True, **options
+            sink,
+            schema,
+            compression=self.compression,
+            use_compliant_nested_type=True,
+            write_page_checksum=True,  # readers that verify (deltalog, parquet-mr) catch a damaged page
+            **options,
         ) as writer:
             done = 0
             for t in tables:

@@ -112,7 +112,7 @@ class LocalLogStore:
                 if not e.is_file():
                     continue
                 st = e.stat()
-            except FileNotFoundError:  # deleted between scandir and stat
+            except OSError:  # deleted between scandir and stat, or a link that leads nowhere (a loop): no file
                 continue
             out.append(FileInfo(e.name, st.st_size, st.st_mtime_ns // 1_000_000))
         out.sort(key=lambda f: f.name.encode())
