@@ -7,7 +7,9 @@ means: version, live files (path, size, deletion vector), tombstones, protocol, 
 
 from __future__ import annotations
 
+import os
 import shutil
+import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -116,6 +118,44 @@ def null_first_set(child: pa.Array) -> pa.Array:
     return pc.if_else(mask, pa.nulls(len(child), child.type), child)
 
 
+# ---------------------------------------------------------------------------------------------- not files
+
+
+def replace_with(path: Path, kind: str) -> None:
+    """Put something that is not a file where ``path`` is: a directory, a FIFO, or a link to itself."""
+    path.unlink()
+    if kind == "directory":
+        path.mkdir()
+    elif kind.lower() == "fifo":
+        os.mkfifo(path)
+    else:
+        os.symlink(path.name, path)  # a link to itself: ELOOP
+
+
+def replacer(kind: str) -> Callable[[Path], None]:
+    return lambda path: replace_with(path, kind)
+
+
+def within(seconds: float, fn: Callable[[], Any]) -> Any:
+    """``fn()`` in a thread; a hang fails the caller instead of stalling it (the thread is left behind)."""
+    out: dict[str, Any] = {}
+
+    def run() -> None:
+        try:
+            out["value"] = fn()
+        except BaseException as exc:  # handed to the calling thread
+            out["error"] = exc
+
+    t = threading.Thread(target=run, daemon=True)
+    t.start()
+    t.join(seconds)
+    if t.is_alive():
+        raise AssertionError(f"no answer within {seconds} s (a hang, e.g. a FIFO opened for reading)")
+    if "error" in out:
+        raise out["error"]
+    return out["value"]
+
+
 # ---------------------------------------------------------------------------------------------- JSON
 
 
@@ -139,7 +179,10 @@ __all__ = [
     "fresh",
     "log_file",
     "null_first_set",
+    "replace_with",
+    "replacer",
     "rewrite_column",
     "rewrite_field",
     "state",
+    "within",
 ]

@@ -33,7 +33,6 @@ import random
 import re
 import shutil
 import struct
-import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cache
@@ -51,7 +50,7 @@ from deltalog.errors import DeltaLogError
 from tests.corpus import corpus_dir
 from tests.peers import try_deltalake
 
-from .logdamage import LOG, copy_table, fresh, state
+from .logdamage import LOG, copy_table, fresh, replacer, state, within
 
 pytestmark = pytest.mark.skipif(corpus_dir() is None, reason="needs the conformance corpus")
 
@@ -373,19 +372,6 @@ def _write_table(path: Path, table: pa.Table) -> None:
     pq.write_table(table, path)
 
 
-def _replace(kind: str) -> Callable[[Path], None]:
-    def replace(p: Path) -> None:
-        p.unlink()
-        if kind == "directory":
-            p.mkdir()
-        elif kind == "FIFO":
-            os.mkfifo(p)
-        else:
-            os.symlink(p.name, p)
-
-    return replace
-
-
 def _hint_cases(rng: random.Random, latest: int, checkpoints: list[int]) -> list[Case]:
     rel = "_last_checkpoint"
     stale = min(checkpoints) if checkpoints else 0
@@ -408,9 +394,9 @@ def _hint_cases(rng: random.Random, latest: int, checkpoints: list[int]) -> list
         Case(rel, "garbage hint", True, write(bytes(rng.randrange(256) for _ in range(40)))),
         Case(rel, "hint with a wrong checksum", True, write({"version": stale, "checksum": "0" * 32})),
         Case(rel, "hint with a flipped bit", True, flip),
-        Case(rel, "hint replaced by a directory", True, _replace("directory")),
-        Case(rel, "hint replaced by a FIFO", True, _replace("FIFO")),
-        Case(rel, "hint replaced by a symbolic-link loop", True, _replace("symlink loop")),
+        Case(rel, "hint replaced by a directory", True, replacer("directory")),
+        Case(rel, "hint replaced by a FIFO", True, replacer("FIFO")),
+        Case(rel, "hint replaced by a symbolic-link loop", True, replacer("symlink loop")),
     ]
 
 
@@ -439,7 +425,7 @@ def cases_for(pristine: Path, rng: random.Random) -> list[Case]:
         else:
             out.extend(_parquet_cases(rel, log / rel, rng, is_newest))
         for kind in ("directory", "FIFO", "symlink loop"):
-            out.append(Case(rel, f"replaced by a {kind}", False, _replace(kind)))
+            out.append(Case(rel, f"replaced by a {kind}", False, replacer(kind)))
     if (log / "_last_checkpoint").exists():
         out.extend(_hint_cases(rng, max(p.version for p in parsed.values() if p is not None), checkpoints))
     rng.shuffle(out)
@@ -466,25 +452,6 @@ def _read_by_latest(pristine: Path) -> set[str]:
 
 
 # ---------------------------------------------------------------------------------------------- running
-
-
-def _within(seconds: float, fn: Callable[[], Any]) -> Any:
-    out: dict[str, Any] = {}
-
-    def run() -> None:
-        try:
-            out["value"] = fn()
-        except BaseException as exc:  # handed to the test thread
-            out["error"] = exc
-
-    t = threading.Thread(target=run, daemon=True)
-    t.start()
-    t.join(seconds)
-    if t.is_alive():
-        raise AssertionError(f"no answer within {seconds} s (a hang, e.g. a FIFO opened for reading)")
-    if "error" in out:
-        raise out["error"]
-    return out["value"]
 
 
 def _read(root: Path) -> Outcome:
@@ -521,12 +488,12 @@ def check(case: Case, variant: tuple[str, bool], root: Path, orig: Original) -> 
     if "replaced by" in case.kind:
         absent_root = prepare(variant, root.parent / f"{root.name}-absent")
         (absent_root / LOG / case.target).unlink()
-        absent = _within(DEADLINE_S, lambda: _read(absent_root))
+        absent = within(DEADLINE_S, lambda: _read(absent_root))
         expected = absent[1] if absent[0] == "state" else None
         keep = _keep(absent_root) if absent[0] == "state" else orig.keep
     try:
         case.apply(root / LOG / case.target)
-        kind, value = _within(DEADLINE_S, lambda: _read(root))
+        kind, value = within(DEADLINE_S, lambda: _read(root))
         if case.preserving:
             assert (kind, value) == ("state", orig.state), f"{case}: must read as the original, got {kind} {value}"
         elif kind == "state":
@@ -534,7 +501,7 @@ def check(case: Case, variant: tuple[str, bool], root: Path, orig: Original) -> 
         elif not _named(value, name):
             assert absent is not None and absent[0] == "error", f"{case}: error does not name {name}: {value}"
             assert _same_error(value, root, absent[1], absent_root), f"{case}: {value} is not {absent[1]}"
-        kind, plan = _within(DEADLINE_S, lambda: _vacuum(root))
+        kind, plan = within(DEADLINE_S, lambda: _vacuum(root))
         if kind == "plan":
             assert not plan & keep, f"{case}: vacuum would delete needed files {sorted(plan & keep)}"
     finally:

@@ -10,8 +10,6 @@ exception or a ``RecursionError``.
 from __future__ import annotations
 
 import logging
-import os
-import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -42,9 +40,11 @@ from .logdamage import (
     fresh,
     log_file,
     null_first_set,
+    replace_with,
     rewrite_column,
     rewrite_field,
     state,
+    within,
 )
 
 pytestmark = pytest.mark.skipif(corpus_dir() is None, reason="needs the conformance corpus")
@@ -84,6 +84,18 @@ def assert_names(root: Path, *words: str) -> CorruptLogError:
     return info.value
 
 
+def damaged_checkpoint(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture, damage: Callable[[Path], None], *words: str
+) -> None:
+    """Damage checkpoint 10 of a copy of BASIC: it falls back to the same state, and without ``0.json`` the
+    error names the checkpoint and ``words``."""
+    expected = pristine(tmp_path, BASIC)
+    root = copy_table(BASIC, tmp_path / "t")
+    damage(log_file(root, CP10))
+    assert_falls_back(root, expected, caplog)
+    assert_names(root, CP10, *words)
+
+
 # ---------------------------------------------------------------------------------------------- checkpoint columns
 
 
@@ -105,62 +117,37 @@ RETYPED: dict[str, tuple[str, Callable[[pa.Array], pa.Array]]] = {
 @pytest.mark.parametrize("case", sorted(RETYPED))
 def test_checkpoint_add_column_of_the_wrong_type(tmp_path: Path, caplog: pytest.LogCaptureFixture, case: str) -> None:
     field, fn = RETYPED[case]
-    expected = pristine(tmp_path, BASIC)
-    root = copy_table(BASIC, tmp_path / "t")
-    rewrite_field(log_file(root, CP10), "add", field, fn)
-    assert_falls_back(root, expected, caplog)
-    assert_names(root, CP10, f"add.{field}")
+    damaged_checkpoint(tmp_path, caplog, lambda cp: rewrite_field(cp, "add", field, fn), f"add.{field}")
 
 
 def test_add_that_is_not_a_struct(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
-    expected = pristine(tmp_path, BASIC)
-    root = copy_table(BASIC, tmp_path / "t")
-    rewrite_column(log_file(root, CP10), "add", lambda c: pc.struct_field(c, "path"))
-    assert_falls_back(root, expected, caplog)
-    assert_names(root, CP10, "add", "not a struct")
+    damage = lambda cp: rewrite_column(cp, "add", lambda c: pc.struct_field(c, "path"))  # noqa: E731
+    damaged_checkpoint(tmp_path, caplog, damage, "add", "not a struct")
 
 
 @pytest.mark.parametrize("field", ["path", "partitionValues", "size", "modificationTime", "dataChange"])
 def test_checkpoint_add_without_a_required_field(tmp_path: Path, caplog: pytest.LogCaptureFixture, field: str) -> None:
-    expected = pristine(tmp_path, BASIC)
-    root = copy_table(BASIC, tmp_path / "t")
-    rewrite_field(log_file(root, CP10), "add", field, lambda c: None)
-    assert_falls_back(root, expected, caplog)
-    assert_names(root, CP10, repr(field))
+    damaged_checkpoint(tmp_path, caplog, lambda cp: rewrite_field(cp, "add", field, lambda c: None), repr(field))
 
 
 @pytest.mark.parametrize("field", ["partitionValues", "size", "modificationTime"])
 def test_checkpoint_add_row_with_a_required_field_null(
     tmp_path: Path, caplog: pytest.LogCaptureFixture, field: str
 ) -> None:
-    expected = pristine(tmp_path, BASIC)
-    root = copy_table(BASIC, tmp_path / "t")
-    rewrite_field(log_file(root, CP10), "add", field, null_first_set)
-    assert_falls_back(root, expected, caplog)
-    assert_names(root, CP10, f"add.{field}")
+    damaged_checkpoint(tmp_path, caplog, lambda cp: rewrite_field(cp, "add", field, null_first_set), f"add.{field}")
 
 
 def test_checkpoint_without_an_add_column(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
     """Read as "no adds", it would be an empty table at version 10: every data file unreferenced."""
-    expected = pristine(tmp_path, BASIC)
-    root = copy_table(BASIC, tmp_path / "t")
-    rewrite_column(log_file(root, CP10), "add", lambda c: None)
-    assert_falls_back(root, expected, caplog)
-    assert_names(root, CP10, "'add' column")
+    damaged_checkpoint(tmp_path, caplog, lambda cp: rewrite_column(cp, "add", lambda c: None), "'add' column")
 
 
 def test_checkpoint_partition_columns_not_a_list(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
-    expected = pristine(tmp_path, BASIC)
-    root = copy_table(BASIC, tmp_path / "t")
-    rewrite_field(log_file(root, CP10), "metaData", "partitionColumns", as_type(pa.string()))
-    assert_falls_back(root, expected, caplog)
-    assert_names(root, CP10, "metaData.partitionColumns")
+    damage = lambda cp: rewrite_field(cp, "metaData", "partitionColumns", as_type(pa.string()))  # noqa: E731
+    damaged_checkpoint(tmp_path, caplog, damage, "metaData.partitionColumns")
 
 
 def test_checkpoint_schema_field_without_a_type(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
-    expected = pristine(tmp_path, BASIC)
-    root = copy_table(BASIC, tmp_path / "t")
-
     def untyped(child: pa.Array) -> pa.Array:
         out = []
         for text in child.to_pylist():
@@ -171,9 +158,7 @@ def test_checkpoint_schema_field_without_a_type(tmp_path: Path, caplog: pytest.L
             out.append(text)
         return pa.array(out, pa.string())
 
-    rewrite_field(log_file(root, CP10), "metaData", "schemaString", untyped)
-    assert_falls_back(root, expected, caplog)
-    assert_names(root, CP10, "has no type")
+    damaged_checkpoint(tmp_path, caplog, lambda cp: rewrite_field(cp, "metaData", "schemaString", untyped), "no type")
 
 
 # ---------------------------------------------------------------------------------------------- JSON lines
@@ -443,35 +428,6 @@ def test_vacuum_on_a_sound_table_is_not_refused(tmp_path: Path) -> None:
 # ---------------------------------------------------------------------------------------------- non-files
 
 
-def _within(seconds: float, fn: Callable[[], Any]) -> Any:
-    """``fn()`` in a thread; a hang fails the test instead of stalling it."""
-    out: dict[str, Any] = {}
-
-    def run() -> None:
-        try:
-            out["value"] = fn()
-        except BaseException as exc:  # handed to the test thread
-            out["error"] = exc
-
-    t = threading.Thread(target=run, daemon=True)
-    t.start()
-    t.join(seconds)
-    assert not t.is_alive(), f"{fn} did not finish within {seconds} s"
-    if "error" in out:
-        raise out["error"]
-    return out["value"]
-
-
-def _replace(path: Path, kind: str) -> None:
-    path.unlink()
-    if kind == "directory":
-        path.mkdir()
-    elif kind == "fifo":
-        os.mkfifo(path)
-    else:
-        os.symlink(path.name, path)  # a link to itself: ELOOP
-
-
 KINDS = ["directory", "fifo", "symlink-loop"]
 
 
@@ -481,9 +437,9 @@ def test_last_checkpoint_that_is_not_a_file_is_ignored(
 ) -> None:
     expected = pristine(tmp_path, BASIC)
     root = copy_table(BASIC, tmp_path / "t")
-    _replace(log_file(root, "_last_checkpoint"), kind)
+    replace_with(log_file(root, "_last_checkpoint"), kind)
     with caplog.at_level(logging.WARNING, logger="deltalog"):
-        snap = _within(20, lambda: fresh(root).snapshot())
+        snap = within(20, lambda: fresh(root).snapshot())
     assert state(snap) == expected
     assert any("_last_checkpoint" in r.getMessage() for r in caplog.records)
 
@@ -496,9 +452,9 @@ def test_sidecar_that_is_not_a_file_falls_back(tmp_path: Path, caplog: pytest.Lo
     newest = fresh(root).snapshot().segment.checkpoint
     assert newest is not None
     sidecars = sorted((root / LOG / "_sidecars").glob(f"{newest.version:020d}.*"))
-    _replace(sidecars[0], kind)
+    replace_with(sidecars[0], kind)
     with caplog.at_level(logging.WARNING, logger="deltalog"):
-        snap = _within(20, lambda: fresh(root).snapshot())
+        snap = within(20, lambda: fresh(root).snapshot())
     assert state(snap) == expected
     assert snap.distrusted_checkpoints == (newest.files[0].name,)
 
@@ -506,9 +462,9 @@ def test_sidecar_that_is_not_a_file_falls_back(tmp_path: Path, caplog: pytest.Lo
 @pytest.mark.parametrize("kind", KINDS)
 def test_commit_that_is_not_a_file_is_named(tmp_path: Path, kind: str) -> None:
     root = copy_table(BASIC, tmp_path / "t")
-    _replace(log_file(root, commit_name(12)), kind)
+    replace_with(log_file(root, commit_name(12)), kind)
     with pytest.raises(DeltaLogError) as info:
-        _within(20, lambda: fresh(root).snapshot())
+        within(20, lambda: fresh(root).snapshot())
     assert commit_name(12) in str(info.value)
 
 
