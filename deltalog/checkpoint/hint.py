@@ -42,10 +42,14 @@ def current_hint(store: LogStore) -> hints.LastCheckpoint | None:
 
 
 def update_hint(store: LogStore, info: dict[str, Any]) -> bool:
-    """Point the hint at ``info['version']`` unless it already points at that version or a newer one."""
+    """Point the hint at ``info['version']`` unless it already points at a newer version, or at this one
+    with the same number of parts (a hint naming the right version with the wrong ``parts`` sends readers
+    that trust it to files that are not there)."""
     version = int(info["version"])
     existing = current_hint(store)
-    if existing is not None and existing.version >= version:
+    if existing is not None and (
+        existing.version > version or (existing.version == version and existing.parts == info.get("parts"))
+    ):
         log.info("_last_checkpoint already at version %d; leaving it", existing.version)
         return False
     try:

@@ -25,8 +25,8 @@ from deltalog import DeltaLog
 from deltalog.cli.main import cli
 from deltalog.core import last_checkpoint as hints
 from deltalog.core.paths import checkpoint_name, commit_name, multipart_name
-from deltalog.errors import CheckpointError, CorruptLogError, DeltaLogError
-from deltalog.storage.faults import FaultyStore
+from deltalog.errors import CheckpointError, CorruptLogError, DeltaLogError, StorageError
+from deltalog.storage.faults import FaultRule, FaultyStore, transient
 from deltalog.storage.local import LocalLogStore
 from tests.corpus import corpus_dir
 from tests.peers import try_deltalake, try_duckdb
@@ -274,6 +274,31 @@ def test_many_torn_checkpoints_fall_back_once_in_a_bounded_number_of_requests(
     assert len(store.calls_to("open")) == 21  # each torn checkpoint opened once
 
 
+@pytest.mark.parametrize("seed", range(6))
+def test_torn_checkpoints_under_store_faults_end_in_a_few_requests(tmp_path: Path, seed: int) -> None:
+    """Transient store failures while falling back past torn checkpoints: the right table or a retryable
+    StorageError, a handful of requests either way (it once re-listed until RecursionError), and a flaky
+    read never makes a sound checkpoint look damaged."""
+    root = copy_table(BASIC, tmp_path / "t")
+    _checkpointed(root, 6, 2)
+    expected = state(fresh(root).snapshot())
+    for p in checkpoint_files(root)[1:]:
+        _tear(p)  # the oldest, 10, stays sound
+    rule = FaultRule(op=("list_from", "read", "open"), probability=0.15, error=transient())
+    store = FaultyStore(LocalLogStore(str(root)), rule, seed=seed)
+    try:
+        snap = DeltaLog(store, str(root), auto_checkpoint=False).snapshot()
+    except StorageError as exc:
+        assert exc.retryable
+        snap = None
+    assert len(store.calls_to("list_from")) <= 3 and len(store.calls_to("open")) <= 4
+    assert len(store.calls_to("read")) <= 1 + 21  # the hint and commits 0-20, at most once each
+    if snap is not None:
+        store.disarm()
+        assert state(snap) == expected and snap.segment.checkpoint.version == 10  # type: ignore[union-attr]
+        assert len(snap.distrusted_checkpoints) == 3
+
+
 def test_two_torn_checkpoints_without_the_commits_name_both(tmp_path: Path) -> None:
     root = copy_table(BASIC, tmp_path / "t")
     _checkpointed(root, 4, 2)
@@ -338,6 +363,27 @@ def test_existing_checkpoint_found_without_a_hint_gets_one_describing_it(tmp_pat
     hint = hints.parse(log_file(root, "_last_checkpoint").read_bytes())
     assert (hint.version, hint.parts, hint.size, hint.num_of_add_files) == (1, 2, 12, 10)
     _peers_agree(root, set(fresh(root).snapshot().files().column("path").to_pylist()))
+
+
+def test_hint_naming_the_version_with_the_wrong_part_count_is_corrected(tmp_path: Path) -> None:
+    root = copy_table(MULTIPART, tmp_path / "t")
+    log_file(root, "_last_checkpoint").write_bytes(orjson.dumps({"version": 1, "size": 12, "parts": 3}))
+    assert fresh(root).checkpoint().already_existed
+    hint = hints.parse(log_file(root, "_last_checkpoint").read_bytes())
+    assert (hint.version, hint.parts) == (1, 2)
+    _peers_agree(root, set(fresh(root).snapshot().files().column("path").to_pylist()), times=1)
+
+
+@pytest.mark.parametrize("kind", ["directory", "fifo"])
+def test_checkpoint_with_a_hint_that_is_not_a_file(tmp_path: Path, caplog: pytest.LogCaptureFixture, kind: str) -> None:
+    """The checkpoint is written and complete; the hint cannot be, and readers find the checkpoint by listing."""
+    root = copy_table(BASIC, tmp_path / "t")
+    replace_with(log_file(root, "_last_checkpoint"), kind)
+    with caplog.at_level(logging.WARNING, logger="deltalog"):
+        result = within(20, lambda: fresh(root).checkpoint())
+    assert not result.already_existed and result.version == 14
+    assert fresh(root).snapshot().segment.checkpoint.version == 14  # type: ignore[union-attr]
+    assert any("_last_checkpoint" in r.getMessage() for r in caplog.records)
 
 
 def test_checkpoint_over_an_existing_classic_checkpoint_leaves_it_alone(tmp_path: Path) -> None:
