@@ -284,7 +284,7 @@ def test_torn_checkpoints_under_store_faults_end_in_a_few_requests(tmp_path: Pat
     expected = state(fresh(root).snapshot())
     for p in checkpoint_files(root)[1:]:
         _tear(p)  # the oldest, 10, stays sound
-    rule = FaultRule(op=("list_from", "read", "open"), probability=0.15, error=transient())
+    rule = FaultRule(op=("list_from", "read", "open"), probability=0.05, error=transient())
     store = FaultyStore(LocalLogStore(str(root)), rule, seed=seed)
     try:
         snap = DeltaLog(store, str(root), auto_checkpoint=False).snapshot()
