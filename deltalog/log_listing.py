@@ -20,6 +20,7 @@ import logging
 from deltalog.core import last_checkpoint as hints
 from deltalog.core.paths import LAST_CHECKPOINT, LOG_DIR, LogPath, parse, version_prefix
 from deltalog.core.segment import complete_checkpoints
+from deltalog.errors import StorageError
 from deltalog.storage.base import LogStore, list_between
 
 log = logging.getLogger(__name__)
@@ -65,6 +66,12 @@ def read_hint(store: LogStore, location: str) -> hints.LastCheckpoint | None:
     try:
         data = store.read(path)
     except FileNotFoundError:
+        return None
+    except StorageError as exc:
+        if exc.retryable:
+            raise
+        # Only a hint: something that is not a readable file in its place (a directory, a FIFO) means list.
+        log.warning("ignoring %s/%s: %s; listing the log instead", location, path, exc)
         return None
     try:
         return hints.parse(data)

@@ -7,6 +7,7 @@ inside.
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -195,6 +196,15 @@ class Snapshot:
         """How many data files are live (loads the file list if it is deferred)."""
         return self._files.num_files
 
+    @property
+    def distrusted_checkpoints(self) -> tuple[str, ...]:
+        """Checkpoints (file names) skipped as unreadable to build this file list; loads the list if deferred.
+
+        Non-empty means the files came from older checkpoints or the commits: right if those are, but a
+        log with one damaged checkpoint may be damaged elsewhere, so ``vacuum`` will not act on it.
+        """
+        return self._files.distrusted
+
     def files(self, where: Mapping[str, Any] | None = None, stats: bool = False) -> pa.Table:
         """Live files as Arrow, one row per add; ``where`` prunes by partition values (logical names).
 
@@ -372,7 +382,8 @@ class Snapshot:
         """This snapshot's files with ``commits`` replayed onto them (a deferred advance, resolved)."""
         files = replay(self._state_base(with_files=True), commits, self._log.store.root).files
         assert files is not None
-        return files
+        distrusted = self._files.distrusted
+        return dataclasses.replace(files, distrusted=distrusted) if distrusted else files
 
     def __repr__(self) -> str:
         files = self.num_files if self.files_loaded else "not loaded"

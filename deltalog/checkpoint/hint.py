@@ -15,6 +15,7 @@ import orjson
 from deltalog.core import last_checkpoint as hints
 from deltalog.core.paths import LAST_CHECKPOINT, LOG_DIR, parse, version_prefix
 from deltalog.core.segment import complete_checkpoints
+from deltalog.errors import StorageError
 from deltalog.storage.base import LogStore
 
 log = logging.getLogger(__name__)
@@ -34,16 +35,31 @@ def current_hint(store: LogStore) -> hints.LastCheckpoint | None:
         return hints.parse(store.read(HINT))
     except (FileNotFoundError, hints.HintError):
         return None
+    except StorageError as exc:
+        if exc.retryable:
+            raise
+        return None  # not a readable file: the put below replaces it, or says why it cannot
 
 
 def update_hint(store: LogStore, info: dict[str, Any]) -> bool:
-    """Point the hint at ``info['version']`` unless it already points at that version or a newer one."""
+    """Point the hint at ``info['version']`` unless it already points at a newer version, or at this one
+    with the same number of parts (a hint naming the right version with the wrong ``parts`` sends readers
+    that trust it to files that are not there)."""
     version = int(info["version"])
     existing = current_hint(store)
-    if existing is not None and existing.version >= version:
+    if existing is not None and (
+        existing.version > version or (existing.version == version and existing.parts == info.get("parts"))
+    ):
         log.info("_last_checkpoint already at version %d; leaving it", existing.version)
         return False
-    store.put(HINT, encode_hint(info))
+    try:
+        store.put(HINT, encode_hint(info))
+    except (OSError, StorageError) as exc:
+        if isinstance(exc, StorageError) and exc.retryable:
+            raise
+        # The checkpoint is written and complete; without the hint readers list the log to find it.
+        log.warning("could not write %s (%s); readers will find the checkpoint by listing", HINT, exc)
+        return False
     listed = [parse(f.name, f.size) for f in store.list_from(f"{LOG_DIR}/{version_prefix(version + 1)}")]
     newer = complete_checkpoints(p for p in listed if p is not None)
     if newer:

@@ -19,7 +19,16 @@ from urllib.parse import unquote
 import orjson
 import pyarrow as pa
 
-from deltalog.checkpoint.scan import Layout, iter_rows, non_file_rows, open_parquet
+from deltalog.checkpoint.columns import check_required
+from deltalog.checkpoint.scan import (
+    READ_ERRORS,
+    Layout,
+    checked_layout,
+    iter_rows,
+    non_file_rows,
+    open_parquet,
+    unreadable,
+)
 from deltalog.core import actions as A
 from deltalog.core.codec import ActionDecodeError, from_dict
 from deltalog.core.file_columns import (
@@ -37,7 +46,7 @@ from deltalog.core.jsonlines import objects
 from deltalog.core.paths import LOG_DIR, SIDECAR_DIR
 from deltalog.core.replay import BaseState
 from deltalog.core.segment import CheckpointRef
-from deltalog.errors import CorruptLogError
+from deltalog.errors import CorruptLogError, StorageError
 from deltalog.storage.base import LogStore
 
 if TYPE_CHECKING:
@@ -131,12 +140,19 @@ class FileActions:
     """
 
     def __init__(
-        self, store: LogStore, files: list[str], inline_adds: list[dict[str, Any]], inline_removes: list[dict[str, Any]]
+        self,
+        store: LogStore,
+        files: list[str],
+        inline_adds: list[dict[str, Any]],
+        inline_removes: list[dict[str, Any]],
+        inline_source: str = "",
     ) -> None:
         self.store = store
         self.files = files
         self.inline_adds = inline_adds
         self.inline_removes = inline_removes
+        #: the JSON checkpoint the inline actions come from, for errors
+        self.inline_source = inline_source
 
     def adds_in(self, pf: pq.ParquetFile, layout: Layout, path: str, stats: bool) -> Iterator[pa.Table]:
         """One file's add rows (``ADD_SCHEMA``), batch by batch; ``stats`` from JSON or ``stats_parsed``."""
@@ -153,22 +169,28 @@ class FileActions:
         for table in iter_rows(pf, layout, path, "add", fields):
             if parsed:
                 table = _with_stats_from_parsed(table)
-            yield conform(table, ADD_SCHEMA)
+            table = _conformed(table, ADD_SCHEMA, path)
+            check_required(table, "add", path)
+            yield table
 
     def iter_adds(self, stats: bool = True) -> Iterator[pa.Table]:
         """Every add row of the checkpoint in order (``ADD_SCHEMA``), at most ``BATCH_ROWS`` per table."""
         for path in self.files:
             with open_parquet(self.store, path) as pf:
-                yield from self.adds_in(pf, Layout(pf), path, stats)
+                yield from self.adds_in(pf, checked_layout(pf, path), path, stats)
         if self.inline_adds:
-            yield table_from_dicts(self.inline_adds, ADD_SCHEMA)
+            yield self.inline_table()
+
+    def inline_table(self) -> pa.Table:
+        """The adds of a JSON checkpoint, as a table (checked like a parquet checkpoint's)."""
+        return inline_actions(self.inline_adds, "add", self.inline_source)
 
     def __call__(self) -> pa.ChunkedArray:
         """The ``stats`` column of every add row, in order (``BaseState.adds_stats``)."""
         chunks: list[pa.Array] = []
         for path in self.files:
             with open_parquet(self.store, path) as pf:
-                layout = Layout(pf)
+                layout = checked_layout(pf, path)
                 if not layout.has("add"):
                     continue
                 if layout.field_type("add").get_field_index("stats") >= 0:
@@ -188,10 +210,13 @@ class FileActions:
         parts: list[pa.Table] = []
         for path in self.files:
             with open_parquet(self.store, path) as pf:
-                layout = Layout(pf)
-                parts.extend(conform(t, REMOVE_SCHEMA) for t in iter_rows(pf, layout, path, "remove", _REMOVE_NAMES))
+                layout = checked_layout(pf, path)
+                for t in iter_rows(pf, layout, path, "remove", _REMOVE_NAMES):
+                    t = _conformed(t, REMOVE_SCHEMA, path)
+                    check_required(t, "remove", path)
+                    parts.append(t)
         if self.inline_removes:
-            parts.append(table_from_dicts(self.inline_removes, REMOVE_SCHEMA))
+            parts.append(inline_actions(self.inline_removes, "remove", self.inline_source))
         return pa.concat_tables(parts) if parts else empty_removes()
 
 
@@ -233,24 +258,31 @@ class CheckpointReader:
         inline_adds: list[dict[str, Any]] = []
         inline_removes: list[dict[str, Any]] = []
         parquet_files: list[str] = []
-        actions = FileActions(self.store, parquet_files, inline_adds, inline_removes)
+        files = self._files(ref)
+        actions = FileActions(self.store, parquet_files, inline_adds, inline_removes, inline_source=files[0])
         add_parts: list[pa.Table] = []
-        for path in self._files(ref):
+        lacking_dv: list[str] = []
+        for path in files:
             if path.endswith(".json"):
                 self._read_json(path, collected, inline_adds, inline_removes)
             else:
                 with open_parquet(self.store, path) as pf:
-                    layout = Layout(pf)
-                    self._read_non_file(pf, layout, path, collected)
+                    layout = self._read_top(pf, path, collected)
                     add_parts.extend(actions.adds_in(pf, layout, path, stats=False))
+                if _without_dv_field(layout):
+                    lacking_dv.append(path)
                 parquet_files.append(path)
         for s in collected.sidecars:
             path = f"{LOG_DIR}/{SIDECAR_DIR}/{_sidecar_name(s.path)}"
             with open_parquet(self.store, path) as pf:
-                add_parts.extend(actions.adds_in(pf, Layout(pf), path, stats=False))
+                layout = checked_layout(pf, path, _FILE_COLUMNS)
+                add_parts.extend(actions.adds_in(pf, layout, path, stats=False))
+            if _without_dv_field(layout):
+                lacking_dv.append(path)
             parquet_files.append(path)
         if inline_adds:
-            add_parts.append(table_from_dicts(inline_adds, ADD_SCHEMA))
+            add_parts.append(actions.inline_table())
+        _check_deletion_vectors(collected, lacking_dv)
         base = self._base(ref, collected)
         base.adds = pa.concat_tables(add_parts) if add_parts else empty_adds()
         base.adds_stats = actions
@@ -269,11 +301,27 @@ class CheckpointReader:
                 self._read_json(path, collected, [], [])
             else:
                 with open_parquet(self.store, path) as pf:
-                    self._read_non_file(pf, Layout(pf), path, collected)
+                    self._read_top(pf, path, collected)
         return self._base(ref, collected)
 
+    def _read_top(self, pf: pq.ParquetFile, path: str, collected: _Collected) -> Layout:
+        """Check and read the non-file actions of one of the checkpoint's own files (not a sidecar).
+
+        Such a file has file-action columns unless its rows point at sidecars: a checkpoint without them
+        would read as a table without files.
+        """
+        layout = checked_layout(pf, path)
+        sidecars = len(collected.sidecars)
+        self._read_non_file(pf, layout, path, collected)
+        if len(collected.sidecars) == sidecars:
+            _check_present(layout, path, _FILE_COLUMNS)
+        return layout
+
     def _base(self, ref: CheckpointRef, collected: _Collected) -> BaseState:
-        """A base with the checkpoint's non-file actions and no file actions (yet)."""
+        """A base with the checkpoint's non-file actions and no file actions (yet).
+
+        One without protocol or metaData is refused by the loader, as Delta Spark does, not skipped.
+        """
         return BaseState(
             version=ref.version,
             source=self._files(ref)[0],
@@ -297,6 +345,10 @@ class CheckpointReader:
             data = self.store.read(path)
         except FileNotFoundError:
             raise CorruptLogError(f"checkpoint file {path} disappeared while reading", path=path) from None
+        except StorageError as exc:
+            if exc.retryable:
+                raise
+            raise unreadable(path, exc) from None
         for line_no, obj in objects(data, path):
             for key, body in obj.items():
                 if key in ("add", "remove"):
@@ -307,6 +359,60 @@ class CheckpointReader:
                     (adds if key == "add" else removes).append(body)
                 elif key in _NON_FILE:
                     collected.take(key, body, path)
+
+
+def _without_dv_field(layout: Layout) -> bool:
+    return layout.has("add") and layout.field_type("add").get_field_index("deletionVector") < 0
+
+
+def _check_deletion_vectors(collected: _Collected, lacking: list[str]) -> None:
+    """A table with deletion vectors whose checkpoint adds have no ``deletionVector`` field lost them all.
+
+    Every reader would then see the deleted rows again; the writers that support the feature always write
+    the field, so its absence is damage (``conform`` would otherwise supply it as all null).
+    """
+    features = collected.protocol.reader_features if collected.protocol is not None else None
+    if lacking and features and "deletionVectors" in features:
+        raise CorruptLogError(
+            f"{lacking[0]} is not a usable checkpoint: the table has deletion vectors, but its add actions have "
+            "no deletionVector field",
+            path=lacking[0],
+        )
+
+
+#: the columns a file holding file actions (a classic checkpoint or part, a sidecar) must have
+_FILE_COLUMNS = ("add",)
+
+
+def _check_present(layout: Layout, path: str, names: tuple[str, ...]) -> None:
+    for name in names:
+        if not layout.has(name):
+            raise CorruptLogError(f"{path} is not a usable checkpoint: it has no {name!r} column", path=path)
+
+
+#: the columns that say which file an action is about; parquet readers do not check that strings are UTF-8
+_IDENTITY = ("path", "partitionValues", "deletionVector")
+
+
+def _conformed(table: pa.Table, schema: pa.Schema, path: str) -> pa.Table:
+    """``conform`` with its failures (an integer out of range, bytes that are not UTF-8) naming the file."""
+    try:
+        table = conform(table, schema)
+        for name in _IDENTITY:
+            table.column(name).validate(full=True)
+    except READ_ERRORS as exc:
+        raise CorruptLogError(f"{path} is not a usable checkpoint: {exc}", path=path) from None
+    return table
+
+
+def inline_actions(rows: list[dict[str, Any]], kind: str, path: str) -> pa.Table:
+    """The adds or removes of a JSON checkpoint as a table; a field of the wrong JSON type names the file."""
+    try:
+        table = table_from_dicts(rows, ADD_SCHEMA if kind == "add" else REMOVE_SCHEMA)
+    except (pa.ArrowInvalid, pa.ArrowTypeError) as exc:
+        raise CorruptLogError(f"{path}: invalid {kind} action: {exc}", path=path) from None
+    check_required(table, kind, path)
+    return table
 
 
 def iter_checkpoint_actions(store: LogStore, ref: CheckpointRef) -> Iterator[A.Action]:

@@ -19,7 +19,8 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from deltalog.errors import CorruptLogError
+from deltalog.checkpoint.columns import check_columns
+from deltalog.errors import CorruptLogError, StorageError
 from deltalog.storage.base import LogStore
 
 if TYPE_CHECKING:
@@ -41,10 +42,23 @@ _KEY_FIELD = {
     "sidecar": "path",
 }
 _READ_BUFFER = 1 << 20
+#: what a damaged parquet file makes pyarrow raise: any Arrow error (KeyError included), or a ValueError such as
+#: a name that is not UTF-8
+READ_ERRORS = (pa.ArrowException, OSError, ValueError)
 
 
 def _corrupt(path: str, exc: Exception) -> CorruptLogError:
     return CorruptLogError(f"{path} is not a readable parquet checkpoint: {exc}", path=path)
+
+
+def unreadable(path: str, exc: StorageError) -> CorruptLogError:
+    """A checkpoint file the store cannot give back as a file (a directory, a FIFO, a link loop in its place).
+
+    Only permanent failures come here: a checkpoint is then as unusable as a torn one, and the loader may
+    rebuild the version without it. A transient failure stays a :class:`StorageError`, so a flaky store
+    never makes a reader distrust a sound checkpoint.
+    """
+    return CorruptLogError(f"checkpoint file {path} cannot be read: {exc}", path=path)
 
 
 @contextmanager
@@ -53,12 +67,18 @@ def open_parquet(store: LogStore, path: str) -> Iterator[pq.ParquetFile]:
 
     A local file is reopened as an Arrow file: reads then bypass Python's file object (and the GIL),
     which makes decoding a large checkpoint about twice as fast. Reads are buffered, so a column chunk
-    is never held whole in memory before it is decoded.
+    is never held whole in memory before it is decoded. Page checksums are verified where the writer left
+    them (parquet-mr since 1.12, and deltalog): a flipped bit in a page then fails the read instead of
+    turning one file path or size into another.
     """
     try:
         handle = store.open(path)
     except FileNotFoundError:
         raise CorruptLogError(f"checkpoint file {path} disappeared while reading", path=path) from None
+    except StorageError as exc:
+        if exc.retryable:
+            raise
+        raise unreadable(path, exc) from None
     source: Any = handle
     try:
         if isinstance(handle, io.BufferedReader) and isinstance(handle.name, str):
@@ -69,14 +89,37 @@ def open_parquet(store: LogStore, path: str) -> Iterator[pq.ParquetFile]:
         import pyarrow.parquet as pq  # a checkpoint's first read pays for it, not ``import deltalog``
 
         try:
-            pf = pq.ParquetFile(source, buffer_size=_READ_BUFFER, pre_buffer=False)
-        except (pa.ArrowInvalid, OSError) as exc:
+            pf = pq.ParquetFile(source, buffer_size=_READ_BUFFER, pre_buffer=False, page_checksum_verification=True)
+        except READ_ERRORS as exc:
             raise _corrupt(path, exc) from None
         yield pf
     finally:
         if source is not handle:
             source.close()
         handle.close()
+
+
+def checked_layout(pf: pq.ParquetFile, path: str, required: tuple[str, ...] = ()) -> Layout:
+    """The file's :class:`Layout`, once its action columns are known to have types a reader can trust
+    (see :mod:`deltalog.checkpoint.columns`); ``required`` names columns the file must have."""
+    try:
+        layout = Layout(pf)
+    except READ_ERRORS as exc:
+        raise _corrupt(path, exc) from None
+    check_columns(layout.schema, path, required)
+    return layout
+
+
+def _check_physical_types(md: pq.FileMetaData, row_group: int) -> None:
+    """Refuse a footer whose column chunks disagree with the schema about their physical type.
+
+    Such a footer (a flipped bit is enough) makes pyarrow's statistics accessor throw from C++ where it
+    cannot be caught: the process aborts. Checking the types first turns that into an error.
+    """
+    group = md.row_group(row_group)
+    for i in range(md.num_columns):
+        if group.column(i).physical_type != md.schema.column(i).physical_type:
+            raise ValueError(f"row group {row_group}, column {i}: the footer's physical types disagree")
 
 
 class Layout:
@@ -105,6 +148,8 @@ class Layout:
                 indices.append(i)
         paths = {i: md.schema.column(i).path for i in indices}
         empty = set(paths.values())
+        for r in range(md.num_row_groups):
+            _check_physical_types(md, r)
         for r in range(md.num_row_groups):
             if not empty:
                 break
@@ -169,7 +214,7 @@ def iter_rows(
                 table = table.filter(pc.is_valid(paths))
             if table.num_rows:
                 yield table
-    except (pa.ArrowInvalid, OSError) as exc:
+    except READ_ERRORS as exc:
         raise _corrupt(path, exc) from None
 
 
@@ -187,7 +232,7 @@ def non_file_rows(pf: pq.ParquetFile, layout: Layout, path: str, column: str) ->
         return _all_rows(pf, path, column)
     try:
         located = pf.read(columns=[f"{column}.{key}"], use_threads=False).column(column)
-    except (pa.ArrowInvalid, OSError) as exc:
+    except READ_ERRORS as exc:
         raise _corrupt(path, exc) from None
     if located.null_count == len(located):
         return []
@@ -216,7 +261,7 @@ def _rows_up_to(pf: pq.ParquetFile, path: str, column: str, rg: int, last: int) 
             seen += len(struct)
             if seen > last:
                 break
-    except (pa.ArrowInvalid, OSError) as exc:
+    except READ_ERRORS as exc:
         raise _corrupt(path, exc) from None
     return out
 
@@ -224,11 +269,11 @@ def _rows_up_to(pf: pq.ParquetFile, path: str, column: str, rg: int, last: int) 
 def _all_rows(pf: pq.ParquetFile, path: str, column: str) -> list[dict[str, Any]]:
     try:
         values = pf.read(columns=[column]).column(column)
-    except (pa.ArrowInvalid, OSError) as exc:
+    except READ_ERRORS as exc:
         raise _corrupt(path, exc) from None
     if values.null_count == len(values):
         return []
     return list(values.filter(pc.is_valid(values)).to_pylist())
 
 
-__all__ = ["BATCH_ROWS", "Layout", "iter_rows", "non_file_rows", "open_parquet"]
+__all__ = ["BATCH_ROWS", "Layout", "checked_layout", "iter_rows", "non_file_rows", "open_parquet", "unreadable"]

@@ -23,6 +23,7 @@ import pyarrow.parquet as pq
 from deltalog.checkpoint import schema as S
 from deltalog.checkpoint.hint import update_hint
 from deltalog.checkpoint.parsed import partition_values_parsed, stats_parsed
+from deltalog.checkpoint.reader import CheckpointReader, FileActions
 from deltalog.checkpoint.rows import (
     add_struct,
     live_tombstones,
@@ -31,12 +32,15 @@ from deltalog.checkpoint.rows import (
     null_table,
     streamed_adds,
 )
-from deltalog.checkpoint.scan import BATCH_ROWS
+from deltalog.checkpoint.scan import BATCH_ROWS, open_parquet
 from deltalog.core import properties
 from deltalog.core.file_columns import array_of
 from deltalog.core.file_state import key_column
-from deltalog.core.paths import LOG_DIR, SIDECAR_DIR, checkpoint_name, multipart_name
-from deltalog.errors import CheckpointError, FileAlreadyExistsError, InvalidArgumentError
+from deltalog.core.paths import LOG_DIR, SIDECAR_DIR, Kind, checkpoint_name, multipart_name
+from deltalog.core.replay import BaseState
+from deltalog.core.segment import CheckpointRef, complete_checkpoints
+from deltalog.errors import CheckpointError, CorruptLogError, FileAlreadyExistsError, InvalidArgumentError
+from deltalog.log_listing import list_log
 from deltalog.storage.local import LocalLogStore
 
 if TYPE_CHECKING:
@@ -133,7 +137,12 @@ class CheckpointWriter:
         sink = pa.BufferOutputStream()
         options = S.encoding_options(schema)
         with pq.ParquetWriter(
-            sink, schema, compression=self.compression, use_compliant_nested_type=True, **options
+            sink,
+            schema,
+            compression=self.compression,
+            use_compliant_nested_type=True,
+            write_page_checksum=True,  # readers that verify (deltalog, parquet-mr) catch a damaged page
+            **options,
         ) as writer:
             done = 0
             for t in tables:
@@ -181,6 +190,9 @@ class CheckpointWriter:
         if parts is not None and parts > 1 and self.v2:
             raise InvalidArgumentError("multi-part checkpoints are forbidden on tables with the v2Checkpoint feature")
         multipart = parts is not None and parts > 1
+        kept = self._keep_existing(started, classic=not (multipart or self.v2))
+        if kept is not None:
+            return kept
         streamed = None if self.stats_struct or self.v2 or multipart else streamed_adds(self.snapshot, self.stats_json)
         if streamed is not None:
             files, sizes, wrote, num_actions, num_adds = self._write_streamed(streamed)
@@ -335,6 +347,82 @@ class CheckpointWriter:
         if not self._publish(path, data):  # pragma: no cover - a fresh UUID cannot collide
             raise CheckpointError(f"{path} already exists")
         return [path, *files], [len(data), *sizes], True
+
+    # ------------------------------------------------------------------------------------------ existing
+    def _keep_existing(self, started: float, classic: bool) -> CheckpointResult | None:
+        """The checkpoint already complete at this version, left as it is; None if there is none to keep.
+
+        Whatever its layout (classic, multi-part, V2) and whatever layout was asked for: a second layout
+        next to it would leave two checkpoints of one version, with a hint describing only one, and engines
+        that pick the other get a different file set or fail. One that cannot be read is only replaced
+        when it is a single classic file under the very name about to be written (a torn copy); any other
+        damaged one is a :class:`CheckpointError` naming it, since writing beside it is what must not happen.
+        """
+        version = self.snapshot.version
+        refs = [c for c in complete_checkpoints(list_log(self.store, version, version)) if c.version == version]
+        damaged: list[tuple[CheckpointRef, CorruptLogError]] = []
+        for ref in reversed(refs):  # the layout readers prefer first
+            try:
+                base = CheckpointReader(self.store).read_base(ref)
+            except CorruptLogError as exc:
+                damaged.append((ref, exc))
+                continue
+            return self._kept(ref, base, started)
+        if not damaged:
+            return None
+        ours = checkpoint_name(version)
+        if classic and all(len(ref.files) == 1 and ref.files[0].name == ours for ref, _ in damaged):
+            return None  # _publish replaces the torn file under our own name
+        names = ", ".join(ref.files[0].name + (" (+ parts)" if len(ref.files) > 1 else "") for ref, _ in damaged)
+        raise CheckpointError(
+            f"version {version} already has a checkpoint that cannot be read ({names}: {damaged[0][1]}); "
+            "writing another layout beside it would leave two checkpoints of one version: delete the damaged "
+            "files, or checkpoint a later version"
+        )
+
+    def _kept(self, ref: CheckpointRef, base: BaseState, started: float) -> CheckpointResult:
+        """The result for a complete checkpoint found at this version, with the hint moved to it if behind."""
+        files = [f"{LOG_DIR}/{p.name}" for p in ref.files]
+        num_adds = base.adds.num_rows
+        live = self.snapshot.num_files
+        if num_adds != live:
+            raise CheckpointError(
+                f"{files[0]} already checkpoints version {ref.version} but holds {num_adds} live files where the "
+                f"log has {live}: it was written wrong and readers that trust it see a different table"
+            )
+        kind = {Kind.MULTIPART: "multipart", Kind.UUID_CHECKPOINT: "v2"}.get(ref.kind, "classic")
+        size = _action_count(self.store, files, base)
+        hint: dict[str, Any] = {"version": ref.version, "size": size}
+        if ref.kind is Kind.MULTIPART:
+            hint["parts"] = len(files)
+        hint["sizeInBytes"] = sum(p.size for p in ref.files)
+        hint["numOfAddFiles"] = num_adds
+        update_hint(self.store, hint)
+        log.info("version %d already has a complete %s checkpoint (%s); leaving it", ref.version, kind, files[0])
+        return CheckpointResult(
+            version=ref.version,
+            kind=kind,
+            files=tuple(files),
+            num_actions=size,
+            num_add_files=num_adds,
+            size_in_bytes=hint["sizeInBytes"],
+            seconds=time.monotonic() - started,
+            already_existed=True,
+        )
+
+
+def _action_count(store: LogStore, files: list[str], base: BaseState) -> int:
+    """How many actions a checkpoint holds: its parquet files' rows (sidecars included), its JSON lines."""
+    total = 0
+    actions = base.adds_stats
+    parquet = actions.files if isinstance(actions, FileActions) else [f for f in files if f.endswith(".parquet")]
+    for path in parquet:
+        with open_parquet(store, path) as pf:
+            total += pf.metadata.num_rows
+    for path in files:
+        if path.endswith(".json"):
+            total += sum(1 for line in store.read(path).split(b"\n") if line.strip())
+    return total
 
 
 def _same_rows(store: LogStore, path: str, rows: int) -> bool:

@@ -136,7 +136,7 @@ _CONVERTERS: dict[type, dict[str, Callable[[Any], Any]]] = {
     A.Cdc: {"tags": _opt_map},
     A.Metadata: {
         "format": _decode_format,
-        "partition_columns": lambda v: tuple(v or ()),
+        "partition_columns": lambda v: _opt_tuple(v) or (),
         "configuration": lambda v: v or {},
     },
     A.Protocol: {"reader_features": _opt_tuple, "writer_features": _opt_tuple},
@@ -189,7 +189,10 @@ def from_dict(key: str, body: Any) -> A.Action | None:
         if name in converters:
             if raw is None and not required and name not in ("format", "partition_columns", "configuration"):
                 continue
-            kwargs[name] = converters[name](raw)
+            try:
+                kwargs[name] = converters[name](raw)
+            except ActionDecodeError as exc:
+                raise ActionDecodeError(f"{key}.{json_name}: {exc}") from None
             continue
         if raw is None:
             if required:

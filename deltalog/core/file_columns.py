@@ -134,6 +134,14 @@ def _as_text(v: Any) -> str | None:
     return orjson.dumps(v).decode()  # some writers put a number or an object where a JSON string belongs
 
 
+def _as_map_item(v: Any) -> str | None:
+    """A partition value or tag as text: a number or a boolean is spelled as JSON does (Delta Spark's
+    reader coerces those too); a list or an object is no value at all, and is refused rather than guessed."""
+    if isinstance(v, (list, dict)):
+        raise pa.ArrowTypeError(f"expected a string, got a JSON {'array' if isinstance(v, list) else 'object'}")
+    return _as_text(v)
+
+
 def _map_column(values: list[Any]) -> pa.Array:
     """map<string,string> from JSON objects (or None), built flat: no per-row Python containers."""
     if all(v is None for v in values):
@@ -149,7 +157,7 @@ def _map_column(values: list[Any]) -> pa.Array:
     try:
         item_array = array_of(items, pa.string())
     except (pa.ArrowInvalid, pa.ArrowTypeError):
-        item_array = array_of([_as_text(x) for x in items], pa.string())
+        item_array = array_of([_as_map_item(x) for x in items], pa.string())
     mask = array_of([v is None for v in values], pa.bool_()) if any(v is None for v in values) else None
     return pa.MapArray.from_arrays(
         array_of(offsets, pa.int32()), array_of(keys, pa.string()), item_array, type=STRING_MAP, mask=mask
@@ -203,6 +211,8 @@ def table_from_dicts(rows: Sequence[dict[str, Any]], schema: pa.Schema) -> pa.Ta
         if f.type == STRING_MAP:
             try:
                 arrays.append(_map_column(values))
+            except pa.ArrowTypeError as exc:  # an entry that is no string
+                raise pa.ArrowTypeError(f"{f.name}: {exc}") from None
             except (AttributeError, TypeError) as exc:  # a list or a scalar where an object belongs
                 raise pa.ArrowTypeError(f"{f.name} must be a JSON object: {exc}") from None
         elif f.name == "stats":

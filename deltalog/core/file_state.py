@@ -32,6 +32,9 @@ class FileState:
     root: str | None
     #: loads the ``stats`` column of ``tail`` (same row order) when the replay left it unparsed
     tail_stats: Callable[[], pa.ChunkedArray | pa.Array] | None = None
+    #: checkpoints the loader had to skip to build this state (their files' names): the state came from
+    #: older checkpoints or the commits instead, and a damaged log may hide more than those files show
+    distrusted: tuple[str, ...] = ()
 
     def adds(self, stats: bool = False) -> pa.Table:
         base = self.base

@@ -32,7 +32,7 @@ def parse_lines(data: bytes, path: str) -> list[Any]:
         except orjson.JSONDecodeError:
             pass
         else:
-            if len(parsed) == body.count(b"\n") + 1:
+            if len(parsed) == body.count(b"\n") + 1 and None not in parsed:
                 return parsed
     out: list[Any] = []
     for line_no, raw in enumerate(data.split(b"\n"), start=1):
@@ -40,9 +40,13 @@ def parse_lines(data: bytes, path: str) -> list[Any]:
             out.append(None)
             continue
         try:
-            out.append(orjson.loads(raw))
+            obj = orjson.loads(raw)
         except orjson.JSONDecodeError as exc:
             raise _corrupt(path, line_no, f"malformed JSON ({exc})") from None
+        if obj is None:
+            # ``None`` stands for a blank line here; a literal ``null`` is a damaged line, never a blank one.
+            raise _corrupt(path, line_no, "a log line must be a JSON object, not null")
+        out.append(obj)
     return out
 
 

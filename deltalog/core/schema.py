@@ -62,7 +62,45 @@ def parse_schema(schema_string: str | None) -> dict[str, Any]:
         raise SchemaError(f"schemaString is not valid JSON: {exc}") from None
     if not isinstance(schema, dict) or schema.get("type") != "struct" or not isinstance(schema.get("fields"), list):
         raise SchemaError("schemaString is not a struct type")
+    problem = _shape_error(schema, "")
+    if problem:
+        raise SchemaError(f"schemaString is malformed: {problem}")
     return schema
+
+
+def _shape_error(t: Any, where: str) -> str | None:
+    """What makes data type ``t`` (at field path ``where``) unusable, or None: every consumer of a schema
+    indexes ``name`` and ``type`` without asking, so a field without them is refused here, once."""
+    if isinstance(t, str):
+        return None
+    if not isinstance(t, dict):
+        return f"{where or 'the schema'} has type {t!r}, which is neither a name nor an object"
+    kind = t.get("type")
+    children: list[tuple[str, Any]]
+    if kind == "struct":
+        fields = t.get("fields")
+        if not isinstance(fields, list):
+            return f"struct {where or 'the schema'} has no list of fields"
+        children = []
+        for i, f in enumerate(fields):
+            if not isinstance(f, dict) or not isinstance(f.get("name"), str):
+                return f"field {i} of {where or 'the schema'} has no name"
+            if f.get("type") is None:
+                return f"field {(where + '.' if where else '') + f['name']!r} has no type"
+            children.append(((where + "." if where else "") + f["name"], f["type"]))
+    elif kind == "array":
+        children = [(f"{where}.element", t.get("elementType"))]
+    elif kind == "map":
+        children = [(f"{where}.key", t.get("keyType")), (f"{where}.value", t.get("valueType"))]
+    else:
+        return f"{where or 'the schema'} has unknown complex type {kind!r}"
+    for name, child in children:
+        if child is None:
+            return f"{name} has no type"
+        problem = _shape_error(child, name)
+        if problem:
+            return problem
+    return None
 
 
 def top_level_fields(schema: Mapping[str, Any]) -> list[dict[str, Any]]:

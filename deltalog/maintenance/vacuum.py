@@ -27,7 +27,7 @@ from deltalog.core.vacuum_plan import (
     plan_vacuum,
     protected_keys,
 )
-from deltalog.errors import InvalidArgumentError
+from deltalog.errors import CorruptLogError, InvalidArgumentError
 from deltalog.maintenance.deletion import delete_in_order
 
 if TYPE_CHECKING:
@@ -68,9 +68,14 @@ def vacuum(
     ``retention`` defaults to ``delta.deletedFileRetentionDuration`` (1 week); a shorter one is an
     :class:`InvalidArgumentError` unless ``force``, because it can delete files that time travel within
     the table's promise, or a concurrent writer's uncommitted files, still need.
+
+    A snapshot whose file list was rebuilt past an unreadable checkpoint is refused, dry run included
+    (:func:`refuse_distrusted`): the plan is what a person or a script acts on, and ``force`` does not
+    lift it.
     """
     snap = log_.snapshot()
     check_maintainable(snap.protocol, f"{log_.location}/{LOG_DIR}")
+    refuse_distrusted(snap, "vacuum")
     table_ms = resolve_retention(
         None, snap.configuration, DELETED_FILE_RETENTION_KEY, properties.DEFAULT_DELETED_FILE_RETENTION
     )
@@ -112,6 +117,26 @@ def _root_aliases(log_: DeltaLog) -> tuple[str, ...]:
     root = log_.store.root
     real = os.path.realpath(root)
     return (real,) if real != root else ()
+
+
+def refuse_distrusted(snap: Snapshot, operation: str) -> None:
+    """A :class:`CorruptLogError` if ``snap``'s file list came after skipping a damaged checkpoint.
+
+    The older checkpoint or the commits it came from are probably right, but a log with one damaged
+    checkpoint is a log nobody has looked at: a file list that is wrong by one live file would make
+    ``operation`` delete that file. Deleting or rewriting the damaged checkpoint, or checkpointing the
+    latest version once the table reads as expected, lifts the refusal.
+    """
+    skipped = snap.distrusted_checkpoints
+    if not skipped:
+        return
+    first = f"{LOG_DIR}/{skipped[0]}"
+    raise CorruptLogError(
+        f"{operation} refused on {snap.log.location}: version {snap.version} was rebuilt without the unreadable "
+        f"checkpoint {', '.join(skipped)}, so its file list cannot be trusted to protect live files; delete or "
+        "repair that checkpoint, or write a new checkpoint once the table reads as expected",
+        path=first,
+    )
 
 
 def _partition_names(snap: Snapshot) -> frozenset[str]:
@@ -161,4 +186,4 @@ def _refs(table: pa.Table) -> Iterator[FileRef]:
         yield FileRef(p, k if ok else None, w if ok else None)
 
 
-__all__ = ["VacuumProgress", "VacuumResult", "vacuum"]
+__all__ = ["VacuumProgress", "VacuumResult", "refuse_distrusted", "vacuum"]

@@ -70,7 +70,7 @@ def test_quiet_hides_warnings(table: Path, spelling: list[str]) -> None:
 
 def test_verbose_levels(table: Path) -> None:
     _, _, err = run("-v", "checkpoint", table, "--version", "10", "--json")  # 10 exists: said at INFO
-    assert "INFO deltalog.checkpoint.writer: _delta_log/00000000000000000010.checkpoint.parquet already exists" in err
+    assert "INFO deltalog.checkpoint.writer: version 10 already has a complete classic checkpoint" in err
     assert "DEBUG" not in err
     _, _, err = run("snapshot", table, "--version", "3", "-vv", "--json")
     assert f"DEBUG deltalog.log_listing: listed versions 0..3 of {table} to rebuild version 3" in err
