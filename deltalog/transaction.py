@@ -294,7 +294,7 @@ class Transaction:
         commit_info = self._commit_info(prepared, operation, params, isolation, intent, meta)
         data = encode_actions([commit_info, *prepared])
         committer = Committer(self._log.store, self.retry, self._check_winner_protocol)
-        outcome = committer.commit(self.read_version, data, intent, self.txn_id)
+        outcome = committer.commit(self.read_version, data, intent, self.txn_id, self._snapshot.tip)
         self._done = True
         result = CommitResult(
             version=outcome.version,
