@@ -227,8 +227,8 @@ class Committer:
                 return self._acknowledge(attempt_version, tip, listing, outcome, txn_id, written == "recovered")
             if not holds(tip, listing):
                 raise CommitNotReachableError(
-                    f"cannot commit to {self.store.root}: {moved_on(tip, listing)} since this transaction read "
-                    f"it; nothing was written. Start a new transaction on the latest snapshot",
+                    f"cannot commit to {self.store.root}: {moved_on(tip, self._whole_log())} since this transaction "
+                    "read it; nothing was written. Start a new transaction on the latest snapshot",
                     version=attempt_version,
                 )
             commits = _commits(listing)
@@ -263,6 +263,10 @@ class Committer:
         """The outcome for our commit at ``version``, once ``listing`` (made after the write) proves it reachable."""
         path = f"{LOG_DIR}/{commit_name(version)}"
         judged = judge(version, tip, listing)
+        if judged.verdict is not Verdict.REACHABLE:
+            # A store that lists by name prefix (Azure) trusts versions to be contiguous, which they are not
+            # here: only the whole log shows whether a newer checkpoint or an older file is there.
+            judged = judge(version, tip, self._whole_log())
         if judged.verdict is Verdict.REACHABLE:
             outcome.version = version
             outcome.ours_found_after_unknown = recovered
@@ -282,6 +286,9 @@ class Committer:
             f"see it cannot be told: {judged.reason}. Check the latest snapshot (for an exactly-once "
             "transaction, its app version) before retrying"
         )
+
+    def _whole_log(self) -> list[LogPath]:
+        return self._transient("listing the log", partial(list_log, self.store, 0))
 
     def _withdraw(self, path: str, txn_id: str) -> bool:
         """Delete our own unreachable commit file: safe, since no writer builds on a version it cannot reach."""

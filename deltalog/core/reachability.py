@@ -97,7 +97,9 @@ class Judgement:
 def judge(version: int, tip: Tip, paths: Sequence[LogPath]) -> Judgement:
     """Whether commit ``version``, just written by put-if-absent on top of ``tip``, is reachable.
 
-    ``paths`` is a listing made after the write that starts at or below ``tip.version``.
+    ``paths`` is a listing made after the write that starts at or below ``tip.version``. Only "reachable" is
+    final on a listing that may stop at a gap (a store that lists by name prefix assumes none): a caller
+    judges any other verdict again on a listing of the whole log.
     """
     ours = next((p for p in paths if p.version == version and p.kind is Kind.COMMIT), None)
     if holds(tip, paths):
