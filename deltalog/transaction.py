@@ -250,9 +250,11 @@ class Transaction:
         Raises a :class:`~deltalog.errors.ConcurrentModificationError` subclass on a real conflict,
         :class:`~deltalog.errors.InvalidCommitError` (nothing written) when the actions break a rule,
         :class:`~deltalog.errors.UnsupportedFeatureError` when the table needs writer features deltalog
-        does not implement, and :class:`~deltalog.errors.CommitStateUnknownError` when it cannot tell
-        whether the commit landed. A declared intent is removed after success or a definite refusal; after
-        an unknown outcome it stays live for a retried commit, and :meth:`abort` removes it.
+        does not implement, :class:`~deltalog.errors.CommitNotReachableError` (nothing stays written) when the
+        version it read is gone from the log or the version it won is one readers never see (docs/commits.md),
+        and :class:`~deltalog.errors.CommitStateUnknownError` when it cannot tell whether the commit landed.
+        A declared intent is removed after success or a definite refusal; after an unknown outcome it stays
+        live for a retried commit, and :meth:`abort` removes it.
         """
         try:
             result = self._commit(actions, operation, operation_parameters, user_metadata)
