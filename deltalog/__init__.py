@@ -14,6 +14,7 @@ from deltalog import actions
 from deltalog._version import __version__
 from deltalog.errors import (
     CheckpointError,
+    CommitNotReachableError,
     CommitStateUnknownError,
     ConcurrentAppendError,
     ConcurrentDeleteDeleteError,
@@ -80,6 +81,7 @@ __all__ = [
     "__version__",
     "InvalidCommitError",
     "CheckpointError",
+    "CommitNotReachableError",
     "CommitStateUnknownError",
     "ConcurrentAppendError",
     "ConcurrentDeleteDeleteError",

@@ -1,10 +1,13 @@
 """The commit loop: put-if-absent the next version, and when another writer won it, check and move on.
 
-Correctness rests on three things: the store's atomic ``put_if_absent`` (one writer per version), a
-conflict check of every winning commit before moving past it, and the ``txnId`` stamped in our commitInfo,
-which is how a write whose outcome was lost (a timeout after sending) is recognised when it did land.
-Retrying an unknown outcome at the *same* version is safe: if our first write lands later, the retry finds
-it and sees our ``txnId``; if another writer took the version, our first write can never land.
+Correctness rests on four things: the store's atomic ``put_if_absent`` (one writer per version), a
+conflict check of every winning commit before moving past it, the ``txnId`` stamped in our commitInfo,
+which is how a write whose outcome was lost (a timeout after sending) is recognised when it did land, and
+a listing after every write that proves the new version is reachable (:mod:`deltalog.core.reachability`):
+put-if-absent alone would also "win" a version that log cleanup freed below a newer checkpoint, or one
+after a gap. Retrying an unknown outcome at the *same* version is safe: if our first write lands later,
+the retry finds it and sees our ``txnId``; if another writer took the version, our first write can never
+land.
 """
 
 from __future__ import annotations
@@ -22,15 +25,18 @@ import orjson
 from deltalog.core import actions as A
 from deltalog.core.codec import ActionDecodeError, decode_line
 from deltalog.core.conflicts import Intent, Winner, check_winner
-from deltalog.core.paths import LOG_DIR, commit_name
+from deltalog.core.paths import LOG_DIR, Kind, LogPath, commit_name
+from deltalog.core.reachability import Tip, Verdict, holds, judge, moved_on, tip_in
 from deltalog.core.replay import CommitData
 from deltalog.errors import (
+    CommitNotReachableError,
     CommitStateUnknownError,
     CorruptLogError,
     FileAlreadyExistsError,
     MaxCommitAttemptsError,
     StorageError,
 )
+from deltalog.log_listing import list_log
 from deltalog.storage.base import LogStore
 from deltalog.storage.options import UNSAFE_OPT_IN, unsafe_commits_allowed
 
@@ -62,9 +68,11 @@ class Outcome:
     winners: list[int] = field(default_factory=list)
     winner_data: list[CommitData] = field(default_factory=list)
     ours_found_after_unknown: bool = False
+    #: our commit as the listing that proved it reachable showed it (size and the store's modification time)
+    listed: LogPath | None = None
 
 
-def _read_winner(store: LogStore, version: int) -> tuple[Winner, CommitData]:
+def _read_winner(store: LogStore, version: int, mtime: int = 0) -> tuple[Winner, CommitData]:
     path = f"{LOG_DIR}/{commit_name(version)}"
     data = store.read(path)
     acts: list[A.Action] = []
@@ -80,7 +88,19 @@ def _read_winner(store: LogStore, version: int) -> tuple[Winner, CommitData]:
             acts.extend(decode_line(raw))
         except (orjson.JSONDecodeError, ActionDecodeError) as exc:
             raise CorruptLogError(f"{path} line {line_no}: {exc}", path=path, line=line_no) from None
-    return Winner(version, acts, info), CommitData(version, path, data)
+    return Winner(version, acts, info), CommitData(version, path, data, mtime)
+
+
+def _commits(listing: list[LogPath]) -> dict[int, LogPath]:
+    return {p.version: p for p in listing if p.kind is Kind.COMMIT}
+
+
+def _last_contiguous(commits: dict[int, LogPath], after: int) -> int:
+    """The last version of the unbroken run of commits after ``after`` (``after`` itself when none follows)."""
+    latest = after
+    while latest + 1 in commits:
+        latest += 1
+    return latest
 
 
 def _is_ours(data: bytes, txn_id: str) -> bool:
@@ -175,63 +195,114 @@ class Committer:
                 self._backoff(transient)
         raise AssertionError("unreachable")
 
-    def _latest_commit(self, from_version: int) -> int:
-        latest = from_version - 1
-        for info in self.store.list_from(f"{LOG_DIR}/{from_version:020d}."):
-            name = info.name
-            if name.endswith(".json") and len(name) == 25 and name[:20].isdigit():
-                v = int(name[:20])
-                if v == latest + 1:
-                    latest = v
-        return latest
-
     def winners_after(self, version: int) -> list[Winner]:
         """Every commit after ``version`` that exists now, read as the commit loop reads winners.
 
         For early conflict checks (:meth:`deltalog.transaction.Transaction.check_early`): the caller runs
         :func:`~deltalog.core.conflicts.check_winner` on each, as :meth:`commit` does.
         """
-        latest = self._transient("listing the log", partial(self._latest_commit, version + 1))
+        commits = _commits(self._transient("listing the log", partial(list_log, self.store, version + 1)))
         return [
             self._transient(f"reading commit {v}", partial(_read_winner, self.store, v))[0]
-            for v in range(version + 1, latest + 1)
+            for v in range(version + 1, _last_contiguous(commits, version) + 1)
         ]
 
-    def commit(self, read_version: int, data: bytes, intent: Intent, txn_id: str) -> Outcome:
+    def commit(self, read_version: int, data: bytes, intent: Intent, txn_id: str, tip: Tip) -> Outcome:
+        """Commit ``data`` as the version after ``read_version``, or after the winners it does not conflict with.
+
+        ``tip`` is how the log listed ``read_version``'s files when the transaction's snapshot was taken: every
+        version is attempted on top of a tip, and acknowledged only once a listing after the write proves it
+        reachable (:func:`~deltalog.core.reachability.judge`). A transaction whose read version is gone
+        (log cleanup, a recreated table) raises :class:`CommitNotReachableError`, having written nothing.
+        """
         start = time.monotonic()
         attempt_version = read_version + 1
+        tips = {attempt_version: tip}
         outcome = Outcome(version=attempt_version, attempts=0)
         while True:
             outcome.attempts += 1
             written = self.put(attempt_version, data, txn_id)
+            listing = self._transient("listing the log", partial(list_log, self.store, max(attempt_version - 1, 0)))
             if written != "taken":
-                outcome.version = attempt_version
-                outcome.ours_found_after_unknown = written == "recovered"
-                return outcome
-            latest = max(
-                self._transient("listing the log", partial(self._latest_commit, attempt_version)), attempt_version
-            )
+                return self._acknowledge(attempt_version, tip, listing, outcome, txn_id, written == "recovered")
+            if not holds(tip, listing):
+                raise CommitNotReachableError(
+                    f"cannot commit to {self.store.root}: {moved_on(tip, self._whole_log())} since this transaction "
+                    "read it; nothing was written. Start a new transaction on the latest snapshot",
+                    version=attempt_version,
+                )
+            commits = _commits(listing)
+            latest = _last_contiguous(commits, attempt_version - 1)
             for v in range(attempt_version, latest + 1):
                 winner, commit_data = self._transient(
                     f"reading winning commit {v}",
-                    partial(_read_winner, self.store, v),
+                    partial(_read_winner, self.store, v, commits[v].mtime),
                 )
-                if winner.txn_id == txn_id:
-                    # An earlier attempt whose outcome we lost did land: that is our commit.
-                    outcome.version = v
-                    outcome.ours_found_after_unknown = True
-                    return outcome
+                if winner.txn_id == txn_id and v in tips:
+                    # An earlier attempt whose outcome we lost did land: that is our commit, if reachable.
+                    return self._acknowledge(v, tips[v], listing, outcome, txn_id, True)
                 check_winner(intent, winner, self.check_protocol)
                 outcome.winners.append(v)
                 outcome.winner_data.append(commit_data)
-            attempt_version = latest + 1
+            if latest >= attempt_version:
+                new_tip = tip_in(listing, latest)
+                assert new_tip is not None
+                tip, attempt_version = new_tip, latest + 1
+                tips[attempt_version] = tip
             elapsed = time.monotonic() - start
             if outcome.attempts >= self.policy.max_attempts or elapsed > self.policy.max_seconds:
+                taken = f"versions {outcome.winners[0]}..{outcome.winners[-1]}" if outcome.winners else "the version"
                 raise MaxCommitAttemptsError(
-                    f"gave up after {outcome.attempts} attempts in {elapsed:.1f}s; "
-                    f"versions {outcome.winners[0]}..{outcome.winners[-1]} were taken by other writers"
+                    f"gave up after {outcome.attempts} attempts in {elapsed:.1f}s; {taken} were taken by other writers"
                 )
             self._backoff(min(outcome.attempts, 6))
+
+    def _acknowledge(
+        self, version: int, tip: Tip, listing: list[LogPath], outcome: Outcome, txn_id: str, recovered: bool
+    ) -> Outcome:
+        """The outcome for our commit at ``version``, once ``listing`` (made after the write) proves it reachable."""
+        path = f"{LOG_DIR}/{commit_name(version)}"
+        judged = judge(version, tip, listing)
+        if judged.verdict is not Verdict.REACHABLE:
+            # A store that lists by name prefix (Azure) trusts versions to be contiguous, which they are not
+            # here: only the whole log shows whether a newer checkpoint or an older file is there.
+            judged = judge(version, tip, self._whole_log())
+        if judged.verdict is Verdict.REACHABLE:
+            outcome.version = version
+            outcome.ours_found_after_unknown = recovered
+            outcome.listed = judged.ours
+            return outcome
+        if judged.verdict is Verdict.ORPHAN:
+            removed = self._withdraw(path, txn_id)
+            raise CommitNotReachableError(
+                f"commit {path} in {self.store.root} was not acknowledged: {judged.reason}. "
+                + ("It was removed again; " if removed else "")
+                + "nothing in the table changed. Start a new transaction on the latest snapshot",
+                version=version,
+                path=path,
+            )
+        raise CommitStateUnknownError(
+            f"commit {path} (txnId {txn_id}) in {self.store.root} was written, but whether readers of the table "
+            f"see it cannot be told: {judged.reason}. Check the latest snapshot (for an exactly-once "
+            "transaction, its app version) before retrying"
+        )
+
+    def _whole_log(self) -> list[LogPath]:
+        return self._transient("listing the log", partial(list_log, self.store, 0))
+
+    def _withdraw(self, path: str, txn_id: str) -> bool:
+        """Delete our own unreachable commit file: safe, since no writer builds on a version it cannot reach."""
+        try:
+            if not _is_ours(self._transient(f"reading {path}", partial(self.store.read, path)), txn_id):
+                return False
+            self.store.delete(path)
+        except FileNotFoundError:
+            return False
+        except (StorageError, OSError, TimeoutError) as exc:
+            log.warning("could not remove the unreachable commit %s (%s); readers never see it", path, exc)
+            return False
+        log.warning("removed our unreachable commit %s from %s", path, self.store.root)
+        return True
 
 
 __all__ = ["Committer", "Outcome", "RetryPolicy"]

@@ -144,6 +144,21 @@ class CommitStateUnknownError(DeltaLogError):
     """A commit attempt failed in a way that leaves open whether it landed."""
 
 
+class CommitNotReachableError(DeltaLogError):
+    """A commit would not be part of the table that readers of the latest snapshot see; nothing of it stays.
+
+    Raised when the version a transaction read is gone from the log (log cleanup removed it, or the table
+    was deleted or recreated) or when the file just written turned out to sit where no reader looks (below
+    a newer checkpoint, or after a gap); such a file is removed again. Retrying the same transaction cannot
+    help: start a new one on the latest snapshot. ``version`` is the version that was refused.
+    """
+
+    def __init__(self, message: str, *, version: int | None = None, path: str | None = None) -> None:
+        super().__init__(message)
+        self.version = version
+        self.path = path
+
+
 class ConcurrentModificationError(DeltaLogError):
     """Another writer's commit conflicts logically with this transaction."""
 
@@ -202,6 +217,7 @@ class SetupError(DeltaLogError):
 
 __all__ = [
     "CheckpointError",
+    "CommitNotReachableError",
     "CommitStateUnknownError",
     "ConcurrentAppendError",
     "ConcurrentDeleteDeleteError",

@@ -18,7 +18,8 @@ from deltalog.core import engine_safety, properties
 from deltalog.core import last_checkpoint as hints
 from deltalog.core.features import check_writable
 from deltalog.core.jsonlines import commit_info_of
-from deltalog.core.paths import LOG_DIR, Kind, LogPath, commit_name
+from deltalog.core.paths import LOG_DIR, Kind, LogPath, commit_name, parse
+from deltalog.core.reachability import holds, tip_in
 from deltalog.core.replay import CommitData
 from deltalog.core.segment import (
     LogSegment,
@@ -108,14 +109,18 @@ class DeltaLog:
     def segment(self, version: int | None = None) -> LogSegment:
         """The checkpoint and commit files that rebuild ``version`` (default: the latest), without replaying
         them: what a reader would load, for tools that inspect or copy a log."""
+        return self._segment_and_listing(version)[0]
+
+    def _segment_and_listing(self, version: int | None) -> tuple[LogSegment, list[LogPath]]:
         paths, whole = log_listing.listing_and_scope(self.store, self.location, version)
         try:
-            return build_segment(paths, version, where=f"{self.location}/{LOG_DIR}")
+            return build_segment(paths, version, where=f"{self.location}/{LOG_DIR}"), paths
         except (VersionNotFoundError, TableNotFoundError, CorruptLogError):
             if not whole:
                 # A listing that started at the hint or near the version cannot tell about the rest of the
                 # log: ask the full log, whose answer (a segment, or the error as it always read) stands.
-                return build_segment(self.list_log(0), version, where=f"{self.location}/{LOG_DIR}")
+                paths = self.list_log(0)
+                return build_segment(paths, version, where=f"{self.location}/{LOG_DIR}"), paths
             raise
 
     def latest_version(self) -> int:
@@ -148,38 +153,73 @@ class DeltaLog:
             return self._refresh_latest()
         with self._lock:
             cached = self._latest
-        if cached is not None and cached.version == version:
+        if cached is not None and cached.version == version and holds(cached.tip, self.list_log(version, version)):
             return cached
         return self._replay(self.segment(version))
 
+    def fresh_snapshot(self, version: int | None = None) -> Snapshot:
+        """The table at ``version`` (the latest by default) loaded from the log as it is now, never from the
+        cached snapshot, and not cached either."""
+        return self._replay(self.segment(version))
+
     def _refresh_latest(self, lazy: bool = False) -> Snapshot:
-        """The latest snapshot; ``lazy`` defers a fresh load's file list (see :func:`loading.load_state`)."""
+        """The latest snapshot; ``lazy`` defers a fresh load's file list (see :func:`loading.load_state`).
+
+        The cached snapshot is trusted only while the log still lists its version's files as it did when
+        they were read (:attr:`Snapshot.tip`): log cleanup may have removed them, or the table may have been
+        deleted and recreated, and then the log, not the cache, says what the table is. The one listing
+        from the cached version serves both that check and finding the commits since.
+        """
         with self._lock:
             cached = self._latest
         snap: Snapshot | None = None
         if cached is not None:
-            newer = [p for p in self.list_log(cached.version + 1) if p.kind is Kind.COMMIT]
-            expected = cached.version + 1
-            contiguous = []
-            for p in newer:
-                if p.version != expected:
-                    break
-                contiguous.append(p)
-                expected += 1
-            if not newer:
-                snap = cached
-            elif len(contiguous) == len(newer):
-                segment = LogSegment(newer[-1].version, None, tuple(contiguous))
-                snap = cached.advance(self._read_commits(segment))
+            listed = self.list_log(cached.version)
+            if not holds(cached.tip, listed):
+                log.info(
+                    "%s: the log no longer lists version %d as the cached snapshot read it (%s): loading it again",
+                    self.location,
+                    cached.version,
+                    cached.tip.describe(),
+                )
+            else:
+                newer = [p for p in listed if p.kind is Kind.COMMIT and p.version > cached.version]
+                expected = cached.version + 1
+                contiguous = []
+                for p in newer:
+                    if p.version != expected:
+                        break
+                    contiguous.append(p)
+                    expected += 1
+                if not newer:
+                    snap = cached
+                elif len(contiguous) == len(newer):
+                    segment = LogSegment(newer[-1].version, None, tuple(contiguous))
+                    snap = cached.advance(self._read_commits(segment))
         if snap is None:
-            segment = self.segment(None)
+            segment, listed = self._segment_and_listing(None)
             snap = loading.load_state(self, segment) if lazy else self._replay(segment)
+            tip = tip_in(listed, snap.version)
+            if tip is not None:
+                snap.listed_as(tip)
+            if cached is not None and cached.metadata.id != snap.metadata.id:
+                log.warning(
+                    "the table at %s was replaced: table id %s, cached at version %d, is now %s at version %d",
+                    self.location,
+                    cached.metadata.id,
+                    cached.version,
+                    snap.metadata.id,
+                    snap.version,
+                )
+            self._remember(snap, replace=True)
+            return snap
         self._remember(snap)
         return snap
 
-    def _remember(self, snap: Snapshot) -> None:
+    def _remember(self, snap: Snapshot, replace: bool = False) -> None:
+        """Cache ``snap`` unless a newer one is cached; ``replace`` caches a fresh load whatever its version."""
         with self._lock:
-            if self._latest is None or snap.version >= self._latest.version:
+            if replace or self._latest is None or snap.version >= self._latest.version:
                 self._latest = snap
 
     # ------------------------------------------------------------------------------------------ writing
@@ -276,7 +316,7 @@ class DeltaLog:
             raise CheckpointError(
                 f"version {snap.version} has no commit file: only committed versions are checkpointed"
             )
-        return write_checkpoint(self.store, snap, parts=parts, progress=progress)
+        return snap.reading(lambda: write_checkpoint(self.store, snap, parts=parts, progress=progress))
 
     def on_commit(self, callback: Callable[[CommitResult], None]) -> Callable[[CommitResult], None]:
         """Call ``callback(result)`` after every commit made through this log; errors in it are logged."""
@@ -294,10 +334,12 @@ class DeltaLog:
         """Advance the cached snapshot by the winners and our commit, then run hooks; never raises."""
         try:
             assert result.version is not None
-            commits = [
-                *outcome.winner_data,
-                CommitData(result.version, f"{LOG_DIR}/{commit_name(result.version)}", data, self.now_ms()),
-            ]
+            name = commit_name(result.version)
+            listed = outcome.listed
+            if listed is None or listed.name != name or listed.size != len(data):
+                listed = parse(name, len(data))  # unknown time: the next refresh will not trust it, and reload
+            assert listed is not None
+            commits = [*outcome.winner_data, CommitData(result.version, f"{LOG_DIR}/{name}", data, listed.mtime)]
             versions = [c.version for c in commits]
             if versions == list(range(before.version + 1, result.version + 1)):
                 self._remember(before.advance(commits))
@@ -316,12 +358,20 @@ class DeltaLog:
         if not self.auto_checkpoint or version is None or version == 0:
             return
         try:
-            conf = self.snapshot(version=version).configuration
+            with self._lock:
+                cached = self._latest
+            # The cache was advanced by this very commit: its configuration is this version's, no listing needed.
+            snap = cached if cached is not None and cached.version == version else self.snapshot(version=version)
+            conf = snap.configuration
             if version % properties.checkpoint_interval(conf) != 0:
                 return
             self.checkpoint(version=version)
         except PropertyError as exc:
             log.warning("automatic checkpoint of version %s not written (the commit succeeded): %s", version, exc)
+            return
+        except VersionNotFoundError as exc:
+            # Another writer checkpointed a later version and cleanup removed this one first: nothing to do.
+            log.info("no automatic checkpoint of version %s: %s", version, exc)
             return
         except Exception:
             log.exception("automatic checkpoint of version %s failed; the commit itself succeeded", version)

@@ -8,11 +8,12 @@ inside.
 from __future__ import annotations
 
 import dataclasses
+import logging
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from functools import cached_property
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -25,14 +26,18 @@ from deltalog.core.features import check_readable, supported_features
 from deltalog.core.file_columns import array_of, scalar_of
 from deltalog.core.file_state import FileState
 from deltalog.core.partitions import PartitionValueError, conditions_from_where, parse_value
-from deltalog.core.paths import parse
+from deltalog.core.paths import LOG_DIR, SIDECAR_DIR, parse
+from deltalog.core.reachability import Tip, segment_tip
 from deltalog.core.replay import BaseState, CommitData, ReplayResult, live_txns, replay, state_only
 from deltalog.core.schema import SchemaError, parse_schema, physical_names, top_level_fields
 from deltalog.core.segment import LogSegment
-from deltalog.errors import CorruptLogError, InvalidArgumentError
+from deltalog.errors import CorruptLogError, DeltaLogError, InvalidArgumentError, VersionNotFoundError
 
 if TYPE_CHECKING:
     from deltalog.log import DeltaLog
+
+log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 _DV_RENAMES = ["storage_type", "path_or_inline_dv", "offset", "size_in_bytes", "cardinality"]
 _OUTPUT = [
@@ -72,6 +77,7 @@ class Snapshot:
         self._files_lock = threading.Lock()
         #: for a snapshot advanced from another without loading files: that one, and the commits since
         self._anchor: tuple[Snapshot, tuple[CommitData, ...]] | None = None
+        self._tip: Tip | None = None
 
     # ------------------------------------------------------------------------------------------ identity
     @property
@@ -83,6 +89,22 @@ class Snapshot:
     def version(self) -> int:
         """The table version this snapshot is."""
         return self._result.version
+
+    @property
+    def tip(self) -> Tip:
+        """This version's log files as the listing it was loaded from showed them (name, size, time).
+
+        What a commit on this snapshot is attempted on top of, and what a :class:`~deltalog.log.DeltaLog`
+        compares the log with before it trusts a cached snapshot (:mod:`deltalog.core.reachability`).
+        """
+        return self._tip if self._tip is not None else segment_tip(self.segment)
+
+    def listed_as(self, tip: Tip) -> None:
+        """Record how the log listed this version's files when that listing holds more than the segment
+        (the commit at a checkpoint's version, which the segment leaves out and which is never rewritten)."""
+        if tip.version != self.version:
+            raise ValueError(f"a tip of version {tip.version} does not describe version {self.version}")
+        self._tip = tip
 
     @property
     def protocol(self) -> A.Protocol:
@@ -188,13 +210,72 @@ class Snapshot:
         return files
 
     def file_state(self) -> FileState:
-        """The replayed file state (loaded now if deferred): for writers that stream it, e.g. checkpoints."""
-        return self._files
+        """The replayed file state (loaded now if deferred): for writers that stream it, e.g. checkpoints.
+
+        Parts of it may still be read from the checkpoint when used: run such a use through :meth:`reading`.
+        """
+        return self.reading(lambda: self._files)
 
     @property
     def num_files(self) -> int:
         """How many data files are live (loads the file list if it is deferred)."""
-        return self._files.num_files
+        return self.reading(lambda: self._files.num_files)
+
+    def reading(self, call: Callable[[], T]) -> T:
+        """``call()``, a read of this snapshot's files; run once more from a fresh load when it failed because
+        a checkpoint file it reads from was deleted.
+
+        Why: a file list and its stats and tombstones are read from the checkpoint lazily, and the snapshot a
+        long-lived :class:`~deltalog.log.DeltaLog` keeps (advancing it commit by commit) can outlive that
+        checkpoint, which log cleanup deletes once a newer one is old enough. The version itself is
+        usually still there to be rebuilt from the newer checkpoint; when it is not, the error says so.
+        """
+        try:
+            return call()
+        except CorruptLogError as exc:
+            if not self._source_deleted(exc):
+                raise
+            self._reload_files(exc)
+        return call()
+
+    def _source_deleted(self, exc: CorruptLogError) -> bool:
+        path = exc.path or ""
+        name = path.rsplit("/", 1)[-1]
+        parsed = parse(name)
+        is_source = path.startswith(f"{LOG_DIR}/{SIDECAR_DIR}/") or (
+            path == f"{LOG_DIR}/{name}" and parsed is not None and parsed.is_checkpoint
+        )
+        if not is_source:
+            return False
+        try:
+            return not self._log.store.exists(path)
+        except (DeltaLogError, OSError):
+            return False
+
+    def _reload_files(self, exc: CorruptLogError) -> None:
+        log.info(
+            "%s: %s, which the file list of version %d is read from, was deleted (log cleanup); "
+            "loading version %d again from the log",
+            self._log.location,
+            exc.path,
+            self.version,
+            self.version,
+        )
+        try:
+            fresh = self._log.fresh_snapshot(self.version)
+            files = fresh.file_state()
+        except (VersionNotFoundError, CorruptLogError) as err:
+            raise VersionNotFoundError(
+                f"version {self.version} of {self._log.location} can no longer be read: {exc.path}, which its "
+                f"file list is read from, was deleted by log cleanup, and the log cannot rebuild it ({err})",
+                earliest=getattr(err, "earliest", None),
+                latest=getattr(err, "latest", None),
+            ) from None
+        with self._files_lock:
+            self._result.files = files
+            self._load_files = None
+            self._anchor = None
+            self.segment = fresh.segment
 
     @property
     def distrusted_checkpoints(self) -> tuple[str, ...]:
@@ -212,14 +293,14 @@ class Snapshot:
         ``>=``, ``!=``, ``in``, ``not in``). A condition on a non-partition column cannot prune and keeps
         every file; an unknown column is an :class:`InvalidArgumentError`.
         """
-        table = self._files.adds(stats=stats)
+        table = self.reading(lambda: self._files.adds(stats=stats))
         if where:
             table = table.filter(self.partition_mask(table, where))
         return self._present(table, stats)
 
     def add_actions(self, where: Mapping[str, Any] | None = None) -> Iterator[A.Add]:
         """Live files as :class:`~deltalog.actions.Add` values (for building removes); stats included."""
-        table = self._files.adds(stats=True)
+        table = self.reading(lambda: self._files.adds(stats=True))
         if where:
             table = table.filter(self.partition_mask(table, where))
         for row in table.to_pylist():
@@ -239,11 +320,11 @@ class Snapshot:
 
     def tombstones(self) -> pa.Table:
         """Removes still in the state (not yet filtered by retention), as Arrow in the log's field names."""
-        return self._files.tombstones()
+        return self.reading(lambda: self._files.tombstones())
 
     def raw_files(self, stats: bool = False) -> pa.Table:
         """Live adds in the log's own field names and physical partition keys (for checkpoints)."""
-        return self._files.adds(stats=stats)
+        return self.reading(lambda: self._files.adds(stats=stats))
 
     def partition_mask(self, table: pa.Table, where: Mapping[str, Any]) -> pa.Array:
         """A boolean mask over ``table`` (rows shaped like :meth:`files`) for the partition filter ``where``

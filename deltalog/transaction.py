@@ -259,11 +259,13 @@ class Transaction:
         Raises a :class:`~deltalog.errors.ConcurrentModificationError` subclass on a real conflict,
         :class:`~deltalog.errors.InvalidCommitError` (nothing written) when the actions break a rule,
         :class:`~deltalog.errors.UnsupportedFeatureError` when the table needs writer features deltalog
-        does not implement, and :class:`~deltalog.errors.CommitStateUnknownError` when it cannot tell
-        whether the commit landed. A declared intent is removed after success or a definite refusal; after
-        an unknown outcome it stays live for a retried commit, and :meth:`abort` removes it.
-        ``operation_metrics`` replaces the file counts recorded in ``commitInfo`` by default, for operations
-        whose metrics other engines know by their own names (RESTORE's, for one).
+        does not implement, :class:`~deltalog.errors.CommitNotReachableError` (nothing stays written) when the
+        version it read is gone from the log or the version it won is one readers never see (docs/commits.md),
+        and :class:`~deltalog.errors.CommitStateUnknownError` when it cannot tell whether the commit landed.
+        A declared intent is removed after success or a definite refusal; after an unknown outcome it stays
+        live for a retried commit, and :meth:`abort` removes it. ``operation_metrics`` replaces the file counts
+        recorded in ``commitInfo`` by default, for operations whose metrics other engines know by their own
+        names (RESTORE's, for one).
         """
         try:
             result = self._commit(actions, operation, operation_parameters, user_metadata, operation_metrics)
@@ -310,7 +312,7 @@ class Transaction:
         commit_info = self._commit_info(prepared, operation, params, isolation, intent, meta, metrics)
         data = encode_actions([commit_info, *prepared])
         committer = Committer(self._log.store, self.retry, self._check_winner_protocol)
-        outcome = committer.commit(self.read_version, data, intent, self.txn_id)
+        outcome = committer.commit(self.read_version, data, intent, self.txn_id, self._snapshot.tip)
         self._done = True
         result = CommitResult(
             version=outcome.version,

@@ -130,6 +130,8 @@ class CleanupPlan:
     deletions: tuple[Deletion, ...]
     reason: str
     remaining_checkpoints: tuple[str, ...] = ()  # checkpoint file names that stay (their sidecars must too)
+    #: the newest modification time in the listing: the store's clock has reached at least this
+    newest_ms: int | None = None
 
     @property
     def total_bytes(self) -> int:
@@ -186,6 +188,19 @@ def is_temp_file(name: str) -> bool:
     )
 
 
+def orphan_cutoff(now_ms: int, newest_ms: int | None) -> int:
+    """Files a writer leaves only while it works (temp files, sidecars before their manifest) older than this
+    are abandoned: a day before ``now_ms``, or before ``newest_ms`` (the newest file listed) if that is earlier.
+
+    Why the newest file: its time is the store's own clock, and the cleaner's may run ahead of it. Log
+    cleanup judges retention by the cleaner's clock (as Delta Spark does), which at worst deletes expired
+    history early; judging a temp file that way would delete another writer's commit or checkpoint while
+    it is being written. The price: in a table where nothing was written for a day, an abandoned file as
+    new as the newest one waits for the next write.
+    """
+    return min(now_ms, now_ms if newest_ms is None else newest_ms) - ORPHAN_AGE_MS
+
+
 def plan_cleanup(
     paths: Sequence[LogPath],
     now_ms: int,
@@ -205,8 +220,12 @@ def plan_cleanup(
       caller can exclude one it found unreadable and plan again.
     * Deleted: commits, checkpoints of every kind (also incomplete and 0-byte ones), ``.crc`` files with a
       version below the boundary and compactions starting below it, each only when its own time is at or
-      before the cutoff; the Hadoop ``.<name>.crc`` twin of each deleted file; and orphan temp files older
-      than a day. ``_last_checkpoint`` and anything unrecognised stay.
+      before the cutoff; the Hadoop ``.<name>.crc`` twin of each deleted file; and orphan temp files
+      (:func:`orphan_cutoff`). ``_last_checkpoint`` and anything unrecognised stay.
+    * The deletions are in ascending version order, each version's commit before its checkpoints, and the
+      caller deletes them one at a time in that order: a writer proves its new commit reachable by finding
+      the version before it unchanged (:mod:`deltalog.core.reachability`), which is sound only if no
+      version is deleted while an older one is still there.
     """
     cutoff = truncate_to_day(now_ms - retention_ms)
     commits = sorted((p for p in paths if p.kind is Kind.COMMIT), key=lambda p: p.version)
@@ -220,6 +239,8 @@ def plan_cleanup(
     else:
         boundary, reason = _choose_boundary(checkpoints, max(older), cutoff)
 
+    newest = max([p.mtime for p in paths] + [f.mtime for f in other_files], default=None)
+    orphans = orphan_cutoff(now_ms, newest)
     deletions: list[Deletion] = []
     if boundary is not None:
         b = boundary.version
@@ -235,7 +256,7 @@ def plan_cleanup(
         if f.name.startswith(".") and f.name.endswith(".crc") and f.name[1:-4] in deleted:
             deletions.append(Deletion(f.name, "hadoop-crc", None, f.size, f.mtime))
     for f in others:
-        if is_temp_file(f.name) and f.mtime < now_ms - ORPHAN_AGE_MS:
+        if is_temp_file(f.name) and f.mtime < orphans:
             deletions.append(Deletion(f.name, "temp", None, f.size, f.mtime))
 
     deleted = {d.path for d in deletions}
@@ -250,6 +271,7 @@ def plan_cleanup(
         tuple(deletions),
         reason,
         remaining,
+        newest,
     )
 
 
@@ -276,13 +298,14 @@ def add_sidecars(plan: CleanupPlan, sidecars: Sequence[LogFile], referenced: Col
 
     ``sidecars`` are the files of ``_delta_log/_sidecars`` (bare names); ``referenced`` the bare names the
     remaining checkpoints point at, or None when that could not be established (then none are deleted).
-    The one-day floor protects a checkpoint being written right now: its sidecars exist before its
-    manifest does. Hidden names are not sidecars; a Hadoop ``.<name>.crc`` goes with its sidecar.
+    The one-day floor (:func:`orphan_cutoff`) protects a checkpoint being written right now: its sidecars
+    exist before its manifest does. Hidden names are not sidecars; a Hadoop ``.<name>.crc`` goes with its sidecar.
     """
     if referenced is None:
         return plan
     keep = set(referenced)
-    cutoff = plan.now_ms - ORPHAN_AGE_MS
+    times = [f.mtime for f in sidecars] + ([] if plan.newest_ms is None else [plan.newest_ms])
+    cutoff = orphan_cutoff(plan.now_ms, max(times, default=None))
     files = sorted(sidecars, key=lambda f: f.name)
     gone = {f.name for f in files if not f.name.startswith(".") and f.name not in keep and f.mtime < cutoff}
     extra = tuple(
@@ -308,6 +331,7 @@ __all__ = [
     "add_sidecars",
     "check_maintainable",
     "is_temp_file",
+    "orphan_cutoff",
     "plan_cleanup",
     "resolve_retention",
     "truncate_to_day",

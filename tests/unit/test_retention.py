@@ -270,6 +270,18 @@ def test_orphan_temp_files_older_than_a_day_go_and_nothing_else_does() -> None:
     ]
 
 
+def test_a_cleaner_whose_clock_runs_ahead_leaves_files_being_written_alone() -> None:
+    # The store's clock, as the newest log file shows it, bounds "a day old": a cleaner three days ahead
+    # must not take the temp file of a commit or the sidecar of a checkpoint written right now.
+    ahead = NOW + 3 * DAY_MS
+    paths = [*log_of(5, first_age_days=4), checkpoint(4, NOW)]
+    others = [LogFile(".00000000000000000005.json.aa11.tmp", 10, NOW), LogFile(".abandoned.tmp", 10, old(2))]
+    plan = plan_cleanup(paths, ahead, RET, other_files=others)
+    assert [d.path for d in plan.deletions if d.kind == "temp"] == [".abandoned.tmp"]
+    with_sidecars = add_sidecars(plan, [LogFile("new.parquet", 9, NOW), LogFile("old.parquet", 9, old(2))], frozenset())
+    assert [d.path for d in with_sidecars.deletions if d.kind == "sidecar"] == ["_sidecars/old.parquet"]
+
+
 @pytest.mark.parametrize(
     ("name", "temp"),
     [
@@ -299,7 +311,8 @@ def test_hadoop_checksums_go_with_their_files() -> None:
 
 
 def test_sidecars_go_when_unreferenced_and_older_than_a_day() -> None:
-    plan = plan_cleanup([*log_of(30), checkpoint(10, old(50))], NOW, RET, other_files=[LogFile(".a.tmp", 1, old(5))])
+    paths = [*log_of(30), checkpoint(10, old(50)), commit(30, NOW)]
+    plan = plan_cleanup(paths, NOW, RET, other_files=[LogFile(".a.tmp", 1, old(5))])
     sidecars = [
         LogFile("keep.parquet", 5, old(90)),
         LogFile("orphan.parquet", 7, old(90)),

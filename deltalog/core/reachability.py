@@ -1,0 +1,162 @@
+"""Whether a commit just written is part of the table readers see, judged from one listing.
+
+Put-if-absent cannot tell a version nobody wrote from one that log cleanup deleted: a writer that read
+version ``r`` long ago can create ``r+1`` again after cleanup removed it, below the newest checkpoint, where no
+reader of the latest snapshot will ever look. Nor can it tell a gap: a writer whose table was deleted and
+recreated shorter can create ``r+1`` after a run of missing versions. So every version ``v`` a writer
+commits is chosen from a :class:`Tip`: the file(s) of version ``v - 1`` as a listing showed them (name,
+size, modification time), and the listing made just after the write decides (:func:`judge`):
+
+* **The tip still holds** (same files, same sizes and times): the commit is reachable. Log cleanup deletes
+  in ascending version order (``v - 1`` before ``v``, see :func:`deltalog.core.retention.plan_cleanup`), so
+  if ``v - 1`` was there before and after the write, ``v`` had never been deleted when the write landed: the
+  name was free because nobody had taken it, the commit directly follows ``v - 1``, and every later version
+  (and checkpoint) is built on it. A file deleted and written again gets a new modification time, which is
+  why the time is part of the tip.
+* **A version file at or after ``v`` is older than ours** (the store's own clock, compared strictly):
+  it existed before our write, so version ``v`` had been committed before and was deleted: ours is a
+  copy nobody will read (:attr:`Verdict.ORPHAN`).
+* **Nothing is left at ``v - 1`` and no checkpoint at or after ``v`` exists**: cleanup never deletes without
+  such a checkpoint, so the log was truncated or replaced under the writer and ours follows a gap
+  (:attr:`Verdict.ORPHAN`).
+* Anything else (cleanup removed ``v - 1`` within the moment between the write and the listing, or ``v - 1``
+  was replaced by another table's file) cannot be decided from the log: :attr:`Verdict.UNKNOWN`.
+
+An orphan can be deleted by its writer: no writer ever builds on it, because every writer checks its own
+tip before it moves past a version another writer took (the same rules, in the commit loop).
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from deltalog.core.paths import Kind, LogPath
+from deltalog.core.segment import LogSegment, complete_checkpoints
+
+
+@dataclass(frozen=True)
+class Tip:
+    """The log files of ``version`` as a listing showed them: ``(name, size, mtime ms)`` each.
+
+    A commit when the listing had one (commits are written once and never rewritten), else the complete
+    checkpoint that stood for the version.
+    """
+
+    version: int
+    files: tuple[tuple[str, int, int], ...]
+
+    def describe(self) -> str:
+        return ", ".join(name for name, _, _ in self.files)
+
+
+def _identity(paths: Sequence[LogPath]) -> tuple[tuple[str, int, int], ...]:
+    return tuple((p.name, p.size, p.mtime) for p in paths)
+
+
+def tip_in(paths: Sequence[LogPath], version: int) -> Tip | None:
+    """The tip of ``version`` in a listing, or None when the listing has no file that stands for it."""
+    commits = [p for p in paths if p.version == version and p.kind is Kind.COMMIT]
+    if commits:
+        return Tip(version, _identity(commits[:1]))
+    checkpoints = [c for c in complete_checkpoints(paths) if c.version == version]
+    if checkpoints:
+        return Tip(version, _identity(checkpoints[-1].files))
+    return None
+
+
+def segment_tip(segment: LogSegment) -> Tip:
+    """The tip of a segment's version: its last commit, or its checkpoint when no commit follows it."""
+    if segment.commits and segment.commits[-1].version == segment.version:
+        return Tip(segment.version, _identity(segment.commits[-1:]))
+    assert segment.checkpoint is not None and segment.checkpoint.version == segment.version
+    return Tip(segment.version, _identity(segment.checkpoint.files))
+
+
+def holds(tip: Tip, paths: Sequence[LogPath]) -> bool:
+    """Whether every file of ``tip`` is in the listing with the same size and modification time."""
+    listed = {p.name: (p.size, p.mtime) for p in paths}
+    return all(listed.get(name) == (size, mtime) for name, size, mtime in tip.files)
+
+
+class Verdict(enum.Enum):
+    REACHABLE = "reachable"
+    ORPHAN = "orphan"  # certainly not part of the table: nobody reads it, nobody builds on it
+    UNKNOWN = "unknown"
+
+
+@dataclass(frozen=True)
+class Judgement:
+    verdict: Verdict
+    reason: str
+    #: our commit as the listing showed it (None when it was not listed)
+    ours: LogPath | None = None
+
+
+def judge(version: int, tip: Tip, paths: Sequence[LogPath]) -> Judgement:
+    """Whether commit ``version``, just written by put-if-absent on top of ``tip``, is reachable.
+
+    ``paths`` is a listing made after the write that starts at or below ``tip.version``. Only "reachable" is
+    final on a listing that may stop at a gap (a store that lists by name prefix assumes none): a caller
+    judges any other verdict again on a listing of the whole log.
+    """
+    ours = next((p for p in paths if p.version == version and p.kind is Kind.COMMIT), None)
+    if holds(tip, paths):
+        return Judgement(Verdict.REACHABLE, f"version {tip.version} is unchanged", ours)
+    if ours is not None:
+        older = [
+            p
+            for p in paths
+            if p.version >= version
+            and p.name != ours.name
+            and (p.kind is Kind.COMMIT or p.is_checkpoint)
+            and p.mtime < ours.mtime
+        ]
+        if older:
+            return Judgement(
+                Verdict.ORPHAN,
+                f"{older[0].name} was written before it, so version {version} had been committed before and "
+                "was removed by log cleanup: the name was free, but readers of the table never look there",
+                ours,
+            )
+    later_checkpoints = [c for c in complete_checkpoints(paths) if c.version >= version]
+    if tip_in(paths, tip.version) is None and not later_checkpoints:
+        return Judgement(
+            Verdict.ORPHAN,
+            f"version {tip.version} ({tip.describe()}) no longer exists and no checkpoint covers it: "
+            "the log was deleted or truncated, and the commit would follow a gap",
+            ours,
+        )
+    if later_checkpoints:
+        return Judgement(
+            Verdict.UNKNOWN,
+            f"log cleanup removed version {tip.version} ({tip.describe()}) below checkpoint "
+            f"{later_checkpoints[-1].files[0].name} while this commit was being written",
+            ours,
+        )
+    return Judgement(
+        Verdict.UNKNOWN,
+        f"version {tip.version} ({tip.describe()}) was replaced while this commit was being written "
+        "(was the table deleted and recreated?)",
+        ours,
+    )
+
+
+def moved_on(tip: Tip, paths: Sequence[LogPath]) -> str:
+    """Why ``tip`` no longer holds in a listing from its version: for the error that refuses to commit."""
+    checkpoints = [c for c in complete_checkpoints(paths) if c.version > tip.version]
+    if tip_in(paths, tip.version) is None and checkpoints:
+        return (
+            f"version {tip.version} ({tip.describe()}) was removed by log cleanup; the log now starts "
+            f"at or after checkpoint {checkpoints[0].files[0].name}"
+        )
+    if tip_in(paths, tip.version) is None:
+        return f"version {tip.version} ({tip.describe()}) no longer exists (was the table deleted?)"
+    return (
+        f"version {tip.version} ({tip.describe()}) was replaced by a different file "
+        "(was the table deleted and recreated?)"
+    )
+
+
+__all__ = ["Tip", "Judgement", "Verdict", "tip_in", "holds", "judge", "moved_on", "segment_tip"]
