@@ -128,13 +128,14 @@ def empty_removes() -> pa.Table:
     return empty_table(REMOVE_SCHEMA)
 
 
-def _as_text(v: Any) -> str | None:
+def as_text(v: Any) -> str | None:
+    """A JSON value as the string column holds it: strings as they are, anything else as its JSON text."""
     if v is None or isinstance(v, str):
         return v
     return orjson.dumps(v).decode()  # some writers put a number or an object where a JSON string belongs
 
 
-def _map_column(values: list[Any]) -> pa.Array:
+def map_column(values: Sequence[Any]) -> pa.Array:
     """map<string,string> from JSON objects (or None), built flat: no per-row Python containers."""
     if all(v is None for v in values):
         return pa.nulls(len(values), STRING_MAP)
@@ -149,7 +150,7 @@ def _map_column(values: list[Any]) -> pa.Array:
     try:
         item_array = array_of(items, pa.string())
     except (pa.ArrowInvalid, pa.ArrowTypeError):
-        item_array = array_of([_as_text(x) for x in items], pa.string())
+        item_array = array_of([as_text(x) for x in items], pa.string())
     mask = array_of([v is None for v in values], pa.bool_()) if any(v is None for v in values) else None
     return pa.MapArray.from_arrays(
         array_of(offsets, pa.int32()), array_of(keys, pa.string()), item_array, type=STRING_MAP, mask=mask
@@ -160,7 +161,7 @@ def _text_column(values: list[Any]) -> pa.Array:
     try:
         return array_of(values, pa.string())
     except (pa.ArrowInvalid, pa.ArrowTypeError):
-        return array_of([_as_text(v) for v in values], pa.string())
+        return array_of([as_text(v) for v in values], pa.string())
 
 
 _COMMON = ("path", "partitionValues", "size", "modificationTime", "dataChange")
@@ -202,7 +203,7 @@ def table_from_dicts(rows: Sequence[dict[str, Any]], schema: pa.Schema) -> pa.Ta
         values = columns[f.name]
         if f.type == STRING_MAP:
             try:
-                arrays.append(_map_column(values))
+                arrays.append(map_column(values))
             except (AttributeError, TypeError) as exc:  # a list or a scalar where an object belongs
                 raise pa.ArrowTypeError(f"{f.name} must be a JSON object: {exc}") from None
         elif f.name == "stats":
@@ -259,9 +260,11 @@ __all__ = [
     "REMOVE_SCHEMA",
     "STRING_MAP",
     "array_of",
+    "as_text",
     "empty_adds",
     "empty_removes",
     "empty_table",
+    "map_column",
     "scalar_of",
     "conform",
     "table_from_dicts",
