@@ -5,7 +5,9 @@ turning those dicts into columns costs as much again; Arrow's multi-threaded JSO
 bytes straight into columns, and reconciling them (newest action per file key wins) is a hash
 aggregation. Non-file actions stay on the exact path: the few commits that hold a protocol, metaData, txn
 or domainMetadata (found as rows where the reader saw one, whatever else the line holds) are parsed with
-orjson as well and applied in version order by the same :class:`TableState` the exact path uses.
+orjson as well and applied in version order by the same :class:`TableState` the exact path uses. The
+``commitInfo`` line writers put first is parsed with orjson alone and cut from the bytes the reader sees,
+so an ordinary commit holds file actions only.
 
 The result is the exact path's (:mod:`deltalog.core.replay` states the semantics) for every input the
 reader accepts, or None and the caller replays on the exact path, which also produces the precise error
@@ -16,9 +18,11 @@ naming the file and line. What the reader cannot see is made not to matter or ha
   at the end of the run are not the ones the parse was shaped by is handed over.
 * A ``null`` action and an absent one read alike, as both paths treat them.
 * The reader rejects what orjson rejects (bad syntax, a key given twice, a value of the wrong JSON type,
-  lone surrogates, control characters) except a byte order mark and invalid UTF-8, checked here. Still
-  accepted by the reader alone: ``NaN``/``Infinity`` literals and nesting deeper than orjson's 1024 levels
-  inside a field the replay ignores (the exact path reports those lines as malformed JSON).
+  lone surrogates, control characters), except what is checked here before it runs: a line that does not
+  start an object (a ``null`` line at the start of a reader block crashes pyarrow 26), a byte order mark,
+  invalid UTF-8. Still accepted by the reader alone: ``NaN``/``Infinity`` literals and nesting deeper than
+  orjson's 1024 levels inside a field the replay ignores (the exact path reports those lines as malformed
+  JSON; finding them here would take a second parse).
 * Handed over: ``tags`` (a map the reader cannot parse), an add or remove without a path, an add and a
   remove on one line, a blank or whitespace-only line, two objects on one line.
 * ``stats`` left unparsed by the first read are read again, as the exact path would read them (a value
@@ -127,8 +131,38 @@ def _hand_over(why: str) -> None:
     return None
 
 
-def _joined(commits: Sequence[CommitData]) -> tuple[bytes, Any, bool]:
-    """The bytes the reader parses, the cumulative line count after each commit, and whether every line
+def _body(data: bytes) -> memoryview | bytes | None:
+    """What the reader sees of a commit: without a first line that holds a commitInfo and nothing else.
+
+    Writers put one there; the reader need not parse it (its content is read by ``last_commit_info``),
+    and as a row it would leave a gap in the add column. Cut, it is parsed with orjson here, as the exact
+    path parses it, so it can hide nothing (say, an action under an escaped key). None: it is not JSON
+    orjson reads (the exact path reports it).
+    """
+    if not data.startswith(b'{"commitInfo"'):
+        return data
+    end = data.find(b"\n")
+    try:
+        first = orjson.loads(data if end < 0 else data[:end])
+    except orjson.JSONDecodeError:
+        return None
+    if type(first) is not dict or len(first) != 1:
+        return data
+    return memoryview(data)[len(data) if end < 0 else end + 1 :]
+
+
+def _bodies(commits: Sequence[CommitData]) -> list[memoryview | bytes] | None:
+    out = []
+    for c in commits:
+        body = _body(c.data)
+        if body is None:
+            return None
+        out.append(body)
+    return out
+
+
+def _joined(bodies: Sequence[memoryview | bytes]) -> tuple[bytes, Any, bool]:
+    """The bytes the reader parses, the cumulative line count after each body, and whether every line
     starts with ``{``.
 
     Joined with newlines: a piece's own final newline becomes a blank line, which the reader skips; any
@@ -136,19 +170,19 @@ def _joined(commits: Sequence[CommitData]) -> tuple[bytes, Any, bool]:
     line that is not an object is the exact path's to report, and must not reach the reader: a ``null``
     line at the start of one of its blocks crashes it (pyarrow 26).
     """
-    buf = b"\n".join(c.data for c in commits)
+    buf = b"\n".join(bodies)
     raw = np.frombuffer(buf, dtype=np.uint8)
     n = len(raw)
     newlines = np.concatenate(
         [np.flatnonzero(raw[at : at + _BLOCK] == 0x0A) + at for at in range(0, n, _BLOCK)] or [np.zeros(0, "int64")]
     )
-    sizes = np.fromiter((len(c.data) for c in commits), dtype="int64", count=len(commits))
+    sizes = np.fromiter((len(b) for b in bodies), dtype="int64", count=len(bodies))
     separators = np.cumsum(sizes + 1) - 1  # where the newline after each piece goes (n for the last piece)
-    inner = np.diff(np.searchsorted(newlines, separators), prepend=0) - (np.arange(len(commits)) > 0)
-    unterminated = np.fromiter((not c.data.endswith(b"\n") for c in commits), dtype="int64", count=len(commits))
+    inner = np.diff(np.searchsorted(newlines, separators), prepend=0) - (np.arange(len(bodies)) > 0)
+    lines = inner + np.fromiter((bool(len(b)) and b[-1] != 0x0A for b in bodies), dtype="int64", count=len(bodies))
     follow = raw[newlines[newlines + 1 < n] + 1]
-    objects_only = bool(n and raw[0] == 0x7B and np.all((follow == 0x7B) | (follow == 0x0A)))
-    return buf, np.cumsum(inner + unterminated), objects_only
+    objects_only = bool(n and raw[0] in (0x7B, 0x0A) and np.all((follow == 0x7B) | (follow == 0x0A)))
+    return buf, np.cumsum(lines), objects_only
 
 
 def stats_of(commits: Sequence[CommitData], positions: Any) -> pa.Array:
@@ -159,12 +193,15 @@ def stats_of(commits: Sequence[CommitData], positions: Any) -> pa.Array:
     the reader refuses them now (not a string, or given twice), the lines are read as the exact path
     reads them.
     """
-    buf, ends, _ = _joined(commits)
+    bodies = _bodies(commits)
+    if bodies is None:
+        raise CorruptLogError(f"{commits[0].path} .. {commits[-1].path} changed between two reads")
+    buf, ends, _ = _joined(bodies)
     schema = pa.schema([pa.field("add", pa.struct([pa.field("stats", pa.string())]))])
     try:
         table = _read_json(buf, schema)
     except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError):
-        return _stats_exactly(commits, ends, positions)
+        return _stats_exactly(commits, bodies, ends, positions)
     if table.num_rows != int(ends[-1]):
         raise CorruptLogError(f"{commits[0].path} .. {commits[-1].path} changed between two reads")
     chunks = table.column("add").chunks
@@ -173,20 +210,24 @@ def stats_of(commits: Sequence[CommitData], positions: Any) -> pa.Array:
     return pa.concat_arrays([chunk.field("stats") for chunk in chunks]).take(int_array(positions))
 
 
-def _stats_exactly(commits: Sequence[CommitData], ends: Any, positions: Any) -> pa.Array:
+def _stats_exactly(
+    commits: Sequence[CommitData], bodies: Sequence[memoryview | bytes], ends: Any, positions: Any
+) -> pa.Array:
     split: dict[int, list[bytes]] = {}
     out = []
     for row in positions.tolist():
         i = int(np.searchsorted(ends, row, side="right"))
         lines = split.get(i)
         if lines is None:
-            lines = split[i] = commits[i].data.split(b"\n")
+            lines = split[i] = bytes(bodies[i]).split(b"\n")
+        cut = len(commits[i].data) != len(bodies[i])
         line = row - (int(ends[i - 1]) if i else 0)
         try:
             body = orjson.loads(lines[line]).get("add")
         except orjson.JSONDecodeError as exc:
             path = commits[i].path
-            raise CorruptLogError(f"{path} line {line + 1}: malformed JSON ({exc})", path=path, line=line + 1) from None
+            at = line + 1 + cut
+            raise CorruptLogError(f"{path} line {at}: malformed JSON ({exc})", path=path, line=at) from None
         out.append(as_text(body.get("stats")))
     return array_of(out, pa.string())
 
@@ -204,7 +245,10 @@ def replay_commits(
     keys = _keys_guess(base, commits)
     if keys is None:
         return _hand_over("no metadata to shape the parse")
-    buf, ends, objects_only = _joined(commits)
+    bodies = _bodies(commits)
+    if bodies is None:
+        return _hand_over("a commitInfo line that is not JSON")
+    buf, ends, objects_only = _joined(bodies)
     if not objects_only:
         return _hand_over("a line that does not start an object")
     if not _valid_utf8(buf):
