@@ -66,7 +66,8 @@ MIN_BYTES = 1 << 20
 #: up to this many bytes of commits, adds' stats are parsed only when asked for (the bytes are held)
 DEFER_STATS_BYTES = 256 << 20
 
-_BLOCK = 1 << 22
+#: the reader's block size, its unit of parallel parsing
+BLOCK_BYTES = 1 << 22
 #: top-level actions parsed as empty structs: only whether a line holds one (commitInfo's content is read
 #: by ``last_commit_info``; declaring it keeps a commitInfo line from being anything else)
 _SEEN = ("commitInfo", *sorted(STATE_KEYS))
@@ -121,7 +122,7 @@ def _read_json(buf: bytes, schema: pa.Schema) -> pa.Table:
 
     return pj.read_json(
         pa.BufferReader(buf),
-        read_options=pj.ReadOptions(block_size=_BLOCK),
+        read_options=pj.ReadOptions(block_size=BLOCK_BYTES),
         parse_options=pj.ParseOptions(explicit_schema=schema, unexpected_field_behavior="ignore"),
     )
 
@@ -173,8 +174,9 @@ def _joined(bodies: Sequence[memoryview | bytes]) -> tuple[bytes, Any, bool]:
     buf = b"\n".join(bodies)
     raw = np.frombuffer(buf, dtype=np.uint8)
     n = len(raw)
+    step = 1 << 22  # scanned in pieces: no mask as large as the log
     newlines = np.concatenate(
-        [np.flatnonzero(raw[at : at + _BLOCK] == 0x0A) + at for at in range(0, n, _BLOCK)] or [np.zeros(0, "int64")]
+        [np.flatnonzero(raw[at : at + step] == 0x0A) + at for at in range(0, n, step)] or [np.zeros(0, "int64")]
     )
     sizes = np.fromiter((len(b) for b in bodies), dtype="int64", count=len(bodies))
     separators = np.cumsum(sizes + 1) - 1  # where the newline after each piece goes (n for the last piece)
@@ -359,6 +361,7 @@ def _keys_guess(base: BaseState, commits: Sequence[CommitData]) -> tuple[str, ..
 
 
 __all__ = [
+    "BLOCK_BYTES",
     "DEFER_STATS_BYTES",
     "MIN_BYTES",
     "Replayed",

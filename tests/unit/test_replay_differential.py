@@ -295,7 +295,7 @@ def _loader(table: Any) -> Callable[[], Any]:
 
 
 @st.composite
-def logs(draw: st.DrawFn) -> tuple[BaseState, list[CommitData], bool]:
+def logs(draw: st.DrawFn) -> tuple[BaseState, list[CommitData], bool, int]:
     table = draw(tables())
     with_base = draw(st.integers(0, 3)) == 0
     base = draw(base_states(table)) if with_base else BaseState(version=-1, source=f"_delta_log/{0:020d}.json")
@@ -304,13 +304,15 @@ def logs(draw: st.DrawFn) -> tuple[BaseState, list[CommitData], bool]:
         version = base.version + 1 + i
         data = draw(commit_bytes(table, first=not with_base and i == 0))
         commits.append(CommitData(version, f"_delta_log/{version:020d}.json", data))
-    return base, commits, draw(st.booleans())
+    # small reader blocks: many blocks and chunks, as a long log makes them
+    return base, commits, draw(st.booleans()), draw(st.sampled_from([1 << 22, 2048, 700]))
 
 
 @contextmanager
-def _path(bulk: bool, defer_stats: bool) -> Iterator[list[bool]]:
+def _path(bulk: bool, defer_stats: bool, block: int) -> Iterator[list[bool]]:
     """Force one path; yields a list that records whether the bulk parser replayed the log."""
-    saved = bulk_replay.MIN_BYTES, bulk_replay.DEFER_STATS_BYTES, bulk_replay.replay_commits
+    module = bulk_replay
+    saved = module.MIN_BYTES, module.DEFER_STATS_BYTES, module.replay_commits, module.BLOCK_BYTES
     taken: list[bool] = []
 
     def spy(*args: Any, **kwargs: Any) -> Any:
@@ -321,15 +323,18 @@ def _path(bulk: bool, defer_stats: bool) -> Iterator[list[bool]]:
     bulk_replay.MIN_BYTES = 0 if bulk else 1 << 62
     bulk_replay.DEFER_STATS_BYTES = (1 << 40) if defer_stats else 0
     bulk_replay.replay_commits = spy
+    bulk_replay.BLOCK_BYTES = block
     try:
         yield taken
     finally:
-        bulk_replay.MIN_BYTES, bulk_replay.DEFER_STATS_BYTES, bulk_replay.replay_commits = saved
+        module.MIN_BYTES, module.DEFER_STATS_BYTES, module.replay_commits, module.BLOCK_BYTES = saved
 
 
-def outcome(base: BaseState, commits: list[CommitData], bulk: bool, defer_stats: bool) -> tuple[Any, bool]:
+def outcome(
+    base: BaseState, commits: list[CommitData], bulk: bool, defer_stats: bool, block: int = 1 << 22
+) -> tuple[Any, bool]:
     """The whole replayed state (or the error), and whether the bulk parser produced it."""
-    with _path(bulk, defer_stats) as taken:
+    with _path(bulk, defer_stats, block) as taken:
         try:
             result = replay(base, commits, ROOT)
             files = result.files
@@ -358,10 +363,10 @@ def test_bulk_and_exact_replay_agree_on_generated_logs() -> None:
 
     @SETTINGS
     @given(logs())
-    def check(log: tuple[BaseState, list[CommitData], bool]) -> None:
-        base, commits, defer = log
+    def check(log: tuple[BaseState, list[CommitData], bool, int]) -> None:
+        base, commits, defer, block = log
         exact, _ = outcome(base, commits, bulk=False, defer_stats=defer)
-        bulk, taken = outcome(base, commits, bulk=True, defer_stats=defer)
+        bulk, taken = outcome(base, commits, bulk=True, defer_stats=defer, block=block)
         assert bulk == exact
         runs.append((taken, "error" in exact))
 
