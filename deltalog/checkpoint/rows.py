@@ -168,6 +168,7 @@ def _stream(files: FileState, source: FileActions, stats: bool) -> Iterator[pa.T
     mask = files.base_mask
     offset = 0
     for table in source.iter_adds(stats=stats):
+        table = files.conform(table)  # the checkpoint's rows in the state's partition shape, as adds() gives them
         n = table.num_rows
         if mask is not None:
             part = mask.slice(offset, n)

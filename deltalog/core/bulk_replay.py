@@ -3,17 +3,32 @@
 A long run of commits is mostly ``add`` lines. Parsing them with orjson makes one dict per action, and
 turning those dicts into columns costs as much again; Arrow's multi-threaded JSON reader turns the same
 bytes straight into columns, and reconciling them (newest action per file key wins) is a hash
-aggregation. Non-file actions stay on the exact path: the few commits that hold them (found as rows with
-neither an ``add`` nor a ``remove``) are parsed with orjson as well, and their protocol, metadata, txns and
-domains are applied in version order. The ``commitInfo`` line writers put first is cut from the bytes the
-reader sees, so an ordinary commit holds file actions only.
+aggregation. Non-file actions stay on the exact path: the few commits that hold a protocol, metaData, txn
+or domainMetadata (found as rows where the reader saw one, whatever else the line holds) are parsed with
+orjson as well and applied in version order by the same :class:`TableState` the exact path uses. The
+``commitInfo`` line writers put first is parsed with orjson alone and cut from the bytes the reader sees,
+so an ordinary commit holds file actions only.
 
-The fast path only takes logs it can replay exactly like the exact path in :mod:`deltalog.core.replay`;
-anything unusual (a parse error, a line holding two objects, an ``add`` without a path, file actions with
-``tags``, a table whose partition columns change, column mapping) returns ``None`` and the caller replays
-on the exact path, which also produces the precise error naming the file and line. It relies on the
-protocol's one action per line. One documented difference: keys in ``partitionValues`` that are not
-partition columns of the table are dropped (the protocol has the map hold exactly the partition columns).
+The result is the exact path's (:mod:`deltalog.core.replay` states the semantics) for every input the
+reader accepts, or None and the caller replays on the exact path, which also produces the precise error
+naming the file and line. What the reader cannot see is made not to matter or handed over:
+
+* ``partitionValues`` is parsed as a struct of the table's partition keys, so a stray key is not seen and
+  a missing one reads as null: exactly the shape both paths give the state. A table whose partition keys
+  at the end of the run are not the ones the parse was shaped by is handed over.
+* A ``null`` action and an absent one read alike, as both paths treat them.
+* The reader rejects what orjson rejects (bad syntax, a key given twice, a value of the wrong JSON type,
+  lone surrogates, control characters), except what is checked here before it runs: a line that does not
+  start an object (a ``null`` line at the start of a reader block crashes pyarrow 26), a byte order mark,
+  invalid UTF-8. Still accepted by the reader alone: ``NaN``/``Infinity`` literals and nesting deeper than
+  orjson's 1024 levels inside a field the replay ignores (the exact path reports those lines as malformed
+  JSON; finding them here would take a second parse).
+* Handed over: ``tags`` (a map the reader cannot parse), an add or remove without a path, an add and a
+  remove on one line, a blank or whitespace-only line, two objects on one line.
+* ``stats`` left unparsed by the first read are read again, as the exact path would read them (a value
+  that is not a string becomes its JSON text), when asked for.
+
+It relies on the protocol's one action per line for the row positions.
 """
 
 from __future__ import annotations
@@ -23,16 +38,17 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+import orjson
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from deltalog.core import actions as A
 from deltalog.core.arrow_rows import as_numpy, bool_array, int_array, to_table, valid_rows
 from deltalog.core.codec import ActionDecodeError, from_dict
-from deltalog.core.file_columns import ADD_FIELDS, REMOVE_FIELDS
+from deltalog.core.file_columns import ADD_FIELDS, REMOVE_FIELDS, array_of, as_text
 from deltalog.core.file_state import key_column
 from deltalog.core.jsonlines import objects
-from deltalog.core.table_state import TableState
+from deltalog.core.table_state import STATE_KEYS, TableState, partition_keys
 from deltalog.errors import CorruptLogError
 
 try:
@@ -50,8 +66,11 @@ MIN_BYTES = 1 << 20
 #: up to this many bytes of commits, adds' stats are parsed only when asked for (the bytes are held)
 DEFER_STATS_BYTES = 256 << 20
 
-_NON_FILE_KEYS = (b'"metaData"', b'"protocol"', b'"txn"', b'"domainMetadata"', b'"add"', b'"remove"')
-_BLOCK = 1 << 22
+#: the reader's block size, its unit of parallel parsing
+BLOCK_BYTES = 1 << 22
+#: top-level actions parsed as empty structs: only whether a line holds one (commitInfo's content is read
+#: by ``last_commit_info``; declaring it keeps a commitInfo line from being anything else)
+_SEEN = ("commitInfo", *sorted(STATE_KEYS))
 
 
 @dataclass(frozen=True)
@@ -68,7 +87,7 @@ class Replayed:
 
 def _json_type(fields: list[pa.Field], partition: pa.DataType) -> pa.DataType:
     """The struct the JSON reader parses a file action into. Maps are not parseable: ``partitionValues``
-    becomes a struct of the partition columns, and ``tags`` an empty struct that only tells whether an
+    becomes a struct of the partition keys, and ``tags`` an empty struct that only tells whether an
     action had any (then the exact path takes over)."""
     out = []
     for f in fields:
@@ -81,36 +100,20 @@ def _json_type(fields: list[pa.Field], partition: pa.DataType) -> pa.DataType:
     return pa.struct(out)
 
 
-def _body(data: bytes) -> tuple[memoryview | bytes, int]:
-    """The part of a commit the JSON reader sees and its line count: without a plain first commitInfo line."""
-    if data.startswith(b'{"commitInfo"'):
-        end = data.find(b"\n")
-        if end > 0 and not any(k in data[:end] for k in _NON_FILE_KEYS):
-            rest = memoryview(data)[end + 1 :]
-            return rest, _lines(data) - 1
-    return data, _lines(data)
+def _plain(chunks: list[pa.StructArray]) -> bool:
+    """Every action has a path and no tags."""
+    return all(not col.field("path").null_count and col.field("tags").null_count == len(col) for col in chunks)
 
 
-def _lines(data: bytes) -> int:
-    return data.count(b"\n") + (0 if data.endswith(b"\n") else 1)
-
-
-def _partition_ok(chunks: list[pa.StructArray], k: int, required: bool) -> bool:
-    """Every action has a path and no tags, and names its partition values (a remove may leave them out);
-    an all-null row may hide keys under other names (another case, physical names)."""
-    for col in chunks:
-        if col.null_count or col.field("path").null_count or col.field("tags").null_count != len(col):
-            return False
-        if k:
-            values = col.field("partitionValues")
-            if required and values.null_count:
-                return False
-            nulls = [pc.and_(values.field(i).is_null(), values.is_valid()) for i in range(k)]
-            all_null = nulls[0]
-            for more in nulls[1:]:
-                all_null = pc.and_(all_null, more)
-            if pc.any(all_null).as_py():
-                return False
+def _valid_utf8(buf: bytes) -> bool:
+    """Arrow's reader copies strings without checking their encoding; orjson refuses invalid UTF-8."""
+    if buf.isascii():
+        return True
+    offsets = pa.py_buffer(np.array([0, len(buf)], dtype="int64"))
+    try:
+        pa.Array.from_buffers(pa.large_string(), 1, [None, offsets, pa.py_buffer(buf)]).validate(full=True)
+    except pa.ArrowInvalid:
+        return False
     return True
 
 
@@ -119,7 +122,7 @@ def _read_json(buf: bytes, schema: pa.Schema) -> pa.Table:
 
     return pj.read_json(
         pa.BufferReader(buf),
-        read_options=pj.ReadOptions(block_size=_BLOCK),
+        read_options=pj.ReadOptions(block_size=BLOCK_BYTES),
         parse_options=pj.ParseOptions(explicit_schema=schema, unexpected_field_behavior="ignore"),
     )
 
@@ -129,32 +132,106 @@ def _hand_over(why: str) -> None:
     return None
 
 
-def _joined(commits: Sequence[CommitData]) -> tuple[bytes, Any]:
-    """The bytes the reader parses and the cumulative line count after each commit.
+def _body(data: bytes) -> memoryview | bytes | None:
+    """What the reader sees of a commit: without a first line that holds a commitInfo and nothing else.
+
+    Writers put one there; the reader need not parse it (its content is read by ``last_commit_info``),
+    and as a row it would leave a gap in the add column. Cut, it is parsed with orjson here, as the exact
+    path parses it, so it can hide nothing (say, an action under an escaped key). None: it is not JSON
+    orjson reads (the exact path reports it).
+    """
+    if not data.startswith(b'{"commitInfo"'):
+        return data
+    end = data.find(b"\n")
+    try:
+        first = orjson.loads(data if end < 0 else data[:end])
+    except orjson.JSONDecodeError:
+        return None
+    if type(first) is not dict or len(first) != 1:
+        return data
+    return memoryview(data)[len(data) if end < 0 else end + 1 :]
+
+
+def _bodies(commits: Sequence[CommitData]) -> list[memoryview | bytes] | None:
+    out = []
+    for c in commits:
+        body = _body(c.data)
+        if body is None:
+            return None
+        out.append(body)
+    return out
+
+
+def _joined(bodies: Sequence[memoryview | bytes]) -> tuple[bytes, Any, bool]:
+    """The bytes the reader parses, the cumulative line count after each body, and whether every line
+    starts with ``{``.
 
     Joined with newlines: a piece's own final newline becomes a blank line, which the reader skips; any
-    other blank or whitespace-only line makes the row count differ from the line count (exact path).
+    other blank or whitespace-only line makes the row count differ from the line count (exact path). A
+    line that is not an object is the exact path's to report, and must not reach the reader: a ``null``
+    line at the start of one of its blocks crashes it (pyarrow 26).
     """
-    bodies = [_body(c.data) for c in commits]
-    ends = np.cumsum(np.fromiter((n for _, n in bodies), dtype="int64", count=len(bodies)))
-    return b"\n".join(body for body, _ in bodies), ends
+    buf = b"\n".join(bodies)
+    raw = np.frombuffer(buf, dtype=np.uint8)
+    n = len(raw)
+    step = 1 << 22  # scanned in pieces: no mask as large as the log
+    newlines = np.concatenate(
+        [np.flatnonzero(raw[at : at + step] == 0x0A) + at for at in range(0, n, step)] or [np.zeros(0, "int64")]
+    )
+    sizes = np.fromiter((len(b) for b in bodies), dtype="int64", count=len(bodies))
+    separators = np.cumsum(sizes + 1) - 1  # where the newline after each piece goes (n for the last piece)
+    inner = np.diff(np.searchsorted(newlines, separators), prepend=0) - (np.arange(len(bodies)) > 0)
+    lines = inner + np.fromiter((bool(len(b)) and b[-1] != 0x0A for b in bodies), dtype="int64", count=len(bodies))
+    follow = raw[newlines[newlines + 1 < n] + 1]
+    objects_only = bool(n and raw[0] in (0x7B, 0x0A) and np.all((follow == 0x7B) | (follow == 0x0A)))
+    return buf, np.cumsum(lines), objects_only
 
 
 def stats_of(commits: Sequence[CommitData], positions: Any) -> pa.Array:
     """The ``stats`` of the adds at ``positions`` (rows of a :func:`replay_commits` run over ``commits``).
 
     A parse that builds nothing but the stats strings: the rows are the same lines, so the positions
-    recorded by the first parse pick the same adds.
+    recorded by the first parse pick the same adds. The first parse did not look at ``stats``; where
+    the reader refuses them now (not a string, or given twice), the lines are read as the exact path
+    reads them.
     """
-    buf, ends = _joined(commits)
+    bodies = _bodies(commits)
+    if bodies is None:
+        raise CorruptLogError(f"{commits[0].path} .. {commits[-1].path} changed between two reads")
+    buf, ends, _ = _joined(bodies)
     schema = pa.schema([pa.field("add", pa.struct([pa.field("stats", pa.string())]))])
-    table = _read_json(buf, schema)
+    try:
+        table = _read_json(buf, schema)
+    except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError):
+        return _stats_exactly(commits, bodies, ends, positions)
     if table.num_rows != int(ends[-1]):
         raise CorruptLogError(f"{commits[0].path} .. {commits[-1].path} changed between two reads")
     chunks = table.column("add").chunks
     if not chunks:
         return pa.nulls(0, pa.string())
     return pa.concat_arrays([chunk.field("stats") for chunk in chunks]).take(int_array(positions))
+
+
+def _stats_exactly(
+    commits: Sequence[CommitData], bodies: Sequence[memoryview | bytes], ends: Any, positions: Any
+) -> pa.Array:
+    split: dict[int, list[bytes]] = {}
+    out = []
+    for row in positions.tolist():
+        i = int(np.searchsorted(ends, row, side="right"))
+        lines = split.get(i)
+        if lines is None:
+            lines = split[i] = bytes(bodies[i]).split(b"\n")
+        cut = len(commits[i].data) != len(bodies[i])
+        line = row - (int(ends[i - 1]) if i else 0)
+        try:
+            body = orjson.loads(lines[line]).get("add")
+        except orjson.JSONDecodeError as exc:
+            path = commits[i].path
+            at = line + 1 + cut
+            raise CorruptLogError(f"{path} line {at}: malformed JSON ({exc})", path=path, line=at) from None
+        out.append(as_text(body.get("stats")))
+    return array_of(out, pa.string())
 
 
 def replay_commits(
@@ -167,22 +244,25 @@ def replay_commits(
     """
     if np is None or not commits or any(not c.data or c.data.isspace() for c in commits):
         return _hand_over("an empty commit")  # corrupt: the exact path says so
-    buf, ends = _joined(commits)
-    metadata = _metadata_guess(base, commits)
-    if metadata is None:
+    keys = _keys_guess(base, commits)
+    if keys is None:
         return _hand_over("no metadata to shape the parse")
-    partition_columns = list(metadata.partition_columns)
-    partition = pa.struct([pa.field(name, pa.string()) for name in partition_columns])
+    bodies = _bodies(commits)
+    if bodies is None:
+        return _hand_over("a commitInfo line that is not JSON")
+    buf, ends, objects_only = _joined(bodies)
+    if not objects_only:
+        return _hand_over("a line that does not start an object")
+    if not _valid_utf8(buf):
+        return _hand_over("invalid UTF-8")
+    partition = pa.struct([pa.field(name, pa.string()) for name in keys])
     add_fields = ADD_FIELDS if stats else [f for f in ADD_FIELDS if f.name != "stats"]
     schema = pa.schema(
         [pa.field("add", _json_type(add_fields, partition)), pa.field("remove", _json_type(REMOVE_FIELDS, partition))]
+        + [pa.field(name, pa.struct([])) for name in _SEEN]
     )
     try:
-        table = (
-            _read_json(buf, schema)
-            if buf and not buf.isspace()
-            else pa.Table.from_arrays([pa.nulls(0, f.type) for f in schema], schema=schema)
-        )
+        table = _read_json(buf, schema)
     except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError) as exc:
         return _hand_over(f"the JSON reader refused the log ({exc})")
     del buf
@@ -192,6 +272,7 @@ def replay_commits(
     remove_chunks: list[pa.StructArray] = []
     add_pos: list[Any] = []
     remove_pos: list[Any] = []
+    state_pos: list[Any] = []
     offset = 0
     for batch in table.to_batches():
         add, remove = batch.column(0), batch.column(1)
@@ -202,27 +283,29 @@ def replay_commits(
             chunks, pos = valid_rows(remove, offset)
             remove_chunks += chunks
             remove_pos.append(pos)
+        for name in STATE_KEYS:
+            col = batch.column(name)
+            if col.null_count != len(col):
+                state_pos.append(as_numpy(pc.indices_nonzero(col.is_valid())).astype("int64") + offset)
         offset += len(batch)
     adds_at = np.concatenate(add_pos) if add_pos else np.zeros(0, "int64")
     removes_at = np.concatenate(remove_pos) if remove_pos else np.zeros(0, "int64")
-    file_rows = np.union1d(adds_at, removes_at) if len(removes_at) else adds_at
-    if len(file_rows) != len(adds_at) + len(removes_at):
+    if len(removes_at) and len(np.intersect1d(adds_at, removes_at, assume_unique=True)):
         return _hand_over("an add and a remove on one line")
     state = TableState(base)
-    if len(file_rows) != offset:
-        others = np.setdiff1d(np.arange(offset, dtype="int64"), file_rows, assume_unique=True)
+    if state_pos:
         try:
-            for i in sorted(set(np.searchsorted(ends, others, side="right").tolist())):
+            for i in sorted(set(np.searchsorted(ends, np.concatenate(state_pos), side="right").tolist())):
                 state.apply(commits[i])
+            final_keys = state.partition_keys if state.metadata is not None else None
         except CorruptLogError:
             return _hand_over("an invalid non-file action")  # the exact path reports its line
-    if state.metadata is None or state.partition_sets != {tuple(partition_columns)}:
-        return _hand_over("the partition columns change")
-    if state.metadata.configuration.get("delta.columnMapping.mode", "none") != "none":
-        return _hand_over("column mapping")  # partition keys are physical names there
-    k = len(partition_columns)
-    if not _partition_ok(add_chunks, k, True) or not _partition_ok(remove_chunks, k, False):
-        return _hand_over("tags, a missing path, or partition values under other keys")
+    else:
+        final_keys = state.partition_keys if state.metadata is not None else None
+    if final_keys != keys:
+        return _hand_over("the partition keys change")
+    if not _plain(add_chunks) or not _plain(remove_chunks):
+        return _hand_over("tags, or an action without a path")
     adds = to_table(add_chunks, ADD_FIELDS)
     removes = to_table(remove_chunks, REMOVE_FIELDS)
     add_keys = key_column(adds, root)
@@ -230,10 +313,10 @@ def replay_commits(
         return Replayed(state, adds, removes, add_keys, adds_at)
     remove_keys = key_column(removes, root)
     parts = [c for k in (add_keys, remove_keys) for c in (k.chunks if isinstance(k, pa.ChunkedArray) else [k])]
-    keys = pa.concat_arrays(parts) if parts else pa.nulls(0, pa.string())
+    keys_column = pa.concat_arrays(parts) if parts else pa.nulls(0, pa.string())
     # The newest action per key: dictionary codes of the keys, then the highest row position per code
     # (numpy's ufunc.at applies every pair, in any order; Arrow's group_by would import pandas).
-    codes = as_numpy(keys.dictionary_encode().indices).astype("int64")
+    codes = as_numpy(keys_column.dictionary_encode().indices).astype("int64")
     positions = np.concatenate([adds_at, removes_at])
     newest = np.full(int(codes.max()) + 1, -1, dtype="int64")
     np.maximum.at(newest, codes, positions)
@@ -242,32 +325,43 @@ def replay_commits(
     kept = alive[adds_at]
     adds = adds.filter(bool_array(kept))
     removes = removes.filter(bool_array(alive[removes_at]))
-    return Replayed(state, adds, removes, keys, adds_at[kept])
+    return Replayed(state, adds, removes, keys_column, adds_at[kept])
 
 
-def _metadata_guess(base: BaseState, commits: Sequence[CommitData]) -> A.Metadata | None:
-    """The metadata whose partition columns shape the parse: the base's, else the first metaData line.
+def _keys_guess(base: BaseState, commits: Sequence[CommitData]) -> tuple[str, ...] | None:
+    """The partition keys that shape the parse: the base's, else those of the first protocol and metaData.
 
-    Only a guess for the parse schema: :func:`replay_commits` checks every metaData the run holds against
-    it, and a table whose partition columns change within the run goes to the exact path.
+    Only a guess: :func:`replay_commits` checks them against the state at the end of the run, and hands a
+    run whose partition keys changed to the exact path.
     """
-    if base.metadata is not None:
-        return base.metadata
+    protocol, metadata, source = base.protocol, base.metadata, base.source
     for commit in commits:
-        if b'"metaData"' not in commit.data:
-            continue
-        for _, obj in objects(commit.data, commit.path):
-            body = obj.get("metaData")
-            if isinstance(body, dict):
-                try:
-                    action = from_dict("metaData", body)
-                except ActionDecodeError:
-                    return None
-                return action if isinstance(action, A.Metadata) else None
-    return None
+        if metadata is not None and protocol is not None:
+            break
+        data = commit.data
+        if (metadata is None and b'"metaData"' in data) or (protocol is None and b'"protocol"' in data):
+            try:
+                for _, obj in objects(commit.data, commit.path):
+                    for key, want in (("metaData", metadata is None), ("protocol", protocol is None)):
+                        body = obj.get(key)
+                        if want and isinstance(body, dict):
+                            action = from_dict(key, body)
+                            if isinstance(action, A.Metadata):
+                                metadata, source = action, commit.path
+                            elif isinstance(action, A.Protocol):
+                                protocol = action
+            except (CorruptLogError, ActionDecodeError):
+                return None
+    if metadata is None:
+        return None
+    try:
+        return partition_keys(protocol, metadata, source)
+    except CorruptLogError:
+        return None
 
 
 __all__ = [
+    "BLOCK_BYTES",
     "DEFER_STATS_BYTES",
     "MIN_BYTES",
     "Replayed",

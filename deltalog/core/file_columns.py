@@ -128,7 +128,8 @@ def empty_removes() -> pa.Table:
     return empty_table(REMOVE_SCHEMA)
 
 
-def _as_text(v: Any) -> str | None:
+def as_text(v: Any) -> str | None:
+    """A JSON value as the string column holds it: strings as they are, anything else as its JSON text."""
     if v is None or isinstance(v, str):
         return v
     return orjson.dumps(v).decode()  # some writers put a number or an object where a JSON string belongs
@@ -139,10 +140,10 @@ def _as_map_item(v: Any) -> str | None:
     reader coerces those too); a list or an object is no value at all, and is refused rather than guessed."""
     if isinstance(v, (list, dict)):
         raise pa.ArrowTypeError(f"expected a string, got a JSON {'array' if isinstance(v, list) else 'object'}")
-    return _as_text(v)
+    return as_text(v)
 
 
-def _map_column(values: list[Any]) -> pa.Array:
+def map_column(values: Sequence[Any]) -> pa.Array:
     """map<string,string> from JSON objects (or None), built flat: no per-row Python containers."""
     if all(v is None for v in values):
         return pa.nulls(len(values), STRING_MAP)
@@ -168,7 +169,7 @@ def _text_column(values: list[Any]) -> pa.Array:
     try:
         return array_of(values, pa.string())
     except (pa.ArrowInvalid, pa.ArrowTypeError):
-        return array_of([_as_text(v) for v in values], pa.string())
+        return array_of([as_text(v) for v in values], pa.string())
 
 
 _COMMON = ("path", "partitionValues", "size", "modificationTime", "dataChange")
@@ -210,7 +211,7 @@ def table_from_dicts(rows: Sequence[dict[str, Any]], schema: pa.Schema) -> pa.Ta
         values = columns[f.name]
         if f.type == STRING_MAP:
             try:
-                arrays.append(_map_column(values))
+                arrays.append(map_column(values))
             except pa.ArrowTypeError as exc:  # an entry that is no string
                 raise pa.ArrowTypeError(f"{f.name}: {exc}") from None
             except (AttributeError, TypeError) as exc:  # a list or a scalar where an object belongs
@@ -269,9 +270,11 @@ __all__ = [
     "REMOVE_SCHEMA",
     "STRING_MAP",
     "array_of",
+    "as_text",
     "empty_adds",
     "empty_removes",
     "empty_table",
+    "map_column",
     "scalar_of",
     "conform",
     "table_from_dicts",

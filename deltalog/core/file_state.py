@@ -2,6 +2,12 @@
 
 A file is identified by its decoded path plus its deletion vector's id; the newest action per key wins.
 Keys are computed column-wise, and plain relative paths (most logs) are their own keys without a copy.
+
+Every row of the state, from a checkpoint or from either commit parser, has its ``partitionValues`` in
+one shape (:func:`conform_partition_values`): the table's partition keys in order, each with the value
+the action gave it, or null. That is the shape a reader gives the map anyway (it looks each partition
+column up and takes a missing key as null), and the only one Arrow's JSON reader can produce, so the
+two parsers cannot differ on it, and a checkpoint written from the state never carries a stray key on.
 """
 
 from __future__ import annotations
@@ -14,8 +20,13 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from deltalog.core import actions as A
-from deltalog.core.file_columns import array_of
+from deltalog.core.file_columns import STRING_MAP, array_of, map_column, scalar_of
 from deltalog.core.pathkeys import canonical_path, needs_canonicalizing
+
+try:
+    import numpy as np
+except ImportError:  # pragma: no cover - then the checks below take the slower Arrow route
+    np = None
 
 
 @dataclass(frozen=True)
@@ -35,6 +46,12 @@ class FileState:
     #: checkpoints the loader had to skip to build this state (their files' names): the state came from
     #: older checkpoints or the commits instead, and a damaged log may hide more than those files show
     distrusted: tuple[str, ...] = ()
+    #: the keys every row's ``partitionValues`` holds (see :func:`conform_partition_values`)
+    partition_keys: tuple[str, ...] | None = None
+
+    def conform(self, table: pa.Table) -> pa.Table:
+        """``table`` (adds or removes, e.g. re-read from the base checkpoint) in this state's partition shape."""
+        return conform_partition_values(table, self.partition_keys)
 
     def adds(self, stats: bool = False) -> pa.Table:
         base = self.base
@@ -68,6 +85,71 @@ class FileState:
     def num_files(self) -> int:
         base = self.base.num_rows if self.base_mask is None else int(pc.sum(self.base_mask).as_py() or 0)
         return base + self.tail.num_rows
+
+
+def _canonical_chunk(chunk: pa.MapArray, keys: tuple[str, ...]) -> bool:
+    """Whether every map of ``chunk`` already holds exactly ``keys``, in order (null maps hold nothing)."""
+    n = len(chunk)
+    k = len(keys)
+    offsets = chunk.offsets
+    lengths = pc.subtract(offsets.slice(1, n), offsets.slice(0, n))
+    if chunk.null_count:
+        want = pc.if_else(chunk.is_valid(), scalar_of(k, pa.int32()), scalar_of(0, pa.int32()))
+    else:
+        want = scalar_of(k, pa.int32())
+    if not pc.all(pc.equal(lengths, want)).as_py():
+        return False
+    rows = n - chunk.null_count
+    if k == 0 or not rows:
+        return True
+    first = offsets[0].as_py()
+    flat = chunk.keys.slice(first, offsets[n].as_py() - first)  # ``keys`` ignores the chunk's slice
+    if np is not None:
+        # rows x keys strings back to back: their lengths and bytes repeat one pattern
+        spelled = [key.encode() for key in keys]
+        ends = np.frombuffer(flat.buffers()[1], dtype=np.int32)[flat.offset : flat.offset + len(flat) + 1]
+        if not (np.diff(ends).reshape(rows, k) == np.array([len(b) for b in spelled])).all():
+            return False
+        raw = flat.buffers()[2]
+        data = raw.slice(int(ends[0]), int(ends[-1] - ends[0])) if raw is not None else pa.py_buffer(b"")
+        return bool(data.equals(pa.py_buffer(b"".join(spelled) * rows)))
+    per_row = pa.ListArray.from_arrays(
+        pc.subtract(offsets, offsets[0]), flat, mask=chunk.is_null() if chunk.null_count else None
+    )
+    return all(
+        pc.all(pc.equal(pc.list_element(per_row, j), scalar_of(key, pa.string()))).as_py() for j, key in enumerate(keys)
+    )
+
+
+def _conformed_chunk(chunk: pa.MapArray, keys: tuple[str, ...]) -> pa.Array:
+    if _canonical_chunk(chunk, keys):
+        return chunk
+    rows = []
+    for pairs in chunk.to_pylist():  # rare (a stray or missing key): the plain way is clear enough
+        if pairs is None:
+            rows.append(None)
+            continue
+        given = dict(pairs)  # a key given twice: the last one, as a JSON object's duplicate key parses
+        rows.append({key: given.get(key) for key in keys})
+    return map_column(rows)
+
+
+def conform_partition_values(table: pa.Table, keys: tuple[str, ...] | None) -> pa.Table:
+    """``table`` with each ``partitionValues`` map holding exactly ``keys``, in order.
+
+    A key the table does not partition by is dropped, a partition key the action left out becomes null, a
+    value is kept as written (``""`` stays ``""``), and a null map (a remove may omit the map) stays null.
+    ``keys`` None (no metadata to say them) leaves the table as it is.
+    """
+    if keys is None or not table.num_rows:
+        return table
+    col = table.column("partitionValues")
+    given = (col if col.type == STRING_MAP else col.cast(STRING_MAP)).chunks
+    chunks = [_conformed_chunk(c, keys) for c in given]
+    if col.type == STRING_MAP and all(a is b for a, b in zip(chunks, given, strict=True)):
+        return table
+    index = table.schema.get_field_index("partitionValues")
+    return table.set_column(index, pa.field("partitionValues", STRING_MAP), pa.chunked_array(chunks, type=STRING_MAP))
 
 
 def _dv_id(dv: Mapping[str, Any] | None) -> str:
@@ -122,4 +204,4 @@ def key_column(table: pa.Table, root: str | None) -> pa.Array | pa.ChunkedArray:
     return array_of(keys, pa.string())
 
 
-__all__ = ["FileState", "key_column", "key_of"]
+__all__ = ["FileState", "conform_partition_values", "key_column", "key_of"]

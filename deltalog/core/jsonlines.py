@@ -63,9 +63,10 @@ def objects(data: bytes, path: str) -> Iterator[tuple[int, dict[str, Any]]]:
 def last_commit_info(data: bytes, path: str) -> dict[str, Any] | None:
     """The commit's commitInfo (the last one, as replay keeps it), or None without one.
 
-    Writers put it on the first line: when it is there and the only one, that line alone is parsed.
+    Writers put it on the first line: when it is there and the only one, that line alone is parsed (a
+    ``\\u`` escape anywhere could spell another commitInfo key, so then every line is).
     """
-    if data.startswith(b'{"commitInfo"') and data.count(b'"commitInfo"') == 1:
+    if data.startswith(b'{"commitInfo"') and data.count(b'"commitInfo"') == 1 and b"\\u" not in data:
         try:
             obj = orjson.loads(data.partition(b"\n")[0])
         except orjson.JSONDecodeError:

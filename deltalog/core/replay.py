@@ -5,6 +5,31 @@ then each commit in version order, actions in file order. Per file key ``(decode
 action wins; an add is live, a remove is a tombstone. The base is an Arrow table and stays one: commits only
 produce the set of keys they touched, and the base rows with those keys are masked out in one vectorised
 step. Only commit actions become Python dicts, and only for as long as one replay runs.
+
+Commits are parsed by one of two parsers, this module's exact one (orjson, every input) or the bulk one
+(:mod:`deltalog.core.bulk_replay`, Arrow's JSON reader, long runs), and both give the same state for every
+input: the bulk parser hands over to the exact one whatever it cannot replay exactly. The semantics, where
+the protocol ("Action Reconciliation") leaves a choice:
+
+* Each line is read as one JSON object and each of its keys as an action, in order; a key whose value is
+  ``null`` is no action (Delta Spark reads such a ``SingleAction`` field as absent). Unknown actions
+  (``cdc``, ``checkpointMetadata``, ``sidecar``, any other) and unknown fields are ignored; a known action
+  that does not decode, a non-object line, malformed JSON or an empty commit is a :class:`CorruptLogError`
+  naming the file and line. A JSON key given twice: the last one counts.
+* File actions are keyed by path (percent-decoded once, made relative to the root) and deletion-vector
+  unique id; the newest action per key wins, within a commit too (an add then a remove of one file in one
+  commit leaves a tombstone), and a winning row keeps its own fields as written, except:
+* ``partitionValues`` holds exactly the table's partition keys at this version (physical names under
+  column mapping), in ``partitionColumns`` order: a key that is not one of them (another case, a logical
+  name under column mapping) is dropped, a partition key the action left out is null, ``""`` stays ``""``
+  and a missing map (a remove may omit it) stays null
+  (:func:`deltalog.core.file_state.conform_partition_values`); checkpoint rows are put in the same shape.
+* Live files and tombstones come base rows first (in base order), then the commits' winners in the order
+  of their winning lines. ``stats`` and ``tags`` are kept as written; a JSON value that is not a string
+  where a string belongs (``stats``, a map value) becomes its JSON text.
+* protocol, metaData, txn (per app id) and domainMetadata (per domain, ``removed`` deletes) are applied in
+  log order, wherever they stand in a commit; ``commitInfo`` is the last one of the last commit
+  (:func:`deltalog.core.jsonlines.last_commit_info`).
 """
 
 from __future__ import annotations
@@ -15,13 +40,11 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
-import orjson
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from deltalog.core import actions as A
 from deltalog.core import bulk_replay
-from deltalog.core.codec import ActionDecodeError, from_dict
 from deltalog.core.file_columns import (
     ADD_SCHEMA,
     REMOVE_SCHEMA,
@@ -30,7 +53,7 @@ from deltalog.core.file_columns import (
     empty_removes,
     table_from_dicts,
 )
-from deltalog.core.file_state import FileState, key_column, key_of
+from deltalog.core.file_state import FileState, conform_partition_values, key_column, key_of
 from deltalog.core.jsonlines import last_commit_info, parse_lines
 from deltalog.core.pathkeys import needs_canonicalizing
 from deltalog.core.table_state import STATE_KEYS, TableState
@@ -90,20 +113,12 @@ def _corrupt(commit: CommitData, line: int, why: str) -> CorruptLogError:
     return CorruptLogError(f"{commit.path} line {line}: {why}", path=commit.path, line=line)
 
 
-def _decode(commit: CommitData, line_no: int, key: str, body: Any) -> Any:
-    try:
-        return from_dict(key, body)
-    except ActionDecodeError as exc:
-        raise _corrupt(commit, line_no, f"invalid {key} action: {exc}") from None
-
-
 def _locate_bad_action(commits: Sequence[CommitData], exc: Exception) -> CorruptLogError:
     """Find the file and line of an add/remove whose field types do not fit (only on the error path)."""
     for commit in commits:
-        for line_no, raw in enumerate(commit.data.split(b"\n"), start=1):
-            if not raw.strip():
-                continue
-            obj = orjson.loads(raw)
+        for line_no, obj in enumerate(parse_lines(commit.data, commit.path), start=1):
+            if not isinstance(obj, dict):
+                continue  # a blank line (a ``null`` line parses as one too)
             for key, schema in (("add", ADD_SCHEMA), ("remove", REMOVE_SCHEMA)):
                 body = obj.get(key)
                 if isinstance(body, dict):
@@ -179,16 +194,19 @@ def _result(
     root: str | None,
     tail_stats: Callable[[], pa.ChunkedArray | pa.Array] | None = None,
 ) -> ReplayResult:
+    keys = state.partition_keys if state.metadata is not None else None
+    base_removes = base.removes
     files = FileState(
-        base=base.adds,
+        base=conform_partition_values(base.adds, keys),
         base_mask=_base_mask(base, touched, root),
         base_stats=base.adds_stats,
-        tail=tail,
-        base_removes=base.removes,
+        tail=conform_partition_values(tail, keys),
+        base_removes=lambda: conform_partition_values(base_removes(), keys),
         touched=touched,
-        tail_removes=tail_removes,
+        tail_removes=conform_partition_values(tail_removes, keys),
         root=root,
         tail_stats=tail_stats,
+        partition_keys=keys,
     )
     return _from_state(state, version, files, commit_info)
 
@@ -236,15 +254,13 @@ def _base_mask(base: BaseState, touched: pa.Array, root: str | None) -> pa.Chunk
 
 def _replay(base: BaseState, commits: Sequence[CommitData], root: str | None) -> ReplayResult:
     state = TableState(base)
+    # A key seen again is popped before it is set, so both dicts keep their winners in the order of the
+    # winning lines, the order the bulk parser produces.
     live: dict[str, dict[str, Any]] = {}
     tombs: dict[str, dict[str, Any]] = {}
     touched: set[str] = set()
     touched_add = touched.add
-    version = base.version
-    commit_info: dict[str, Any] | None = None
     for commit in commits:
-        version = commit.version
-        commit_info = None
         _check_not_empty(commit)
         for line_no, obj in enumerate(parse_lines(commit.data, commit.path), start=1):
             if obj is None:
@@ -259,9 +275,12 @@ def _replay(base: BaseState, commits: Sequence[CommitData], root: str | None) ->
                     touched_add(path)
                     if tombs:
                         tombs.pop(path, None)
+                    live.pop(path, None)
                     live[path] = add
                     continue
             for key, body in obj.items():
+                if body is None:
+                    continue  # a null action is no action
                 if key == "add" or key == "remove":
                     if not isinstance(body, dict) or not isinstance(body.get("path"), str):
                         raise _corrupt(commit, line_no, f"{key} action without a path")
@@ -270,24 +289,25 @@ def _replay(base: BaseState, commits: Sequence[CommitData], root: str | None) ->
                         raise _corrupt(commit, line_no, f"{key} action with an invalid deletionVector")
                     k = key_of(body, root)
                     touched_add(k)
+                    live.pop(k, None)
+                    tombs.pop(k, None)
                     if key == "add":
-                        tombs.pop(k, None)
                         live[k] = body
                     else:
-                        live.pop(k, None)
                         tombs[k] = body
                 elif key in STATE_KEYS:
-                    state.take(_decode(commit, line_no, key, body), commit.path)
-                elif key == "commitInfo":
-                    commit_info = body if isinstance(body, dict) else None
-                # cdc, checkpointMetadata, sidecar and unknown actions take no part in state.
+                    state.take_body(key, body, commit.path, line_no)
+                # commitInfo is read once, below; cdc, checkpointMetadata, sidecar and unknown actions
+                # take no part in state.
     try:
         tail = table_from_dicts(list(live.values()), ADD_SCHEMA)
         tail_removes = table_from_dicts(list(tombs.values()), REMOVE_SCHEMA)
     except (pa.ArrowInvalid, pa.ArrowTypeError) as exc:
         raise _locate_bad_action(commits, exc) from None
     touched_keys = array_of(list(touched), pa.string())
-    return _result(base, state, version, tail, tail_removes, touched_keys, commit_info, root)
+    version = commits[-1].version if commits else base.version
+    info = last_commit_info(commits[-1].data, commits[-1].path) if commits else None
+    return _result(base, state, version, tail, tail_removes, touched_keys, info, root)
 
 
 def live_txns(txns: Mapping[str, A.Txn], retention_ms: int | None, now_ms: int) -> dict[str, A.Txn]:

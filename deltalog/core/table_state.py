@@ -1,16 +1,21 @@
 """Protocol, metadata, txns and domain metadata: the small part of a version's state, applied in log order.
 
 Both replay paths (and a snapshot that defers its files) take these actions through one class, so the
-newest protocol and metadata, the txn per app id and the live domains mean the same everywhere.
+newest protocol and metadata, the txn per app id and the live domains mean the same everywhere. A
+``null`` body is no action (as Delta Spark reads a ``SingleAction`` whose field is null); any other body
+that does not decode is a :class:`CorruptLogError` naming the file and line.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from deltalog.core import actions as A
 from deltalog.core.codec import ActionDecodeError, from_dict
+from deltalog.core.features import supported_features
 from deltalog.core.jsonlines import objects
+from deltalog.core.properties import column_mapping_mode
+from deltalog.core.schema import SchemaError, parse_schema, physical_names
 from deltalog.errors import CorruptLogError
 
 if TYPE_CHECKING:
@@ -18,6 +23,30 @@ if TYPE_CHECKING:
 
 #: the non-file actions that make up table state (commitInfo, cdc, sidecars and unknown actions do not)
 STATE_KEYS = frozenset({"metaData", "protocol", "txn", "domainMetadata"})
+
+
+def partition_keys(protocol: A.Protocol | None, metadata: A.Metadata | None, source: str | None) -> tuple[str, ...]:
+    """The keys a file's ``partitionValues`` hold in this table: its partition columns, by physical name
+    under column mapping (as the snapshot looks them up), each once, in ``partitionColumns`` order.
+
+    ``source`` names the file the metadata came from, for the error when column mapping is on and the
+    schema cannot say the physical names.
+    """
+    if metadata is None:
+        return ()
+    columns = metadata.partition_columns
+    mode = "none"
+    if protocol is not None and "columnMapping" in supported_features(protocol):
+        mode = column_mapping_mode(metadata.configuration)
+    if columns and mode in ("name", "id"):
+        try:
+            physical = physical_names(parse_schema(metadata.schema_string), mode)
+        except (SchemaError, KeyError, TypeError, AttributeError) as exc:
+            raise CorruptLogError(
+                f"{source}: the schema does not give the physical names of the partition columns ({exc})", path=source
+            ) from None
+        columns = tuple(physical.get(c, c) for c in columns)
+    return tuple(dict.fromkeys(columns))
 
 
 class TableState:
@@ -30,12 +59,10 @@ class TableState:
         self.metadata_source = base.source if base.metadata else None
         self.txns = dict(base.txns)
         self.domains = dict(base.domains)
-        self.partition_sets = {tuple(base.metadata.partition_columns)} if base.metadata else set()
 
     def take(self, action: A.Action, source: str) -> None:
         if isinstance(action, A.Metadata):
             self.metadata, self.metadata_source = action, source
-            self.partition_sets.add(tuple(action.partition_columns))
         elif isinstance(action, A.Protocol):
             self.protocol, self.protocol_source = action, source
         elif isinstance(action, A.Txn):
@@ -46,16 +73,28 @@ class TableState:
             else:
                 self.domains[action.domain] = action
 
+    def take_body(self, key: str, body: Any, path: str, line: int) -> None:
+        """Decode and take one state action (``key`` in :data:`STATE_KEYS`) from line ``line`` of ``path``."""
+        if body is None:
+            return
+        try:
+            action = from_dict(key, body)
+        except ActionDecodeError as exc:
+            raise CorruptLogError(f"{path} line {line}: invalid {key} action: {exc}", path=path, line=line) from None
+        if action is not None:
+            self.take(action, path)
+
     def apply(self, commit: CommitData) -> None:
-        """Take every non-file action of ``commit`` (the bulk path, for the few commits that hold any)."""
-        for _, obj in objects(commit.data, commit.path):
+        """Take every state action of ``commit``, wherever its lines hold one (the bulk path's commits)."""
+        for line, obj in objects(commit.data, commit.path):
             for key, body in obj.items():
                 if key in STATE_KEYS:
-                    try:
-                        action = from_dict(key, body)
-                    except ActionDecodeError as exc:
-                        raise CorruptLogError(f"{commit.path}: invalid {key} action: {exc}", path=commit.path) from None
-                    self.take(action, commit.path)
+                    self.take_body(key, body, commit.path, line)
+
+    @property
+    def partition_keys(self) -> tuple[str, ...]:
+        """:func:`partition_keys` of the current protocol and metadata."""
+        return partition_keys(self.protocol, self.metadata, self.metadata_source)
 
 
-__all__ = ["STATE_KEYS", "TableState"]
+__all__ = ["STATE_KEYS", "TableState", "partition_keys"]

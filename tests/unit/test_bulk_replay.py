@@ -166,10 +166,213 @@ def test_changed_partition_columns_and_tags_go_to_the_exact_path(
     assert bulk["files"][0]["tags"] == [("k", "v")]
 
 
-def test_foreign_partition_keys_go_to_the_exact_path(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    commits = [_start(), [K.commit_info(), K.add("P=a/1.parquet", {"P": "a"})]]  # a key the table doesn't have
+def test_partition_values_hold_exactly_the_partition_keys_both_ways(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A stray key is dropped, a missing partition key reads as null, keys come in partitionColumns order,
+    ``""`` stays ``""``; a remove's absent map stays absent. The bulk parser replays all of it itself."""
+    commits = [
+        [K.commit_info("CREATE"), K.protocol(), K.metadata({"id": "long"}, ("p", "q"))],
+        [
+            K.commit_info(),
+            K.add("1.parquet", {"p": "a", "q": "b", "zz": "stray"}),
+            K.add("2.parquet", {"p": "a"}),
+            K.add("3.parquet", {"q": "", "p": None}),
+            K.add("4.parquet", {"P": "a", "q": "b"}),
+            K.add("5.parquet", {}),
+            K.add("6.parquet", {"p": "x", "q": "y"}),
+        ],
+        [K.commit_info(), K.remove("6.parquet"), K.remove("7.parquet", partition_values={"zz": "1"})],
+    ]
     bulk, exact, taken = _both(monkeypatch, _table(tmp_path, commits))
-    assert not taken
+    assert taken
+    assert bulk == exact
+    raws = []
+    for threshold in (0, 1 << 62):  # the log's own keys and values, as a checkpoint is written from them
+        monkeypatch.setattr(bulk_replay, "MIN_BYTES", threshold)
+        raw = DeltaLog.for_table(str(tmp_path / "t")).snapshot().raw_files()
+        raws.append(dict(zip(raw.column("path").to_pylist(), raw.column("partitionValues").to_pylist(), strict=True)))
+    assert (
+        raws[0]
+        == raws[1]
+        == {
+            "1.parquet": [("p", "a"), ("q", "b")],
+            "2.parquet": [("p", "a"), ("q", None)],
+            "3.parquet": [("p", None), ("q", "")],
+            "4.parquet": [("p", None), ("q", "b")],
+            "5.parquet": [("p", None), ("q", None)],
+        }
+    )
+    assert {t["path"]: t["partitionValues"] for t in bulk["tombstones"]} == {
+        "6.parquet": None,
+        "7.parquet": [("p", None), ("q", None)],
+    }
+
+
+def test_column_mapped_partition_keys_are_physical_both_ways(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    meta = K.metadata({"id": "long"}, ("p",), {"delta.columnMapping.mode": "name"}, physical={"id": "c1", "p": "c2"})
+    commits = [
+        [K.commit_info("CREATE"), K.protocol(2, 5), meta],
+        [K.commit_info(), K.add("a.parquet", {"c2": "x"}), K.add("b.parquet", {"p": "logical", "c2": "y"})],
+        [K.commit_info(), K.add("c.parquet", {"p": "logical only"})],
+    ]
+    path = _table(tmp_path, commits)
+    bulk, exact, taken = _both(monkeypatch, path)
+    assert taken
+    assert bulk == exact
+    assert {f["path"]: f["partition_values"] for f in bulk["files"]} == {
+        "a.parquet": [("p", "x")],
+        "b.parquet": [("p", "y")],
+        "c.parquet": [("p", None)],
+    }
+    # the snapshot's partition pruning looks the same physical key up
+    monkeypatch.setattr(bulk_replay, "MIN_BYTES", 0)
+    pruned = DeltaLog.for_table(str(path)).snapshot().files(where={"p": "y"})
+    assert pruned.column("path").to_pylist() == ["b.parquet"]
+
+
+def test_a_state_action_on_the_line_of_a_file_action(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    commits = [
+        _start(),
+        [K.commit_info(), {**K.add("p=a/1.parquet", {"p": "a"}), **K.txn("app", 7, 5)}],
+        [
+            {**K.commit_info("LAST"), **K.add("p=a/2.parquet", {"p": "a"})},
+            {**K.remove("p=a/1.parquet"), **K.domain("d")},
+        ],
+    ]
+    bulk, exact, taken = _both(monkeypatch, _table(tmp_path, commits))
+    assert taken
+    assert bulk == exact
+    assert bulk["txns"]["app"].version == 7
+    assert set(bulk["domains"]) == {"d"}
+    assert [f["path"] for f in bulk["files"]] == ["p=a/2.parquet"]
+    assert bulk["commit_info"]["operation"] == "LAST"
+
+
+def test_null_actions_are_no_actions(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A key whose value is null is no action, on either path (Delta Spark reads such a field as absent)."""
+    commits = [
+        _start(),
+        [K.commit_info(), {"add": None}, {"txn": None}, {"remove": None, **K.add("p=a/1.parquet", {"p": "a"})}],
+        [K.commit_info(), {"metaData": None, "protocol": None}, {"domainMetadata": None}],
+    ]
+    path = _table(tmp_path, commits)
+    bulk, exact = _outcome(monkeypatch, path)
+    assert bulk == exact
+    assert [f["path"] for f in bulk["files"]] == ["p=a/1.parquet"]
+    assert bulk["txns"] == {}
+
+
+def test_commit_info_anywhere_and_spelled_with_escapes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The last commitInfo of the last commit counts, whatever line it is on and however its key is spelled;
+    a file action on the commitInfo line counts too."""
+    first = (
+        b'{"commitInfo":{"operation":"FIRST"},"\\u0061dd":{"path":"p=a/1.parquet","partitionValues":{"p":"a"},'
+        b'"size":1,"modificationTime":1,"dataChange":true}}'
+    )
+    last = b'{"\\u0063ommitInfo":{"operation":"LAST"}}'
+    add = orjson.dumps(K.add("p=a/2.parquet", {"p": "a"}))
+    commits: list[Any] = [_start(), b"\n".join([first, add, last]) + b"\n"]
+    bulk, exact, taken = _both(monkeypatch, _table(tmp_path, commits))
+    assert taken
+    assert bulk == exact
+    assert bulk["commit_info"] == {"operation": "LAST"}
+    assert [f["path"] for f in bulk["files"]] == ["p=a/1.parquet", "p=a/2.parquet"]
+
+
+def test_stats_that_are_not_strings_read_the_same_when_deferred(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The first read of the bulk path skips stats; read later, a stats value that is not a string must
+    become its JSON text as on the exact path, not a raw Arrow error."""
+    odd = K.add("p=a/1.parquet", {"p": "a"})
+    odd["add"]["stats"] = {"numRecords": 3}
+    commits = [_start(), [K.commit_info(), odd, K.add("p=a/2.parquet", {"p": "a"}, stats='{"numRecords":1}')]]
+    bulk, exact, taken = _both(monkeypatch, _table(tmp_path, commits))
+    assert taken
+    assert bulk == exact
+    assert {f["path"]: f["stats"] for f in bulk["files"]} == {
+        "p=a/1.parquet": '{"numRecords":3}',
+        "p=a/2.parquet": '{"numRecords":1}',
+    }
+
+
+@pytest.mark.parametrize(
+    "first, second",
+    [
+        (b"", b'{"add":{"path":"p=a/\xff.parquet","partitionValues":{"p":"a"}}}'),  # a field the reader reads
+        (b"", b'{"add":{"path":"p=a/1.parquet","partitionValues":{"p":"a"},"x":"\xff"}}'),  # one it skips
+        (b"\xef\xbb\xbf", orjson.dumps(K.add("p=a/1.parquet", {"p": "a"}))),  # a byte order mark
+    ],
+    ids=["utf8-read", "utf8-skipped", "bom"],
+)
+def test_what_orjson_refuses_the_bulk_path_hands_over(
+    first: bytes, second: bytes, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Arrow's reader takes invalid UTF-8 and a leading byte order mark; orjson does not, so neither may
+    the bulk path: the exact path reports the file."""
+    from deltalog.core.replay import BaseState
+
+    base = BaseState(version=-1, source="_delta_log/00000000000000000000.json")
+    commits = [_commit(0, first + _lines(*_start())), _commit(1, second)]
+    assert bulk_replay.replay_commits(base, commits, None) is None
+    monkeypatch.setattr(bulk_replay, "MIN_BYTES", 0)
+    with pytest.raises(CorruptLogError) as err:
+        replay(base, commits, None)
+    assert err.value.path == commits[0 if first else 1].path
+
+
+def test_winners_come_in_the_order_of_their_winning_lines(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Row order is part of the state a checkpoint is written from: both paths give the same one."""
+    commits = [
+        _start(),
+        [K.commit_info(), *(K.add(f"p=a/{i}.parquet", {"p": "a"}) for i in range(4))],
+        [K.commit_info(), K.add("p=a/1.parquet", {"p": "a"}, size=7), K.remove("p=a/2.parquet")],
+        [
+            K.commit_info(),
+            K.remove("p=a/9.parquet"),
+            K.add("p=a/0.parquet", {"p": "a"}, size=8),
+            K.remove("p=a/2.parquet"),
+        ],
+    ]
+    path = _table(tmp_path, commits)
+    orders = []
+    for threshold in (0, 1 << 62):
+        monkeypatch.setattr(bulk_replay, "MIN_BYTES", threshold)
+        snap = DeltaLog.for_table(str(path)).snapshot()
+        orders.append((snap.files().column("path").to_pylist(), snap.tombstones().column("path").to_pylist()))
+    assert (
+        orders[0]
+        == orders[1]
+        == (
+            ["p=a/3.parquet", "p=a/1.parquet", "p=a/0.parquet"],
+            ["p=a/9.parquet", "p=a/2.parquet"],
+        )
+    )
+
+
+def test_a_null_line_never_reaches_the_json_reader(tmp_path: Path) -> None:
+    """pyarrow's JSON reader crashes the process on a ``null`` line at the start of one of its blocks: the
+    bulk path must hand such a log to the exact path, and both give one outcome (run in a child process,
+    which a crash would kill)."""
+    import subprocess
+    import sys
+
+    path = _table(tmp_path, [b"null\n" + _lines(*_start()), [K.commit_info(), K.add("p=a/1.parquet", {"p": "a"})]])
+    script = (
+        "from deltalog import DeltaLog\n"
+        "from deltalog.errors import DeltaLogError\n"
+        "from deltalog.core import bulk_replay\n"
+        "for threshold in (0, 1 << 62):\n"
+        "    bulk_replay.MIN_BYTES = threshold\n"
+        "    try:\n"
+        f"        print(DeltaLog.for_table({str(path)!r}).snapshot().files().column('path').to_pylist())\n"
+        "    except DeltaLogError as exc:\n"
+        "        print(type(exc).__name__, exc)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=False)
+    assert out.returncode == 0, out.stderr[-2000:]
+    bulk, exact = out.stdout.splitlines()
     assert bulk == exact
 
 

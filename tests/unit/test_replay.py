@@ -286,7 +286,14 @@ def test_tombstones_keep_their_fields(tmp_path: Path) -> None:
     W.write_table(
         tmp_path,
         [
-            base_commit(add("a.parquet"), add("b.parquet", {"p": "x"}), add("c.parquet", deletion_vector=dv("c" * 20))),
+            [
+                commit_info("CREATE TABLE"),
+                protocol(),
+                metadata(partition_columns=("p",)),
+                add("a.parquet", {"p": "y"}),
+                add("b.parquet", {"p": "x"}),
+                add("c.parquet", {"p": "y"}, deletion_vector=dv("c" * 20)),
+            ],
             [
                 remove("a.parquet", deletion_timestamp=K.T0 + 1),
                 remove("b.parquet", deletion_timestamp=K.T0 + 2, partition_values={"p": "x"}, size=5),

@@ -82,7 +82,7 @@ def test_version_and_timestamp_together_refused(tmp_path: Path) -> None:
 def test_add_actions(tmp_path: Path) -> None:
     st = K.stats(3, id=(1, 3))
     a_add = add("a.parquet", {"p": None}, size=9, stats=st, tags={"t": "1"})
-    W.write_table(tmp_path, [[protocol(), metadata(), a_add]])
+    W.write_table(tmp_path, [[protocol(), metadata(partition_columns=("p",)), a_add]])
     (a,) = list(DeltaLog.for_table(tmp_path).snapshot().add_actions())
     assert a == A.Add("a.parquet", {"p": None}, 9, K.T0, True, stats=st, tags={"t": "1"})
     rm = a.remove(deletion_timestamp=1)
