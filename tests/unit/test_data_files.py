@@ -276,3 +276,14 @@ def test_codec_property_and_stores_without_streaming(tmp_path: Path) -> None:
     meta = pq.ParquetFile(tmp_path / add.path).metadata
     assert meta.row_group(0).column(0).compression == "ZSTD" and meta.num_rows == 2
     assert write_files(store, pa.table({"id": pa.array([], pa.int64())}), target) == []
+
+
+def test_errors_raised_in_spark_tasks_cross_to_the_driver_typed() -> None:
+    from deltalog.spark._files import carried_error, carry_error
+
+    original = NotNullViolationError("NOT NULL constraint violated: column s.x", column="s.x", row={"row": 3})
+    spark_text = RuntimeError(f"Job aborted. Traceback ...\n{carry_error(original)}\n\tat org.apache.spark...")
+    rebuilt = carried_error(spark_text)
+    assert isinstance(rebuilt, NotNullViolationError) and str(rebuilt) == str(original)
+    assert (rebuilt.column, rebuilt.constraint, rebuilt.row) == ("s.x", "NOT NULL s.x", {"row": 3})
+    assert carried_error(RuntimeError("an executor ran out of memory")) is None
