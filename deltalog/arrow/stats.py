@@ -195,13 +195,13 @@ class _Leaf:
     hi: Any = None
     unbounded: bool = False  # a NaN or infinity was seen
 
-    def update(self, arr: pa.Array) -> None:
+    def update(self, arr: pa.Array | pa.ChunkedArray) -> None:
         self.nulls += arr.null_count
         if self.kind == "count" or self.unbounded or len(arr) == arr.null_count:
             return
         if pa.types.is_dictionary(arr.type):
             arr = arr.cast(arr.type.value_type)
-        if self.kind == "float" and (pc.any(pc.is_nan(arr)).as_py() or pc.any(pc.is_inf(arr)).as_py()):
+        if self.kind == "float" and pc.any(pc.invert(pc.is_finite(arr))).as_py():  # a NaN or an infinity
             self.unbounded = True
             return
         if self.kind == "timestamp":
@@ -259,15 +259,16 @@ class StatsCollector:
     def update(self, data: pa.RecordBatch | pa.Table) -> None:
         self.num_records += data.num_rows
         for f, col in zip(data.schema, data.columns, strict=True):
-            chunks = col.chunks if isinstance(col, pa.ChunkedArray) else [col]
-            for chunk in chunks:
-                self._update(chunk, (f.name,))
+            self._update(col, (f.name,))
 
-    def _update(self, arr: pa.Array, path: Path) -> None:
+    def _update(self, arr: pa.Array | pa.ChunkedArray, path: Path) -> None:
+        """One column (all its chunks at once: one kernel call per leaf, not per chunk)."""
         if self._used.get(path):
             # flatten() merges the parent's nulls into the children: a null struct has null fields
-            for field, child in zip(arr.type, arr.flatten(), strict=True):
-                self._update(child, (*path, field.name))
+            chunks = arr.chunks if isinstance(arr, pa.ChunkedArray) else [arr]
+            flat = [c.flatten() for c in chunks]
+            for i, field in enumerate(arr.type):
+                self._update(pa.chunked_array([f[i] for f in flat], type=field.type), (*path, field.name))
         elif path in self._leaves:
             self._leaves[path].update(arr)
 

@@ -100,16 +100,39 @@ def _invariant_text(raw: Any, label: str) -> str:
     return str(text)
 
 
-def _struct_fields(fields: Sequence[Mapping[str, Any]], prefix: str) -> list[tuple[str, Mapping[str, Any]]]:
-    """(dotted path, field) of every field reachable through structs."""
-    out: list[tuple[str, Mapping[str, Any]]] = []
+def _nested(t: Any) -> list[tuple[Sequence[Mapping[str, Any]], bool]]:
+    """The struct field lists directly inside type ``t``, each with whether it sits in an array or map."""
+    if not isinstance(t, dict):
+        return []
+    if t.get("type") == "struct":
+        return [(t.get("fields") or [], False)]
+    inner = [t.get(k) for k in ("elementType", "keyType", "valueType") if k in t]
+    return [(fields, True) for x in inner for fields, _ in _nested(x)]
+
+
+def _all_fields(
+    fields: Sequence[Mapping[str, Any]], prefix: str = "", place: str = "top"
+) -> list[tuple[str, Mapping[str, Any], str]]:
+    """(dotted path, field, place) of every field at any depth; place is top, struct or collection (inside an
+    array or map, where a row-level rule cannot be evaluated per row)."""
+    out: list[tuple[str, Mapping[str, Any], str]] = []
     for f in fields:
         path = f"{prefix}{f['name']}"
-        out.append((path, f))
-        t = f.get("type")
-        if isinstance(t, dict) and t.get("type") == "struct":
-            out.extend(_struct_fields(t.get("fields") or [], f"{path}."))
+        out.append((path, f, place))
+        for children, in_collection in _nested(f.get("type")):
+            inner = "collection" if in_collection or place == "collection" else "struct"
+            out.extend(_all_fields(children, f"{path}.", inner))
     return out
+
+
+def _refuse_nested(kind: str, path: str, expression: Any) -> UnsupportedExpressionError:
+    return UnsupportedExpressionError(
+        f"cannot write: {kind} on {path}, which is not a top-level column (or sits in an array or map), is "
+        "outside what deltalog evaluates; it is never skipped, so the write is refused",
+        constraint=f"{kind} on {path}",
+        expression=str(expression),
+        feature=_FEATURES["invariant" if kind == "invariant" else "generated"],
+    )
 
 
 def table_rules(
@@ -117,8 +140,7 @@ def table_rules(
 ) -> tuple[Rule, ...]:
     """Every rule of the table, compiled; refuses identity columns and expressions outside the subset."""
     rules: list[Rule] = []
-    top = {str(f["name"]) for f in schema.get("fields") or []}
-    for path, field in _struct_fields(schema.get("fields") or [], ""):
+    for path, field, place in _all_fields(schema.get("fields") or []):
         meta = field.get("metadata") or {}
         if any(str(k).startswith(IDENTITY_PREFIX) for k in meta):
             raise UnsupportedFeatureError(
@@ -126,11 +148,16 @@ def table_rules(
                 feature="identityColumns",
             )
         if INVARIANTS in meta:
+            if place == "collection":
+                raise _refuse_nested("invariant", path, meta[INVARIANTS])
             label = f"invariant on {path}"
             rules.append(_compile("invariant", label, _invariant_text(meta[INVARIANTS], label), plans))
-        if path in top and GENERATION in meta:
+        for key, kind in ((GENERATION, "generated"), (DEFAULT, "default")):
+            if key in meta and place != "top":
+                raise _refuse_nested("generation expression" if kind == "generated" else "default", path, meta[key])
+        if place == "top" and GENERATION in meta:
             rules.append(_compile("generated", f"generated column {path}", meta[GENERATION], plans, path))
-        elif path in top and DEFAULT in meta:
+        elif place == "top" and DEFAULT in meta:
             rules.append(_compile("default", f"default of column {path}", meta[DEFAULT], plans, path))
     for key in sorted(configuration):
         if key.lower().startswith(CONSTRAINT_PREFIX):
@@ -168,11 +195,18 @@ def _violation(rule: Rule, frame: Frame, index: int, plans: Sequence[FieldPlan],
 def _value(rule: Rule, frame: Frame, compiled: Compiled | None = None) -> pa.Array:
     try:
         return evaluate(compiled or rule.compiled, frame)
-    except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:  # an overflow, as Spark's ANSI mode raises
+    except pa.ArrowInvalid as exc:  # an overflow, as Spark's ANSI mode raises: no row may pass unchecked
         raise ConstraintViolationError(
             f"{rule.label} ({rule.expression}) could not be evaluated on the data: {exc}; nothing was committed",
             constraint=rule.label,
             expression=rule.expression,
+        ) from None
+    except (pa.ArrowNotImplementedError, pa.ArrowTypeError) as exc:  # pyarrow cannot do what was compiled
+        raise UnsupportedExpressionError(
+            f"cannot write: {rule.label} ({rule.expression}) cannot be evaluated here: {exc}",
+            constraint=rule.label,
+            expression=rule.expression,
+            feature=_FEATURES[rule.kind],
         ) from None
 
 

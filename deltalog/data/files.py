@@ -23,17 +23,19 @@ must stay: the commit may have landed).
 
 from __future__ import annotations
 
+import os
 import time
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
 from deltalog.arrow.stats import StatsCollector, dumps, indexed_column_limit, select_leaves, stats_column_names
 from deltalog.core.actions import Add
+from deltalog.data.batches import batches, group_rows
 from deltalog.data.constraints import check_rows, fill_columns, table_rules
 from deltalog.data.output import Output, delete_files, write_failures
 from deltalog.data.paths import (
@@ -63,18 +65,22 @@ class TableLike(Protocol):
     schema_json: Mapping[str, Any]
     partition_columns: Sequence[str]
     configuration: Mapping[str, str]
+    column_mapping_mode: str
 
 
 @dataclass(frozen=True)
 class WriteTarget:
     """The table a writer writes for: its schema (Delta JSON, logical names with column-mapping metadata),
-    partition columns (logical), configuration, and the clustering columns (physical paths, as the
-    ``delta.clustering`` domain lists them), which always get statistics."""
+    partition columns (logical), configuration, the clustering columns (physical paths, as the
+    ``delta.clustering`` domain lists them), which always get statistics, and the column-mapping mode in
+    force (``None``: ``delta.columnMapping.mode``; a snapshot knows better: the property means nothing
+    unless the protocol supports the feature)."""
 
     schema: Mapping[str, Any]
     partition_columns: tuple[str, ...] = ()
     configuration: Mapping[str, str] = field(default_factory=dict)
     clustering_columns: tuple[tuple[str, ...], ...] = ()
+    column_mapping_mode: str | None = None
 
     @classmethod
     def of(cls, table: TableLike, clustering_columns: Sequence[Sequence[str]] = ()) -> WriteTarget:
@@ -83,11 +89,13 @@ class WriteTarget:
             tuple(table.partition_columns),
             dict(table.configuration),
             tuple(tuple(c) for c in clustering_columns),
+            table.column_mapping_mode,
         )
 
     @property
     def column_mapped(self) -> bool:
-        return str(self.configuration.get("delta.columnMapping.mode", "none")).lower() in ("name", "id")
+        mode = self.column_mapping_mode or self.configuration.get("delta.columnMapping.mode", "none")
+        return str(mode).lower() in ("name", "id")
 
 
 def _positive(raw: Any, what: str) -> int:
@@ -202,6 +210,8 @@ class DataFileWriter:
     def write(self, batch: pa.RecordBatch) -> None:
         """Check ``batch`` against the table's rules, then buffer or write it; raises before writing any of
         it when a rule fails."""
+        if not isinstance(batch, pa.RecordBatch):
+            raise InvalidArgumentError(f"write() takes a pyarrow RecordBatch, not {type(batch).__name__}")
         physical, missing = self._conform(batch)
         physical = fill_columns(self.rules, physical, self.plans, missing)
         stored = [p for p in self.plans if p.kind != "void"]
@@ -231,18 +241,14 @@ class DataFileWriter:
         return pa.RecordBatch.from_arrays(arrays, schema=self.file_schema), missing
 
     def _split(self, batch: pa.RecordBatch) -> Iterator[tuple[tuple[str | None, ...], pa.RecordBatch]]:
-        names = [p.physical for p in self.partition_plans]
+        """(serialised partition values, data rows) per partition of ``batch``."""
         data = batch.select([f.name for f in self.data_schema])
-        if not names:
+        if not self.partition_plans:
             yield (), data
             return
-        keys = pa.Table.from_batches([batch.select(names)]).append_column("__row", pa.array(np.arange(batch.num_rows)))
-        groups = keys.group_by(names, use_threads=False).aggregate([("__row", "list")])
-        rows = groups.column("__row_list")
-        columns = [groups.column(n) for n in names]
-        for i in range(groups.num_rows):
-            values = tuple(serialize_partition_value(c[i].as_py()) for c in columns)
-            yield values, data if groups.num_rows == 1 else data.take(rows[i].values)
+        keys = batch.select([p.physical for p in self.partition_plans])
+        for values, rows in group_rows(keys, data):
+            yield tuple(serialize_partition_value(v) for v in values), rows
 
     # ------------------------------------------------------------------------------------------ buffering
     def _append(self, values: tuple[str | None, ...], rows: pa.RecordBatch) -> None:
@@ -264,21 +270,35 @@ class DataFileWriter:
         while self._buffered > MAX_BUFFERED_BYTES:
             self._flush(max(self._parts.values(), key=lambda p: p.buffered_bytes))
 
+    def _take(self, part: _Partition) -> pa.Table | None:
+        """``part``'s buffer as one table (a row group), now counted as written."""
+        if not part.buffer:
+            return None
+        table = pa.Table.from_batches(part.buffer, schema=self.data_schema)
+        self._buffered -= part.buffered_bytes
+        part.buffer, part.buffered_bytes, part.buffered_rows = [], 0, 0
+        part.file_rows += table.num_rows
+        self._tick += 1
+        part.used = self._tick
+        return table
+
+    def _write(self, part: _Partition, table: pa.Table) -> None:
+        """Append a row group to ``part``'s open file (touches nothing else: may run on a worker thread)."""
+        file = part.file
+        assert file is not None
+        with write_failures(self.store, file.output.key):
+            file.writer.write_table(table, row_group_size=max(1, table.num_rows))
+        file.stats.update(table)
+
     def _flush(self, part: _Partition, finish: bool = False) -> None:
         """Write ``part``'s buffer as a row group; finish its file when asked or when it is large enough."""
-        if part.buffer:
-            table = pa.Table.from_batches(part.buffer, schema=self.data_schema)
-            self._buffered -= part.buffered_bytes
-            part.buffer, part.buffered_bytes, part.buffered_rows = [], 0, 0
-            file = part.file or self._open(part)
-            with write_failures(self.store, file.output.key):
-                file.writer.write_table(table, row_group_size=max(1, table.num_rows))
-            file.stats.update(table)
-            part.file_rows += table.num_rows
-            self._tick += 1
-            part.used = self._tick
+        table = self._take(part)
+        if table is not None:
+            if part.file is None:
+                self._open(part)
+            self._write(part, table)
         if part.file is not None and (finish or part.file.output.tell() >= self.target_file_size):
-            self._finish(part)
+            self._adds.append(self._finish(part))
 
     def _open(self, part: _Partition) -> _File:
         open_parts = [p for p in self._parts.values() if p.file is not None]
@@ -296,31 +316,51 @@ class DataFileWriter:
         part.file = _File(output, writer, StatsCollector(self.data_schema, self.stats_leaves))
         return part.file
 
-    def _finish(self, part: _Partition) -> None:
+    def _finish(self, part: _Partition) -> Add:
+        """Close ``part``'s file and describe it (touches nothing else: may run on a worker thread)."""
         file, part.file, part.file_rows = part.file, None, 0
         assert file is not None
         with write_failures(self.store, file.output.key):
             file.writer.close()
         size = file.output.close()
         names = [p.physical for p in self.partition_plans]
-        self._adds.append(
-            Add(
-                path=log_path(file.output.key),
-                partition_values=dict(zip(names, part.values, strict=True)),
-                size=size,
-                modification_time=int(self.clock() * 1000),
-                data_change=True,
-                stats=dumps(file.stats.stats()),
-            )
+        return Add(
+            path=log_path(file.output.key),
+            partition_values=dict(zip(names, part.values, strict=True)),
+            size=size,
+            modification_time=int(self.clock() * 1000),
+            data_change=True,
+            stats=dumps(file.stats.stats()),
         )
 
     # ------------------------------------------------------------------------------------------ the end
     def close(self) -> list[Add]:
-        """Write what is buffered and finish every file; the adds, one per file, in the order finished."""
-        for part in list(self._parts.values()):
-            self._flush(part, finish=True)
+        """Write what is buffered and finish every file; the adds, one per file, in the order finished.
+
+        The last row groups of all partitions are encoded in parallel (pyarrow releases the GIL), up to
+        ``max_open_files`` files at a time: partitions with an open file go first, so no file is evicted.
+        """
+        parts = sorted(self._parts.values(), key=lambda p: p.file is None)
+        for part in parts:
+            if not part.buffer and part.file is not None:
+                self._adds.append(self._finish(part))
+        pending = [p for p in parts if p.buffer]
+        for start in range(0, len(pending), self.max_open_files):
+            jobs = []
+            for part in pending[start : start + self.max_open_files]:
+                table = self._take(part)
+                if part.file is None:
+                    self._open(part)
+                jobs.append((part, table))
+            with ThreadPoolExecutor(max_workers=min(len(jobs), os.cpu_count() or 1)) as pool:
+                self._adds.extend(pool.map(self._last_group, jobs))
         self._parts.clear()
         return list(self._adds)
+
+    def _last_group(self, job: tuple[_Partition, pa.Table]) -> Add:
+        part, table = job
+        self._write(part, table)
+        return self._finish(part)
 
     def abort(self) -> list[str]:
         """Delete every file this writer created (finished or not); the keys that could not be deleted."""
@@ -332,31 +372,6 @@ class DataFileWriter:
         left = delete_files(self.store, self._written)
         self._written, self._adds = [], []
         return left
-
-
-def batches(data: Any) -> Iterator[pa.RecordBatch]:
-    """Record batches from a RecordBatchReader, Table, RecordBatch, Dataset, any ``__arrow_c_stream__``
-    exporter (pandas, polars, duckdb results) or an iterable of batches/tables, read lazily."""
-    if isinstance(data, pa.RecordBatch):
-        yield data
-        return
-    if isinstance(data, pa.Table):
-        yield from data.to_batches(max_chunksize=65_536)
-        return
-    if isinstance(data, pa.RecordBatchReader):
-        yield from data
-        return
-    if hasattr(data, "to_batches") and hasattr(data, "schema"):  # a pyarrow Dataset or Scanner
-        yield from data.to_batches()
-        return
-    if hasattr(data, "__arrow_c_stream__"):
-        yield from pa.RecordBatchReader.from_stream(data)
-        return
-    if isinstance(data, Iterable) and not isinstance(data, (str, bytes, Mapping)):
-        for item in data:
-            yield from batches(item)
-        return
-    raise InvalidArgumentError(f"cannot write {type(data).__name__}: expected Arrow data (a table, batches, a reader)")
 
 
 def write_files(store: LogStore, data: Any, target: WriteTarget, **options: Any) -> list[Add]:
@@ -376,6 +391,5 @@ __all__ = [
     "DEFAULT_TARGET_FILE_SIZE",
     "DataFileWriter",
     "WriteTarget",
-    "batches",
     "write_files",
 ]

@@ -51,6 +51,11 @@ class FieldPlan:
     file_field: pa.Field | None
 
     @property
+    def strict(self) -> bool:
+        """Whether this field or any field below it is non-nullable (only those need a NOT NULL check)."""
+        return not self.nullable or any(c.strict for c in self.children)
+
+    @property
     def stored(self) -> tuple[FieldPlan, ...]:
         """The children a file holds (``void`` ones are left out)."""
         return tuple(c for c in self.children if c.kind != "void")
@@ -248,7 +253,7 @@ def conform_array(arr: pa.Array, plan: FieldPlan, path: str) -> pa.Array:
         raise _mismatch(path, arr.type, plan)
     try:
         return arr.cast(out_type, safe=True)
-    except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError) as exc:
         raise _mismatch(path, arr.type, plan, f": {exc}") from None
 
 
@@ -288,6 +293,8 @@ def check_not_null(arr: pa.Array, plan: FieldPlan, path: str, valid: pa.Array | 
     """Refuse a null where ``plan`` (or any field below it) is non-nullable; ``valid`` marks the rows whose
     parents are present (a null struct's non-nullable field may be null: Spark checks fields of present
     parents only)."""
+    if not plan.strict:
+        return
     present = arr.is_valid()
     if not plan.nullable:
         bad = pc.invert(present) if valid is None else pc.and_(valid, pc.invert(present))

@@ -271,3 +271,19 @@ def test_defaults_fill_missing_columns_only_and_identity_columns_are_refused() -
     with pytest.raises(UnsupportedFeatureError, match="identity column") as info:
         table_rules(identity, {}, plan_schema(identity, mapped=False))
     assert info.value.feature == "identityColumns"
+
+
+def test_rules_where_no_row_level_check_is_possible_are_refused_not_skipped() -> None:
+    inv = '{"expression": {"expression": "x > 0"}}'
+    in_array = {
+        "type": "array",
+        "elementType": {"type": "struct", "fields": [field("x", "long", **{"delta.invariants": inv})]},
+    }
+    schema = {"fields": [field("a", in_array)]}
+    with pytest.raises(UnsupportedExpressionError, match=r"invariant on a\.x.*array or map"):
+        table_rules(schema, {}, plan_schema(schema, mapped=False))
+    nested_generated = {"type": "struct", "fields": [field("g", "long", **{"delta.generationExpression": "1"})]}
+    schema = {"fields": [field("s", nested_generated)]}
+    with pytest.raises(UnsupportedExpressionError, match=r"generation expression on s\.g") as info:
+        table_rules(schema, {}, plan_schema(schema, mapped=False))
+    assert info.value.feature == "generatedColumns"

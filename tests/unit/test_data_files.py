@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import datetime as dt
 import re
+import threading
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO
 from urllib.parse import unquote
@@ -15,7 +17,8 @@ import pyarrow.parquet as pq
 import pytest
 
 from deltalog.actions import Add
-from deltalog.data.files import DataFileWriter, WriteTarget, batches, write_files
+from deltalog.data.batches import batches, group_rows
+from deltalog.data.files import DataFileWriter, WriteTarget, write_files
 from deltalog.data.paths import escape_path_name, log_path, partition_dir, serialize_partition_value
 from deltalog.errors import (
     ConstraintViolationError,
@@ -53,17 +56,20 @@ class CountingStore(LocalLogStore):
         super().__init__(root)
         self.open_now = 0
         self.most_open = 0
+        self.lock = threading.Lock()  # files are closed on the writer's worker threads
 
     def open_write(self, path: str) -> BinaryIO:
         handle = super().open_write(path)
-        self.open_now += 1
-        self.most_open = max(self.most_open, self.open_now)
+        with self.lock:
+            self.open_now += 1
+            self.most_open = max(self.most_open, self.open_now)
         store = self
         close = handle.close
 
         def closing() -> None:
-            if not handle.closed:
-                store.open_now -= 1
+            with store.lock:
+                if not handle.closed:
+                    store.open_now -= 1
             close()
 
         handle.close = closing  # type: ignore[method-assign]
@@ -128,13 +134,14 @@ def test_files_roll_at_the_target_size_and_row_limit(tmp_path: Path) -> None:
     assert ids == [0, 7_000, 14_000, 21_000, 28_000, 35_000, 42_000, 49_000]
 
 
-def test_open_files_are_bounded_and_every_row_lands_once(tmp_path: Path) -> None:
+@pytest.mark.parametrize("target_file_size", [1, None])  # a file per row group; everything left for close()
+def test_open_files_are_bounded_and_every_row_lands_once(tmp_path: Path, target_file_size: int | None) -> None:
     store = CountingStore(str(tmp_path))
     target = WriteTarget(schema(field("id", "long"), field("p", "integer")), ("p",))
     rounds = [
         pa.record_batch({"id": [r * 10 + p], "p": pa.array([p], pa.int32())}) for r in range(3) for p in range(10)
     ]
-    writer = DataFileWriter(store, target, max_open_files=2, target_file_size=1)
+    writer = DataFileWriter(store, target, max_open_files=2, target_file_size=target_file_size)
     for batch in rounds:
         writer.write(batch)
     adds = writer.close()
@@ -142,6 +149,17 @@ def test_open_files_are_bounded_and_every_row_lands_once(tmp_path: Path) -> None
     ids = sorted(i for a in adds for i in pq.read_table(tmp_path / unquote(a.path)).column("id").to_pylist())
     assert ids == sorted(r * 10 + p for r in range(3) for p in range(10))
     assert all(str(int(a.partition_values["p"] or -1)) == a.partition_values["p"] for a in adds)
+    assert len(adds) == (30 if target_file_size == 1 else 10)
+
+
+def test_rows_are_grouped_by_every_key_with_nulls_as_one_group() -> None:
+    keys = pa.record_batch({"a": [2, None, 1, 2, None, 1], "b": ["x", "y", "x", "x", "y", None]})
+    data = pa.record_batch({"id": list(range(6))})
+    groups = {tuple(values): rows.column("id").to_pylist() for values, rows in group_rows(keys, data)}
+    assert groups == {(1, "x"): [2], (1, None): [5], (2, "x"): [0, 3], (None, "y"): [1, 4]}
+    same = pa.record_batch({"a": [7, 7, 7]})
+    ((values, rows),) = list(group_rows(same, data.slice(0, 3)))
+    assert values == [7] and rows.num_rows == 3
 
 
 # ---------------------------------------------------------------------------------------------- statistics
@@ -287,3 +305,20 @@ def test_errors_raised_in_spark_tasks_cross_to_the_driver_typed() -> None:
     assert isinstance(rebuilt, NotNullViolationError) and str(rebuilt) == str(original)
     assert (rebuilt.column, rebuilt.constraint, rebuilt.row) == ("s.x", "NOT NULL s.x", {"row": 3})
     assert carried_error(RuntimeError("an executor ran out of memory")) is None
+
+
+@dataclass(frozen=True)
+class SnapshotLike:
+    schema_json: dict[str, Any]
+    partition_columns: list[str]
+    configuration: dict[str, str]
+    column_mapping_mode: str
+
+
+def test_the_snapshots_mapping_mode_wins_over_a_property_the_protocol_does_not_support(tmp_path: Path) -> None:
+    mapped = schema(field("id", "long", **{"delta.columnMapping.id": 1, "delta.columnMapping.physicalName": "col-1"}))
+    conf = {"delta.columnMapping.mode": "name"}
+    unsupported = WriteTarget.of(SnapshotLike(mapped, [], conf, "none"))
+    assert not unsupported.column_mapped and WriteTarget(mapped, (), conf).column_mapped
+    (add,) = write_files(LocalLogStore(str(tmp_path)), pa.table({"id": [1]}), unsupported)
+    assert pq.read_schema(tmp_path / add.path).names == ["id"] and "/" not in add.path
