@@ -65,45 +65,72 @@ def to_arrow_schema(schema: dict[str, Any]) -> pa.Schema:
     return pa.schema([arrow_field(f) for f in schema.get("fields", [])])
 
 
-__all__ = ["arrow_field", "arrow_type", "delta_field", "from_arrow_schema", "to_arrow_schema"]
+__all__ = ["arrow_field", "arrow_type", "delta_field", "delta_type", "from_arrow_schema", "to_arrow_schema"]
 
 
-def _delta_type(t: pa.DataType) -> Any:
-    simple = {
-        pa.string(): "string",
-        pa.large_string(): "string",
-        pa.int64(): "long",
-        pa.int32(): "integer",
-        pa.int16(): "short",
-        pa.int8(): "byte",
-        pa.float32(): "float",
-        pa.float64(): "double",
-        pa.bool_(): "boolean",
-        pa.binary(): "binary",
-        pa.large_binary(): "binary",
-        pa.date32(): "date",
-        pa.null(): "void",
-    }
-    if t in simple:
-        return simple[t]
+#: Arrow integer types Delta has no name for, widened to the narrowest signed type holding every value.
+#: ``uint64`` maps to ``long``: a writer range-checks the values (above 2**63-1 is refused, never wrapped).
+_UNSIGNED = {pa.uint8(): "short", pa.uint16(): "integer", pa.uint32(): "long", pa.uint64(): "long"}
+_SIMPLE: dict[pa.DataType, str] = {
+    pa.string(): "string",
+    pa.large_string(): "string",
+    pa.string_view(): "string",
+    pa.int64(): "long",
+    pa.int32(): "integer",
+    pa.int16(): "short",
+    pa.int8(): "byte",
+    pa.float16(): "float",
+    pa.float32(): "float",
+    pa.float64(): "double",
+    pa.bool_(): "boolean",
+    pa.binary(): "binary",
+    pa.large_binary(): "binary",
+    pa.binary_view(): "binary",
+    pa.date32(): "date",
+    pa.date64(): "date",
+    pa.null(): "void",
+    **_UNSIGNED,
+}
+
+
+def _refuse(t: pa.DataType, why: str) -> UnsupportedFeatureError:
+    return UnsupportedFeatureError(f"Arrow type {t} has no Delta equivalent: {why}", feature=str(t))
+
+
+def delta_type(t: pa.DataType) -> Any:
+    """The Delta type (JSON) that holds values of Arrow type ``t``, per PROTOCOL "Primitive Types".
+
+    Timestamps of any unit become microsecond types: zone-aware ones ``timestamp`` (an instant), naive ones
+    ``timestamp_ntz`` (wall time); unsigned integers widen (see ``_UNSIGNED``); large, view, fixed-size and
+    dictionary encodings map to their base type. Types Delta cannot hold (time of day, durations, intervals,
+    unions, extension types, decimals wider than 38 digits) are refused by name.
+    """
+    if t in _SIMPLE:
+        return _SIMPLE[t]
     if pa.types.is_timestamp(t):
         return "timestamp" if t.tz is not None else "timestamp_ntz"
     if pa.types.is_decimal(t):
+        if t.precision > 38:
+            raise _refuse(t, "Delta decimals hold at most 38 digits")
         return f"decimal({t.precision},{t.scale})"
+    if pa.types.is_fixed_size_binary(t):
+        return "binary"
     if pa.types.is_struct(t):
         return {"type": "struct", "fields": [delta_field(t.field(i)) for i in range(t.num_fields)]}
     if pa.types.is_map(t):
         return {
             "type": "map",
-            "keyType": _delta_type(t.key_type),
-            "valueType": _delta_type(t.item_type),
+            "keyType": delta_type(t.key_type),
+            "valueType": delta_type(t.item_type),
             "valueContainsNull": t.item_field.nullable,
         }
-    if pa.types.is_list(t) or pa.types.is_large_list(t):
-        return {"type": "array", "elementType": _delta_type(t.value_type), "containsNull": t.value_field.nullable}
+    if isinstance(t, (pa.ListType, pa.LargeListType, pa.FixedSizeListType, pa.ListViewType, pa.LargeListViewType)):
+        return {"type": "array", "elementType": delta_type(t.value_type), "containsNull": t.value_field.nullable}
     if pa.types.is_dictionary(t):
-        return _delta_type(t.value_type)
-    raise UnsupportedFeatureError(f"Arrow type {t} has no Delta equivalent", feature=str(t))
+        return delta_type(t.value_type)
+    if isinstance(t, pa.ExtensionType):
+        raise _refuse(t, "extension types are refused; convert to the storage type first")
+    raise _refuse(t, "Delta has no time-of-day, duration, interval or union type")
 
 
 def delta_field(f: pa.Field) -> dict[str, Any]:
@@ -114,7 +141,7 @@ def delta_field(f: pa.Field) -> dict[str, Any]:
             meta[key] = orjson.loads(text) if key.startswith("delta.") and text[:1] in "{[0123456789tf-" else text
         except orjson.JSONDecodeError:
             meta[key] = text
-    return {"name": f.name, "type": _delta_type(f.type), "nullable": f.nullable, "metadata": meta}
+    return {"name": f.name, "type": delta_type(f.type), "nullable": f.nullable, "metadata": meta}
 
 
 def from_arrow_schema(schema: pa.Schema) -> dict[str, Any]:

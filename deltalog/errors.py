@@ -45,6 +45,41 @@ class InvalidCommitError(DeltaLogError, ValueError):
         self.rule = rule
 
 
+class SchemaMismatchError(InvalidArgumentError):
+    """Data does not fit the table's schema: a missing or unknown column, a type with no safe cast, a value the
+    table's type cannot hold (a nanosecond lost, an unsigned value above ``long``). Raised before the data it
+    concerns is written; ``column`` names the (dotted, logical) column when there is one."""
+
+    def __init__(self, message: str, *, column: str | None = None) -> None:
+        super().__init__(message)
+        self.column = column
+
+
+class ConstraintViolationError(DeltaLogError):
+    """Rows break a rule of the table: a CHECK constraint, a column invariant, a generated column's expression
+    or a NOT NULL column. Nothing of the write is committed and the files it wrote are deleted.
+
+    ``constraint`` names the rule, ``expression`` is its SQL text, ``row`` a failing row (the referenced
+    columns by logical name, values as Python objects).
+    """
+
+    def __init__(
+        self, message: str, *, constraint: str, expression: str | None = None, row: dict[str, object] | None = None
+    ) -> None:
+        super().__init__(message)
+        self.constraint = constraint
+        self.expression = expression
+        self.row = row
+
+
+class NotNullViolationError(ConstraintViolationError):
+    """A non-nullable column (top-level or nested) would receive a null; ``column`` names it."""
+
+    def __init__(self, message: str, *, column: str, row: dict[str, object] | None = None) -> None:
+        super().__init__(message, constraint=f"NOT NULL {column}", row=row)
+        self.column = column
+
+
 class RestoreFilesMissingError(InvalidArgumentError):
     """Files a RESTORE would make live again are gone from storage (vacuumed, lost); nothing was committed.
 
@@ -94,6 +129,17 @@ class UnsupportedFeatureError(ProtocolError):
         self.feature = feature
         self.path = path
         self.version = version
+
+
+class UnsupportedExpressionError(UnsupportedFeatureError):
+    """A table's SQL expression (CHECK constraint, invariant, generation or default expression) lies outside the
+    subset deltalog evaluates, so a write refuses rather than check it in another dialect or not at all.
+    ``constraint`` names the rule and ``expression`` is its text."""
+
+    def __init__(self, message: str, *, constraint: str, expression: str, feature: str | None = None) -> None:
+        super().__init__(message, feature=feature)
+        self.constraint = constraint
+        self.expression = expression
 
 
 class CorruptLogError(ProtocolError):
@@ -224,6 +270,7 @@ __all__ = [
     "ConcurrentDeleteReadError",
     "ConcurrentModificationError",
     "ConcurrentTransactionError",
+    "ConstraintViolationError",
     "CorruptDataError",
     "CorruptLogError",
     "DeltaLogError",
@@ -232,16 +279,19 @@ __all__ = [
     "InvalidCommitError",
     "MaxCommitAttemptsError",
     "MetadataChangedError",
+    "NotNullViolationError",
     "PathOutsideRootError",
     "PropertyError",
     "ProtocolChangedError",
     "ProtocolError",
     "RestoreFilesMissingError",
     "SchemaError",
+    "SchemaMismatchError",
     "SetupError",
     "StorageError",
     "TableAlreadyExistsError",
     "TableNotFoundError",
+    "UnsupportedExpressionError",
     "UnsupportedFeatureError",
     "VersionNotFoundError",
 ]

@@ -17,7 +17,7 @@ import pyarrow.parquet as pq
 
 from deltalog import CommitResult, DeltaLog
 from deltalog.actions import Add
-from deltalog.stats import stats_json
+from deltalog.arrow.stats import stats_json
 from deltalog.transaction import Transaction
 
 CITIES = ("Lisbon", "Oslo", "Kyoto", "Lima", "Accra")

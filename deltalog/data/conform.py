@@ -110,7 +110,7 @@ def match(file_fields: Sequence[pa.Field], column: Column, mode: str, source: st
     return None
 
 
-def _rebased_offsets(arr: pa.Array) -> tuple[pa.Array, int, int]:
+def rebased_offsets(arr: pa.Array) -> tuple[pa.Array, int, int]:
     """A sliced list/map's offsets rebased to start at 0, with the child range they cover."""
     offsets = arr.offsets
     start = offsets[0].as_py()
@@ -150,11 +150,11 @@ def conform(arr: pa.Array, column: Column, mode: str, source: str) -> pa.Array:
     if column.kind == "array" and pa.types.is_large_list(arr.type):
         arr = _cast(arr, replace(column, type=pa.list_(arr.type.value_field)), source)  # int32 offsets
     if column.kind == "array" and pa.types.is_list(arr.type):
-        offsets, start, length = _rebased_offsets(arr)
+        offsets, start, length = rebased_offsets(arr)
         values = conform(arr.values.slice(start, length), column.children[0], mode, source)
         return pa.ListArray.from_arrays(offsets, values, type=column.type, mask=mask)
     if column.kind == "map" and pa.types.is_map(arr.type):
-        offsets, start, length = _rebased_offsets(arr)
+        offsets, start, length = rebased_offsets(arr)
         keys = conform(arr.keys.slice(start, length), column.children[0], mode, source)
         items = conform(arr.items.slice(start, length), column.children[1], mode, source)
         return pa.MapArray.from_arrays(offsets, keys, items, type=column.type, mask=mask)
@@ -177,4 +177,4 @@ def conform_children(
     return out
 
 
-__all__ = ["FIELD_ID", "Column", "conform", "conform_children", "match", "plan_field"]
+__all__ = ["FIELD_ID", "Column", "conform", "conform_children", "match", "plan_field", "rebased_offsets"]

@@ -6,9 +6,10 @@ Flow of :func:`write`:
    DataFrame's schema, ``partition_by`` and ``replace_where`` against it, and starts one transaction, all
    *before* any file is written. An exactly-once batch (``app_id``/``app_version``) the table already holds
    stops here: nothing is written.
-2. Executors write the files inside ``df.mapInArrow`` (:mod:`deltalog.spark._files`: hive-style partition
-   directories, ``part-<uuid>.snappy.parquet``, Delta statistics from :mod:`deltalog.stats`) and send back one
-   small row per file: path, partition values, size, stats. The data never passes through the driver.
+2. Executors write the files inside ``df.mapInArrow`` with the one data-file writer (:mod:`deltalog.data.files`
+   through :mod:`deltalog.spark._files`: hive-style partition directories, ``part-<uuid>.snappy.parquet``,
+   Delta statistics, the table's NOT NULL columns, constraints and generated columns) and send back one small
+   row per file: path, partition values, size, stats. The data never passes through the driver.
 3. The driver commits the adds (and, for an overwrite, the removes from ``txn.remove_where``, which records
    the read predicate) as one version. Files of a commit that is definitely refused (a conflict, an invalid
    commit, an exactly-once batch committed meanwhile) are deleted; after ``CommitStateUnknownError`` nothing
@@ -26,26 +27,25 @@ import functools
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
-from urllib.parse import quote
 
 import orjson
-import pyarrow as pa
 
-from deltalog.arrow_schema import to_arrow_schema
 from deltalog.core import actions as A
 from deltalog.core.features import check_writable
 from deltalog.core.partitions import conditions_from_where, parse_value
 from deltalog.core.schema import check_partition_columns, top_level_fields
+from deltalog.data.locate import resolve
+from deltalog.data.output import delete_files
 from deltalog.errors import (
     ConcurrentModificationError,
     InvalidArgumentError,
     InvalidCommitError,
+    SchemaMismatchError,
     TableAlreadyExistsError,
     TableNotFoundError,
-    UnsupportedFeatureError,
 )
 from deltalog.log import DeltaLog
-from deltalog.spark._files import RESULT_DDL, DataFiles, write_partitioned
+from deltalog.spark._files import RESULT_DDL, carried_error, write_partitioned
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -54,10 +54,6 @@ if TYPE_CHECKING:
 
 MODES = ("append", "overwrite")
 _STRUCTURAL = ("nullable", "containsNull", "valueContainsNull", "metadata")
-
-
-class SchemaMismatchError(InvalidArgumentError):
-    """The DataFrame's columns do not fit the table's schema; raised before any file is written."""
 
 
 @dataclass(frozen=True)
@@ -159,11 +155,6 @@ def _prepare_table(
         raise SchemaMismatchError(
             f"partition_by {list(partition_by)} differs from the table's partition columns {snap.partition_columns}"
         )
-    if snap.column_mapping_mode != "none":
-        raise UnsupportedFeatureError(
-            f"{log.location} uses column mapping ({snap.column_mapping_mode}); the Spark writer does not",
-            feature="columnMapping",
-        )
     check_writable(snap.protocol, snap.configuration, snap.schema_json, f"{log.location}/_delta_log")
     check_schema(snap.schema_json, data_schema)
     return snap
@@ -178,7 +169,8 @@ def _check_rows_match(where: Mapping[str, Any], snap: Snapshot, adds: Sequence[A
     ]
     for add in adds:
         for c in conds:
-            if not c.matches(parse_value(types[c.column], add.partition_values.get(c.column))):
+            physical = snap.physical_names.get(c.column, c.column)  # adds key partition values physically
+            if not c.matches(parse_value(types[c.column], add.partition_values.get(physical))):
                 raise InvalidArgumentError(
                     f"written data does not match replace_where {dict(where)}: a file has partition values "
                     f"{dict(add.partition_values)}; nothing was committed"
@@ -242,15 +234,13 @@ def write(
 
     columns = [f["name"] for f in top_level_fields(snap.schema_json)]
     partition_columns = snap.partition_columns
-    target = pa.schema([f for f in to_arrow_schema(snap.schema_json) if f.name not in partition_columns])
-    root = log.store.root
     fn = functools.partial(
         write_partitioned,
-        root=root,
+        root=log.store.root,
         storage_options=storage_options,
+        schema=snap.schema_json,
         partition_columns=partition_columns,
         configuration=dict(snap.configuration),
-        target_schema=target,
         target_rows=target_rows_per_file,
     )
     try:
@@ -261,10 +251,13 @@ def write(
         txn.abort()  # removes the intent
         if isinstance(exc, ConcurrentModificationError) and _landed(log, app_id, app_version):
             return WriteResult(None, True, 0, 0, 0, ())
+        typed = carried_error(exc)  # a task's NOT NULL / CHECK violation, typed again (its files are gone)
+        if typed is not None:
+            raise typed from exc
         raise
     adds = [
         A.Add(
-            path=quote(r["path"], safe="/="),
+            path=r["path"],
             partition_values=orjson.loads(r["partition_values"]),
             size=r["size"],
             modification_time=r["modification_time"],
@@ -273,8 +266,7 @@ def write(
         )
         for r in rows
     ]
-    files = DataFiles(root, storage_options)
-    written = [r["path"] for r in rows]
+    written = [resolve(log.store, a.path) for a in adds]
     try:
         if early:
             txn.check_early()  # after the write stage
@@ -285,7 +277,7 @@ def write(
         if early:
             txn.check_early()  # just before the commit
     except BaseException as exc:
-        _delete(files, written)  # nothing was attempted: the files belong to no commit
+        delete_files(log.store, written)  # nothing was attempted: the files belong to no commit
         txn.abort()
         if isinstance(exc, ConcurrentModificationError) and _landed(log, app_id, app_version):
             return WriteResult(None, True, 0, 0, 0, ())
@@ -296,7 +288,7 @@ def write(
     try:
         result = txn.commit(adds, operation="WRITE", operation_parameters=params)
     except (ConcurrentModificationError, InvalidCommitError):
-        _delete(files, written)  # definitely refused; CommitStateUnknownError and the rest keep the files
+        delete_files(log.store, written)  # definitely refused; CommitStateUnknownError and the rest keep the files
         if _landed(log, app_id, app_version):
             return WriteResult(None, True, 0, 0, 0, ())
         raise
@@ -310,11 +302,6 @@ def _landed(log: DeltaLog, app_id: str | None, app_version: int | None) -> bool:
         return False
     current = log.snapshot().app_version(app_id)
     return current is not None and current >= app_version
-
-
-def _delete(files: DataFiles, keys: Sequence[str]) -> None:
-    for key in keys:
-        files.delete(key)
 
 
 __all__ = ["SchemaMismatchError", "WriteResult", "check_schema", "write"]

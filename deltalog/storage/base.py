@@ -3,6 +3,9 @@
 Paths given to a store are relative to the table root and use ``/`` (``_delta_log/00000000000000000007.json``).
 Every store must provide atomic visibility (a file is whole or absent), mutual exclusion on
 ``put_if_absent``, and listings that show a file once its write returned.
+
+Optional: ``open_write(path) -> BinaryIO`` streams a new file (data files larger than memory should hold). A
+store without it still works: callers fall back to ``put`` of the whole file (:mod:`deltalog.data.output`).
 """
 
 from __future__ import annotations

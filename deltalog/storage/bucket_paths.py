@@ -58,6 +58,10 @@ class BucketPaths:
             raise FileNotFoundError(f"{self._display}/{path} is a prefix (a directory), not an object")
         return handle
 
+    def open_write(self, path: str) -> Any:
+        """A new object to stream into (large data files, uploaded in parts); it appears whole when closed."""
+        return self._guard("open_write", path, lambda: self._fs.open(self._full(path), "wb"))
+
     def _key(self, path: str) -> str:
         path = confined(path).strip("/")
         if not self._prefix:

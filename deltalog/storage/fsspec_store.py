@@ -157,6 +157,17 @@ class FsspecLogStore:
         refuse_commit_overwrite(path)
         mapped("put", f"{self._display}/{path}", path, lambda: self._fs.pipe_file(self._abs(path), data))
 
+    def open_write(self, path: str) -> BinaryIO:
+        """A new file to stream into (large data files); object stores show it whole once closed."""
+        full = self._abs(path)
+
+        def create() -> BinaryIO:
+            if self._local or self._memory:
+                self._fs.makedirs(full.rsplit("/", 1)[0], exist_ok=True)
+            return cast(BinaryIO, self._fs.open(full, "wb"))
+
+        return self._guarded("open_write", path, create)
+
     def delete(self, path: str) -> None:
         def rm() -> None:
             with contextlib.suppress(FileNotFoundError):

@@ -247,6 +247,17 @@ class LocalLogStore:
             raise os_error("put", self._where(path), path, exc) from exc
         self._fsync_dir(os.path.dirname(final))
 
+    def open_write(self, path: str) -> BinaryIO:
+        """A new file to stream into (large data files), created exclusively; it becomes a table file only
+        when a commit names it, so a torn one is an orphan for VACUUM, never a wrong answer."""
+        final = self._abs(path)
+
+        def create() -> BinaryIO:
+            os.makedirs(os.path.dirname(final), exist_ok=True)
+            return open(final, "xb")
+
+        return self._guarded("open_write", path, create)
+
     def delete(self, path: str) -> None:
         def unlink() -> None:
             with contextlib.suppress(FileNotFoundError):

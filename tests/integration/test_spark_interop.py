@@ -18,9 +18,9 @@ import pytest
 from deltalake import DeltaTable, QueryBuilder
 
 from deltalog import DeltaLog
+from deltalog.arrow.stats import TIE_BREAKER
 from deltalog.spark.reader import read
 from deltalog.spark.writer import write
-from deltalog.stats import TIE_BREAKER
 
 LONG = "x" * 40 + "b"
 LONG_LOW = "x" * 40 + "a"

@@ -12,6 +12,7 @@ import pytest
 from pyspark.sql import functions as F
 
 from deltalog import ConcurrentModificationError, DeltaLog, InvalidArgumentError
+from deltalog.errors import NotNullViolationError
 from deltalog.spark.reader import read
 from deltalog.spark.writer import SchemaMismatchError, WriteResult, write
 
@@ -105,6 +106,24 @@ def test_schema_mismatch_refused_before_any_file_is_written(spark: Any, tmp_path
         write(extra, str(table))
     with pytest.raises(SchemaMismatchError, match="partition_by"):
         write(batch(spark, "2026-11-01", 0, 1), str(table), partition_by=["city"])
+    assert data_files(table) == before
+    assert DeltaLog.for_table(table).latest_version() == 1
+
+
+def test_executors_enforce_not_null_and_the_driver_gets_the_typed_error(spark: Any, tmp_path: Path) -> None:
+    """The one data-file writer runs in the tasks: a null for a NOT NULL column fails the job with deltalog's
+    own error (carried from the executor), the task's files are deleted and nothing is committed."""
+    table = tmp_path / "strict_nulls"
+    DeltaLog.for_table(table).create(
+        '{"type":"struct","fields":[{"name":"id","type":"long","nullable":false,"metadata":{}},'
+        '{"name":"city","type":"string","nullable":true,"metadata":{}}]}'
+    )
+    write(spark.createDataFrame([(1, "Oslo")], "id long, city string"), str(table))
+    before = data_files(table)
+    nulls = spark.createDataFrame([(2, "Lima"), (None, "Kyoto")], "id long, city string").coalesce(1)
+    with pytest.raises(NotNullViolationError, match="column id is non-nullable") as info:
+        write(nulls, str(table))
+    assert info.value.column == "id"
     assert data_files(table) == before
     assert DeltaLog.for_table(table).latest_version() == 1
 

@@ -9,7 +9,7 @@ import orjson
 import pyarrow as pa
 import pytest
 
-from deltalog.stats import TIE_BREAKER, dumps, file_stats, stats_json, truncate_max_string
+from deltalog.arrow.stats import TIE_BREAKER, dumps, file_stats, stats_json, truncate_max_string
 
 UTC = dt.timezone.utc
 
