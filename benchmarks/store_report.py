@@ -2,7 +2,9 @@
 generated part of BENCHMARKS.md's "Object stores" section (one pair of markers per store).
 
 Request counts are medians over the runs, with the range when the runs differed; serial round trips and
-times are medians. Append rows are per append. "gate" is issue 16's (requests <= minimum + 2, serial round
+times are medians. "server ms per request" is the median time the server took to answer a request (its queue
+included): where it is large, the call was bounded by the server's throughput, not by round trips. Append
+rows are per append. "gate" is issue 16's (requests <= minimum + 2, serial round
 trips <= minimum chain + 1) for deltalog's rows where the issue gives an exact minimum.
 """
 
@@ -25,6 +27,7 @@ HEADER = [
     "serial round trips",
     "median s",
     "CPU s",
+    "server ms per request",
     "deltalog time / deltalake",
     "requests by class",
     "outside _delta_log",
@@ -93,7 +96,8 @@ def rows(results: list[StoreResult]) -> list[list[str]]:
                 _spread(res, "requests"),
                 _spread(res, "serial"),
                 f"{res.median('wall_s') or 0:.3f}",
-                _num(res.median("cpu_s")) if res.case.op != "writers" else "—",
+                f"{res.median('cpu_s') or 0:.2f}" if res.case.op != "writers" else "—",
+                f"{res.median('server_ms') or 0:.1f}",
                 _ratio(res, results),
                 _classes(res),
                 _spread(res, "outside_log"),
