@@ -94,8 +94,9 @@ def _prepare(cases: list[StoreCase], root: str, client: DirectClient) -> dict[st
     return out
 
 
-def child_spec(case: StoreCase, engine: str, target: Target, ts: int | None) -> dict[str, Any]:
+def child_spec(case: StoreCase, engine: str, target: Target, ts: int | None, server_pid: int) -> dict[str, Any]:
     return {
+        "server_pid": server_pid,
         "engine": engine,
         "op": case.op,
         "location": target.location,
@@ -178,10 +179,16 @@ def _one_run(
         run = {"wall_s": out["end"] - out["start"], **{k: v for k, v in out.items() if k not in ("start", "end")}}
     else:
         ts = prepared.timestamp_ms if prepared is not None else None
-        out = _run_child(child_spec(case, engine, target, ts))
+        out = _run_child(child_spec(case, engine, target, ts, backend.server.proc.pid))
         _check(case, engine, prepared, out["results"])
         windows = [(w[0], w[1]) for w in out["windows"]]
-        run = {"wall_s": sum(t1 - t0 for t0, t1 in windows) / len(windows), "cpu_s": out["cpu_s"] / len(windows)}
+        n = len(windows)
+        server_cpu = out.get("server_cpu_s")
+        run = {
+            "wall_s": sum(t1 - t0 for t0, t1 in windows) / n,
+            "cpu_s": out["cpu_s"] / n,
+            "server_cpu_s": None if server_cpu is None else server_cpu / n,
+        }
     seen = proxy.records()[n0:]
     run.update(_tallied(windows, seen))
     run["proxy_cpu_s"] = proxy.cpu_s() - cpu0

@@ -8,7 +8,7 @@ the table an append goes to, loading it first) is never counted. An append case 
 own and reports one window per append.
 
 Usage: ``python -m benchmarks.store_child '<json spec>'`` with engine, op, location, options, env (variables
-set before the engine is imported), version, timestamp_ms, limit and appends
+set before the engine is imported), version, timestamp_ms, limit, appends and server_pid
 (:func:`benchmarks.store_bench.child_spec`).
 """
 
@@ -124,6 +124,22 @@ class DeltalakeOps:
 OPS: dict[str, type[DeltalogOps] | type[DeltalakeOps]] = {"deltalog": DeltalogOps, "deltalake": DeltalakeOps}
 
 
+def process_cpu_s(pid: int | None) -> float | None:
+    """CPU seconds (user + system) process ``pid`` has used, from ``/proc`` (None where that cannot be read).
+
+    Taken around each timed call for the server, so the report can tell a call bounded by round trips from
+    one bounded by the server's own work.
+    """
+    if pid is None:
+        return None
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError):
+        return None
+
+
 def measure(spec: dict[str, Any]) -> dict[str, Any]:
     t0 = time.monotonic()
     ops = OPS[spec["engine"]](spec["options"])
@@ -142,14 +158,23 @@ def measure(spec: dict[str, Any]) -> dict[str, Any]:
         calls = [lambda: ops.history(location, int(spec["limit"]))]
     else:
         raise ValueError(f"unknown op {op!r}")
-    windows, results, cpu = [], [], 0.0
+    windows, results, cpu, server_cpu = [], [], 0.0, 0.0
+    server = spec.get("server_pid")
     for call in calls:
-        c0, w0 = time.process_time(), time.monotonic()
+        s0, c0, w0 = process_cpu_s(server), time.process_time(), time.monotonic()
         results.append(call())
-        w1, c1 = time.monotonic(), time.process_time()
+        w1, c1, s1 = time.monotonic(), time.process_time(), process_cpu_s(server)
         windows.append([w0, w1])
         cpu += c1 - c0
-    return {"engine": spec["engine"], "import_s": import_s, "windows": windows, "cpu_s": cpu, "results": results}
+        server_cpu += (s1 - s0) if s0 is not None and s1 is not None else float("nan")
+    return {
+        "engine": spec["engine"],
+        "import_s": import_s,
+        "windows": windows,
+        "cpu_s": cpu,
+        "server_cpu_s": None if server_cpu != server_cpu else server_cpu,  # NaN: not readable
+        "results": results,
+    }
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -2,8 +2,9 @@
 generated part of BENCHMARKS.md's "Object stores" section (one pair of markers per store).
 
 Request counts are medians over the runs, with the range when the runs differed; serial round trips and
-times are medians. "server ms per request" is the median time the server took to answer a request (its queue
-included): where it is large, the call was bounded by the server's throughput, not by round trips. Append
+times are medians. "server CPU s" is the CPU the server process (moto, Azurite) used during the timed call,
+"server ms per request" the median time it took to answer one of its requests, queue included: where they
+are large, the call was bounded by the server's throughput, not by round trips. Append
 rows are per append. "gate" is issue 16's (requests <= minimum + 2, serial round
 trips <= minimum chain + 1) for deltalog's rows where the issue gives an exact minimum.
 """
@@ -27,6 +28,7 @@ HEADER = [
     "serial round trips",
     "median s",
     "CPU s",
+    "server CPU s",
     "server ms per request",
     "deltalog time / deltalake",
     "requests by class",
@@ -57,6 +59,10 @@ def _spread(res: StoreResult, key: str) -> str:
         return "—"
     text = _num(statistics.median(vals))
     return text if min(vals) == max(vals) else f"{text} ({_num(min(vals))} to {_num(max(vals))})"
+
+
+def _seconds(value: float | None) -> str:
+    return "—" if value is None else f"{value:.2f}"
 
 
 def _ratio(res: StoreResult, results: list[StoreResult]) -> str:
@@ -97,6 +103,7 @@ def rows(results: list[StoreResult]) -> list[list[str]]:
                 _spread(res, "serial"),
                 f"{res.median('wall_s') or 0:.3f}",
                 f"{res.median('cpu_s') or 0:.2f}" if res.case.op != "writers" else "—",
+                _seconds(res.median("server_cpu_s")),
                 f"{res.median('server_ms') or 0:.1f}",
                 _ratio(res, results),
                 _classes(res),
