@@ -23,6 +23,10 @@ from benchmarks.engines import ENGINES
 from benchmarks.measure import ROOT, BenchError, EngineResult, case_engines, run_case
 from benchmarks.report import load_average, machine_facts, markdown_section, text_table, update_markdown
 from benchmarks.source import ENV_REV, ENV_SRC, export_rev
+from benchmarks.store_cases import CASES as STORE_CASES
+from benchmarks.store_cases import QUICK_CASES as QUICK_STORE_CASES
+from benchmarks.store_main import run_store
+from benchmarks.stores import STORES
 from benchmarks.writers import WriteResult, run_write_case
 
 MIN_RUNS_FOR_MARKDOWN = 5
@@ -55,7 +59,14 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
         f"correctness check, W as {quick.WRITERS} writers x {quick.APPENDS} appends, one run each, no warm-up; "
         "implies --no-write (its numbers are not comparable)",
     )
-    add("--cases", default=",".join(n for n, c in CASES.items() if c.default), help="comma-separated (%(default)s)")
+    add(
+        "--cases",
+        help="comma-separated (default: "
+        + ",".join(n for n, c in CASES.items() if c.default)
+        + "; with --store: "
+        + ",".join(STORE_CASES)
+        + ")",
+    )
     add("--engines", default=",".join(n for n, e in ENGINES.items() if e.default), help="comma-separated (%(default)s)")
     add("--markdown", default=os.path.join(ROOT, "BENCHMARKS.md"), help="file to update (default: %(default)s)")
     add("--no-write", action="store_true", help="print only; leave BENCHMARKS.md alone")
@@ -64,15 +75,29 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     add("--top", type=int, default=25, help="functions to show with --profile (default: %(default)s)")
     add("--rev", default=None, help="measure deltalog as of this git commit (exported), not the working tree")
     add("--list", action="store_true", help="list cases and engines and stop")
+    add(
+        "--store",
+        choices=STORES,
+        help="run issue 16's object-store cases on this store's server through the latency-injecting, "
+        "request-counting proxy (benchmarks/proxy.py) instead of the local cases; --runs defaults to 3",
+    )
+    add("--latency-ms", type=float, default=25.0, help="with --store: ms the proxy adds per request (%(default)s)")
     args = p.parse_args(argv)
-    for name, full, smoke in (("runs", 5, 1), ("slow_runs", 5, 1), ("write_runs", 3, 1), ("warmup", 1, 0)):
+    for name, full, smoke in (("runs", 3 if args.store else 5, 1), ("slow_runs", 5, 1), ("write_runs", 3, 1)):
         if getattr(args, name) is None:
             setattr(args, name, smoke if args.quick else full)
+    if args.warmup is None:
+        args.warmup = 0 if args.quick else 1
     args.no_write = args.no_write or args.quick
-    args.cases_by_name = quick.quick_cases() if args.quick else CASES
-    if min(args.runs, args.slow_runs, args.write_runs) < 1 or args.warmup < 0:
-        p.error("--runs, --slow-runs and --write-runs must be >= 1 and --warmup >= 0")
-    args.case_names = _names(args.cases, args.cases_by_name, "case", GROUPS)
+    if args.store:
+        args.cases_by_name = QUICK_STORE_CASES if args.quick else STORE_CASES
+        default_cases = ",".join(args.cases_by_name)
+    else:
+        args.cases_by_name = quick.quick_cases() if args.quick else CASES
+        default_cases = ",".join(n for n, c in CASES.items() if c.default)
+    if min(args.runs, args.slow_runs, args.write_runs) < 1 or args.warmup < 0 or args.latency_ms < 0:
+        p.error("--runs, --slow-runs and --write-runs must be >= 1, --warmup and --latency-ms >= 0")
+    args.case_names = _names(args.cases or default_cases, args.cases_by_name, "case", GROUPS)
     args.engine_names = _names(args.engines, ENGINES, "engine")
     return args
 
@@ -172,10 +197,21 @@ def _notes(writes: list[WriteResult], results: list[EngineResult] | None = None)
     return notes
 
 
+def _use_rev(rev: str | None, base: str) -> None:
+    """With ``--rev``: export that commit's deltalog and make every child import it."""
+    if rev:
+        sha, src = export_rev(ROOT, rev, base)
+        os.environ[ENV_SRC], os.environ[ENV_REV] = src, sha
+        print(f"deltalog from commit {sha[:12]} (exported to {src})")
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     args = parse_args(argv)
-    cases = [args.cases_by_name[n] for n in args.case_names]
+    if args.list and args.store:
+        for c in args.cases_by_name.values():
+            print(f"case {c.name}: {c.title} [{c.op}; issue 16 minimum: {c.minimum_text or 'none'}]")
+        return 0
     if args.list:
         _list(args.cases_by_name)
         return 0
@@ -185,6 +221,10 @@ def main(argv: list[str] | None = None) -> int:
     # the quick tables live apart from the real ones, which stay untouched (and are not rebuilt)
     root = os.path.join(base, quick.SUBDIR) if args.quick else base
     os.makedirs(root, exist_ok=True)
+    if args.store:
+        _use_rev(args.rev, base)
+        return run_store(args, argv, root, quick.BANNER)
+    cases = [args.cases_by_name[n] for n in args.case_names]
     tables: dict[str, BuiltTable] = {}
     needed: dict[str, Table] = {}
     for c in cases:
@@ -192,10 +232,7 @@ def main(argv: list[str] | None = None) -> int:
             needed[c.table.name] = c.table
     for name, table in needed.items():
         tables[name] = build(table, root)
-    if args.rev:
-        sha, src = export_rev(ROOT, args.rev, base)
-        os.environ[ENV_SRC], os.environ[ENV_REV] = src, sha
-        print(f"deltalog from commit {sha[:12]} (exported to {src})")
+    _use_rev(args.rev, base)
     if args.build_only:
         print(f"tables ready under {root}")
         return 0

@@ -248,7 +248,7 @@ def _under(group: list[EngineResult]) -> list[str]:
     return bound_notes(group) if group and group[0].case.op == "bound" else []
 
 
-def _text(header: list[str], body: list[list[str]]) -> str:
+def text_grid(header: list[str], body: list[list[str]]) -> str:
     widths = [max(len(h), *(len(r[i]) for r in body)) if body else len(h) for i, h in enumerate(header)]
 
     def line(cells: list[str]) -> str:
@@ -258,7 +258,7 @@ def _text(header: list[str], body: list[list[str]]) -> str:
     return "\n".join([line(header), line(["-" * w for w in widths]), *(line(r) for r in body)])
 
 
-def _markdown(header: list[str], body: list[list[str]]) -> str:
+def markdown_grid(header: list[str], body: list[list[str]]) -> str:
     align = ["---", "---"] + ["---:"] * (len(header) - 2)
     lines = ["| " + " | ".join(header) + " |", "| " + " | ".join(align) + " |"]
     lines += ["| " + " | ".join(r) + " |" for r in body]
@@ -270,13 +270,13 @@ def text_table(results: list[EngineResult], writes: list[WriteResult] | None = N
     for title, columns, group in _groups(results):
         parts += [
             title,
-            _text([h for h, _ in columns], rows(group, columns)),
+            text_grid([h for h, _ in columns], rows(group, columns)),
             *_target_lines([r.case for r in group]),
             *(line.replace("`", "") for line in _under(group)),
             "",
         ]
     if writes:
-        table = _text(WRITE_HEADER, write_rows(writes))
+        table = text_grid(WRITE_HEADER, write_rows(writes))
         parts += ["Concurrent blind appends", table, *_target_lines([w.case for w in writes]), ""]
     imported = import_line(results)
     if imported:
@@ -287,10 +287,10 @@ def text_table(results: list[EngineResult], writes: list[WriteResult] | None = N
 def markdown_table(results: list[EngineResult], writes: list[WriteResult] | None = None) -> str:
     parts = []
     for title, columns, group in _groups(results):
-        parts += [f"**{title}**", "", _markdown([h for h, _ in columns], rows(group, columns)), ""]
+        parts += [f"**{title}**", "", markdown_grid([h for h, _ in columns], rows(group, columns)), ""]
         parts += [*_under(group), ""] if _under(group) else []
     if writes:
-        parts += ["**Concurrent blind appends**", "", _markdown(WRITE_HEADER, write_rows(writes)), ""]
+        parts += ["**Concurrent blind appends**", "", markdown_grid(WRITE_HEADER, write_rows(writes)), ""]
     return "\n".join(parts).rstrip("\n")
 
 
@@ -371,16 +371,17 @@ def markdown_section(
     return "\n".join(parts) + "\n"
 
 
-def update_markdown(path: str, section: str, preamble: str) -> None:
-    """Replace the generated section of ``path`` (or create the file with ``preamble`` first)."""
+def update_markdown(path: str, section: str, preamble: str, start: str = START, end: str = END) -> None:
+    """Replace the generated section of ``path`` between ``start`` and ``end`` (which ``section`` begins and
+    ends with), or append it; a missing file is created with ``preamble`` first."""
     try:
         with open(path) as f:
             text = f.read()
     except FileNotFoundError:
-        text = preamble.rstrip("\n") + "\n\n" + START + "\n" + END + "\n"
-    if START in text and END in text:
-        head, rest = text.split(START, 1)
-        tail = rest.split(END, 1)[1]
+        text = preamble.rstrip("\n") + "\n\n" + start + "\n" + end + "\n"
+    if start in text and end in text:
+        head, rest = text.split(start, 1)
+        tail = rest.split(end, 1)[1]
         text = head + section.rstrip("\n") + tail
     else:
         text = text.rstrip("\n") + "\n\n" + section
@@ -392,9 +393,12 @@ __all__ = [
     "END",
     "START",
     "import_line",
+    "load_average",
     "machine_facts",
+    "markdown_grid",
     "markdown_section",
     "markdown_table",
+    "text_grid",
     "text_table",
     "update_markdown",
 ]

@@ -33,6 +33,7 @@ import statistics
 import sys
 import time
 import traceback
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import unquote
@@ -204,17 +205,13 @@ def _verify(table: str, outs: list[dict[str, Any]], variant: Variant) -> dict[st
     return {"versions": len(commits), "checkpoints": len(checkpoints)}
 
 
-def run_once(case: WriteCase, variant: Variant, table: str) -> dict[str, Any]:
-    """One run: a fresh table, ``case.writers`` spawn processes behind a barrier; returns the run's numbers."""
-    shutil.rmtree(table, ignore_errors=True)
-    os.makedirs(table)
+def run_processes(target: Callable[..., None], writers: int, args: tuple[Any, ...], label: str) -> list[dict[str, Any]]:
+    """``writers`` spawned processes running ``target(idx, *args, barrier, queue)`` behind one barrier; each puts
+    one dict on the queue (``error`` when it failed before appending, which fails the run)."""
     ctx = mp.get_context("spawn")
-    barrier = ctx.Barrier(case.writers)
+    barrier = ctx.Barrier(writers)
     queue = ctx.Queue()
-    procs = [
-        ctx.Process(target=_writer, args=(i, variant.name, table, case.appends, case.rows, barrier, queue))
-        for i in range(case.writers)
-    ]
+    procs = [ctx.Process(target=target, args=(i, *args, barrier, queue)) for i in range(writers)]
     for p in procs:
         p.start()
     outs: list[dict[str, Any]] = []
@@ -229,8 +226,12 @@ def run_once(case: WriteCase, variant: Variant, table: str) -> dict[str, Any]:
                 p.join()
     errors = [o["error"] for o in outs if "error" in o]
     if errors:
-        raise RuntimeError(f"{variant.name}: a writer failed before appending:\n{errors[0]}")
-    facts = _verify(table, outs, variant)
+        raise RuntimeError(f"{label}: a writer failed before appending:\n{errors[0]}")
+    return outs
+
+
+def append_stats(outs: list[dict[str, Any]]) -> dict[str, Any]:
+    """The writers' reports (``start``, ``end``, ``latencies``, ``attempts``, ``failures``) summed up."""
     wall = max(o["end"] for o in outs) - min(o["start"] for o in outs)
     lat = sorted(x for o in outs for x in o["latencies"])
     attempts = [a for o in outs for a in o["attempts"]]
@@ -246,6 +247,17 @@ def run_once(case: WriteCase, variant: Variant, table: str) -> dict[str, Any]:
         "first_failure": failures[0] if failures else None,
         "mean_attempts": statistics.fmean(attempts) if attempts else None,
         "max_attempts": max(attempts) if attempts else None,
+    }
+
+
+def run_once(case: WriteCase, variant: Variant, table: str) -> dict[str, Any]:
+    """One run: a fresh table, ``case.writers`` spawn processes behind a barrier; returns the run's numbers."""
+    shutil.rmtree(table, ignore_errors=True)
+    os.makedirs(table)
+    outs = run_processes(_writer, case.writers, (variant.name, table, case.appends, case.rows), variant.name)
+    facts = _verify(table, outs, variant)
+    return {
+        **append_stats(outs),
         "logged": sum(o["logged"] for o in outs),
         "first_logged": next((o["first_logged"] for o in outs if o["first_logged"]), None),
         **facts,
@@ -282,4 +294,4 @@ def run_write_case(case: WriteCase, runs: int, work_dir: str) -> list[WriteResul
     return list(results.values())
 
 
-__all__ = ["VARIANTS", "Variant", "WriteResult", "run_once", "run_write_case"]
+__all__ = ["VARIANTS", "Variant", "WriteResult", "append_stats", "run_once", "run_processes", "run_write_case"]

@@ -45,3 +45,16 @@ ensure_venv() {
   # The constraints file pins every package so pip resolves at once instead of backtracking.
   "$PY" -m pip install --quiet --disable-pip-version-check -c "$ROOT/constraints.txt" -e "$spec" ${groups[@]+"${groups[@]}"}
 }
+
+# Azurite, the Azure Blob emulator the storage tests and `scripts/bench --store azure` run against (npm, into
+# the git-ignored .azurite/; DELTALOG_AZURITE_BIN points elsewhere instead).
+ensure_azurite() {
+  local bin="${DELTALOG_AZURITE_BIN:-$ROOT/.azurite/node_modules/.bin/azurite-blob}"
+  if [ ! -x "$bin" ]; then
+    if command -v npm >/dev/null 2>&1; then
+      npm install --prefix "$ROOT/.azurite" --no-audit --no-fund --loglevel=error azurite@3.35.0 >/dev/null
+    else
+      echo "npm not found: cannot install Azurite into .azurite/; the Azure storage tests will fail" >&2
+    fi
+  fi
+}
