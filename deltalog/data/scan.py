@@ -16,6 +16,7 @@ hold no matching row.
 from __future__ import annotations
 
 import functools
+import urllib.parse
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -101,14 +102,21 @@ def _location(store: LogStore, path: str) -> str:
     local = native_path(store, where)
     if local is not None:
         return local
-    return where if is_absolute(where) else f"{store.root.rstrip('/')}/{where}"
+    if is_absolute(where):
+        return where
+    root = store.root.rstrip("/")
+    if root.startswith("file:"):  # a local table opened through a URI: a path, for the reason file_uris gives
+        return f"{urllib.parse.unquote(urllib.parse.urlsplit(root).path)}/{where}"
+    return f"{root}/{where}"
 
 
 def file_uris(files: pa.Table | Iterable[Add], description: TableDescription) -> list[str]:
     """Every live file's absolute location, decoded once, ready for pyarrow, duckdb or polars.
 
     Local files are plain paths, not ``file://`` URIs: a URI would be percent-decoded a second time by the
-    reader, and ``region=us%2Feast`` on disk would become ``us/east``.
+    reader, and ``region=us%2Feast`` on disk would become ``us/east``. Remote files are the store's URI with the
+    decoded key appended, as duckdb and object-store clients that do not decode take them; a reader that
+    percent-decodes URIs (pyarrow's ``FileSystem.from_uri``) needs a key with ``%`` in it escaped again.
     """
     return [_location(description.store, f.data.path) for f in live_files(files, description)]
 
