@@ -5,11 +5,12 @@ doubt widens or drops a bound:
 
 * Stats are keyed by physical names at every depth (column mapping); a :class:`Leaf` carries both paths, so the
   guarantee speaks the logical names a filter uses while the lookup uses the log's.
-* Decimals are parsed exactly (the stdlib parser with ``Decimal``; a float would round a bound inwards) and
-  rounded outwards to the column's scale. Integer bounds are rounded inwards to integers (sound: values are
-  integers). Float bounds are widened by a float32 ulp: a column widened from ``float`` to ``double`` holds
-  ``float32(1.1)`` = 1.10000002 where its stats say ``1.1``, and a ``float`` bound parsed through a double can
-  round the wrong way. A NaN bound (Spark orders NaN above every number) drops both bounds.
+* Decimals are parsed exactly (the stdlib parser with ``Decimal`` when a decimal column is asked for; a float
+  would round a bound inwards) and rounded outwards to the column's scale. Integer bounds are rounded inwards
+  to integers (sound: values are integers). Float bounds are widened by a float32 ulp: a column widened from
+  ``float`` to ``double`` holds ``float32(1.1)`` = 1.10000002 where its stats say ``1.1``, and a ``float``
+  bound parsed through a double can round the wrong way. A NaN bound (Spark orders NaN above every number)
+  drops both bounds.
 * String bounds are prefixes (Spark keeps 32 characters, other writers other lengths, and the log does not say
   which): the minimum stays a lower bound as it is, the maximum becomes its *successor* (its last code point
   that can grow, grown by one), which is above every string the prefix starts. This also covers Spark's
@@ -30,6 +31,7 @@ from dataclasses import dataclass
 from decimal import ROUND_CEILING, ROUND_FLOOR, Decimal, InvalidOperation
 from typing import Any
 
+import orjson
 import pyarrow as pa
 
 from deltalog.core.partitions import PartitionValueError, parse_value
@@ -61,6 +63,10 @@ class Leaf:
     @property
     def floating(self) -> bool:
         return self.delta_type in _FLOATS
+
+    @property
+    def decimal(self) -> bool:
+        return (self.delta_type or "").startswith("decimal")
 
     @property
     def strict_upper(self) -> bool:
@@ -105,14 +111,26 @@ class Stats:
         return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
-def parse_stats(text: str | None) -> Stats | None:
-    """A file's ``stats`` JSON, exactly (decimals as :class:`Decimal`); None when absent or malformed."""
+def parse_stats(text: str | None, exact: bool = False) -> Stats | None:
+    """A file's ``stats`` JSON; None when absent or malformed.
+
+    ``exact`` parses numbers with fractions as :class:`Decimal` (for decimal columns: a float would round a
+    bound inwards); otherwise orjson parses (floats correctly rounded), and the stdlib parser only takes what
+    orjson refuses, such as Spark's bare ``NaN`` and ``Infinity`` tokens.
+    """
     if not text:
         return None
-    try:
-        raw = json.loads(text, parse_float=Decimal)
-    except (ValueError, RecursionError):
-        return None
+    raw: Any = None
+    if not exact:
+        try:
+            raw = orjson.loads(text)
+        except orjson.JSONDecodeError:
+            exact = True
+    if exact:
+        try:
+            raw = json.loads(text, parse_float=Decimal)
+        except (ValueError, RecursionError):
+            return None
     if not isinstance(raw, dict):
         return None
     records = raw.get("numRecords")
@@ -212,28 +230,59 @@ def _python_value(leaf: Leaf, raw: Any, upper: bool) -> Any:
     return None
 
 
-def _scalar(leaf: Leaf, raw: Any, upper: bool) -> pa.Scalar | None:
+def _value(leaf: Leaf, raw: Any, upper: bool) -> Any:
     if raw is _MISSING or raw is None:
         return None
     try:
-        value = _python_value(leaf, raw, upper)
-        return None if value is None else pa.scalar(value, type=leaf.type)
-    except (PartitionValueError, ValueError, TypeError, OverflowError, ArithmeticError, pa.ArrowException):
+        return _python_value(leaf, raw, upper)
+    except (PartitionValueError, ValueError, TypeError, OverflowError, ArithmeticError):
         return None
 
 
-def bounds(leaf: Leaf, stats: Stats) -> tuple[pa.Scalar | None, pa.Scalar | None]:
-    """The lower and upper bound of ``leaf``'s live values in a file (None where unknown)."""
+def _scalar(value: Any, type: pa.DataType) -> pa.Scalar | None:
+    try:
+        return pa.scalar(value, type=type)
+    except (pa.ArrowException, ValueError, TypeError, OverflowError):
+        return None
+
+
+def _scalars(values: list[Any], type: pa.DataType) -> list[pa.Scalar | None]:
+    """Python values as Arrow scalars of ``type``, None where unknown or out of the type's range (one array
+    conversion for the whole column; value by value only when some value does not fit)."""
+    try:
+        array = pa.array(values, type=type)
+    except (pa.ArrowException, ValueError, TypeError, OverflowError):
+        return [None if v is None else _scalar(v, type) for v in values]
+    return [None if v is None else array[i] for i, v in enumerate(values)]
+
+
+def column_bounds(leaf: Leaf, files: Sequence[Stats | None]) -> list[tuple[pa.Scalar | None, pa.Scalar | None]]:
+    """The lower and upper bound of ``leaf``'s live values in each file (None where unknown).
+
+    Column at a time, because a scan asks for one column of thousands of files and an Arrow array is built
+    far faster than a scalar per value.
+    """
     if leaf.delta_type is None:
-        return None, None
-    low_raw = stats.lookup(stats.min_values, leaf.physical)
-    high_raw = stats.lookup(stats.max_values, leaf.physical)
-    if leaf.floating and (_is_nan(low_raw) or _is_nan(high_raw)):
-        return None, None
-    low, high = _scalar(leaf, low_raw, upper=False), _scalar(leaf, high_raw, upper=True)
-    if low is not None and high is not None and low.as_py() > high.as_py():
-        return None, None  # contradictory stats carry no information
-    return low, high
+        return [(None, None)] * len(files)
+    lows: list[Any] = []
+    highs: list[Any] = []
+    for stats in files:
+        low = high = None
+        if stats is not None:
+            low_raw = stats.lookup(stats.min_values, leaf.physical)
+            high_raw = stats.lookup(stats.max_values, leaf.physical)
+            if not (leaf.floating and (_is_nan(low_raw) or _is_nan(high_raw))):
+                low, high = _value(leaf, low_raw, upper=False), _value(leaf, high_raw, upper=True)
+            if low is not None and high is not None and low > high:
+                low = high = None  # contradictory stats carry no information
+        lows.append(low)
+        highs.append(high)
+    return list(zip(_scalars(lows, leaf.type), _scalars(highs, leaf.type), strict=True))
 
 
-__all__ = ["Leaf", "Stats", "bounds", "leaves", "parse_stats", "string_successor"]
+def bounds(leaf: Leaf, stats: Stats) -> tuple[pa.Scalar | None, pa.Scalar | None]:
+    """The lower and upper bound of ``leaf``'s live values in one file (None where unknown)."""
+    return column_bounds(leaf, [stats])[0]
+
+
+__all__ = ["Leaf", "Stats", "bounds", "column_bounds", "leaves", "parse_stats", "string_successor"]

@@ -204,22 +204,19 @@ def to_pyarrow_dataset(files: pa.Table | Iterable[Add], description: TableDescri
     guarantees = Guarantees(description.schema, description.partition_columns, "none", names, nan_variants=False)
     store = description.store
     wheres = [resolve(store, f.data.path) for f in live]
-    local = store.capabilities.local or all(w.startswith("/") for w in wheres)
-    paths = [native_path(store, w) or w for w in wheres] if local else wheres
-    filesystem: pafs.FileSystem = (
-        pafs.LocalFileSystem()
-        if local
-        else store_filesystem(store, {p: f.size for p, f in zip(paths, live, strict=True) if f.size})
-    )
+    natives = [native_path(store, w) for w in wheres]
+    paths: list[str]
+    filesystem: pafs.FileSystem
+    if all(n is not None for n in natives):  # every file on this machine: pyarrow's own, GIL-free reads
+        paths, filesystem = [n for n in natives if n is not None], pafs.LocalFileSystem()
+    else:
+        paths = wheres
+        filesystem = store_filesystem(store, {p: f.size for p, f in zip(paths, live, strict=True) if f.size})
     fmt = ds.ParquetFileFormat(read_options=ds.ParquetReadOptions(coerce_int96_timestamp_unit="us"))
+    guarantees_per_file = guarantees.for_files([f.candidate for f in live])
     fragments = [
-        fmt.make_fragment(
-            path,
-            filesystem,
-            partition_expression=guarantees.variants(f.data.path, f.data.partition_values, f.stats)[0],
-            file_size=f.size or None,
-        )
-        for path, f in zip(paths, live, strict=True)
+        fmt.make_fragment(path, filesystem, partition_expression=variants[0], file_size=f.size or None)
+        for path, f, variants in zip(paths, live, guarantees_per_file, strict=True)
     ]
     return ds.FileSystemDataset(fragments, description.read_schema().schema, fmt, filesystem)
 

@@ -43,7 +43,7 @@ import pyarrow.dataset as ds
 import pyarrow.fs as pafs
 
 from deltalog.core.schema import top_level_fields
-from deltalog.data.bounds import Leaf, Stats, bounds, leaves, parse_stats
+from deltalog.data.bounds import Leaf, Stats, column_bounds, leaves, parse_stats
 from deltalog.data.read import DataFile, ReadSchema, partition_scalars, read_schema
 from deltalog.errors import CorruptDataError, InvalidArgumentError
 
@@ -139,37 +139,55 @@ class Guarantees:
         self._leaves = tuple(leaves([f for f in fields if f["name"] not in partition], mode))
         self._fields = {leaf.path: ds.field(*leaf.path) for leaf in self._leaves}
         self._nan_variants = nan_variants
+        self._partition_cache: dict[tuple[str | None, ...], list[pc.Expression]] = {}
 
-    def variants(self, path: str, partition_values: Mapping[str, str | None], stats: str | None) -> list[pc.Expression]:
-        """Expressions one of which holds for each live row of the file (one, unless float bounds split it)."""
-        plain: list[pc.Expression] = self._partition_terms(path, partition_values)
-        split: list[tuple[pc.Expression, pc.Expression]] = []
-        parsed = parse_stats(stats) if self._leaves else None
-        if parsed is not None:
-            for leaf in self._leaves:
-                term = self._leaf_term(leaf, parsed, allow_split=len(split) < MAX_FLOAT_VARIANTS)
-                plain.extend(term.plain)
-                if term.alternatives is not None:
-                    split.append(term.alternatives)
-        if not split:
-            return [_conjunction(plain)]
-        return [_conjunction([*plain, *choice]) for choice in itertools.product(*split)]
+    def for_files(self, candidates: Sequence[Candidate]) -> list[list[pc.Expression]]:
+        """Per file, expressions one of which holds for each of its live rows (one, unless float bounds split
+        it). Statistics are converted column by column across all files."""
+        exact = any(leaf.decimal for leaf in self._leaves)
+        parsed = [parse_stats(c.stats, exact) for c in candidates] if self._leaves else [None] * len(candidates)
+        columns = [column_bounds(leaf, parsed) for leaf in self._leaves]
+        out = []
+        for i, candidate in enumerate(candidates):
+            plain = self._partition_terms(candidate)
+            split: list[tuple[pc.Expression, pc.Expression]] = []
+            stats = parsed[i]
+            if stats is not None:
+                for leaf, column in zip(self._leaves, columns, strict=True):
+                    term = self._leaf_term(leaf, stats, column[i], allow_split=len(split) < MAX_FLOAT_VARIANTS)
+                    plain = plain + list(term.plain)
+                    if term.alternatives is not None:
+                        split.append(term.alternatives)
+            if not split:
+                out.append([_conjunction(plain)])
+            else:
+                out.append([_conjunction([*plain, *choice]) for choice in itertools.product(*split)])
+        return out
 
-    def _partition_terms(self, path: str, partition_values: Mapping[str, str | None]) -> list[pc.Expression]:
+    def _partition_terms(self, candidate: Candidate) -> list[pc.Expression]:
+        """The partition guarantee, built once per distinct set of partition values."""
         if not self._partition.columns:
             return []
-        try:
-            scalars = partition_scalars(self._partition, DataFile(path, partition_values), path)
-        except CorruptDataError:
-            return []  # an unparsable value guarantees nothing; reading the file reports it
-        return [ds.field(n) == v if v.is_valid else ds.field(n).is_null() for n, v in scalars.items()]
+        key = tuple(candidate.partition_values.get(c.physical) for c in self._partition.columns)
+        terms = self._partition_cache.get(key)
+        if terms is None:
+            try:
+                file = DataFile(candidate.path, candidate.partition_values)
+                scalars = partition_scalars(self._partition, file, candidate.path)
+                terms = [ds.field(n) == v if v.is_valid else ds.field(n).is_null() for n, v in scalars.items()]
+            except CorruptDataError:
+                terms = []  # an unparsable value guarantees nothing; reading the file reports it
+            self._partition_cache[key] = terms
+        return terms
 
-    def _leaf_term(self, leaf: Leaf, stats: Stats, allow_split: bool) -> _Term:
+    def _leaf_term(
+        self, leaf: Leaf, stats: Stats, bound: tuple[pa.Scalar | None, pa.Scalar | None], allow_split: bool
+    ) -> _Term:
         field = self._fields[leaf.path]
         nulls = stats.nulls(leaf)
         if nulls is not None and nulls == stats.num_records:
             return _Term((field.is_null(),))
-        low, high = bounds(leaf, stats)
+        low, high = bound
         if leaf.floating and not (self._nan_variants and allow_split):
             return _Term(())
         exact = nulls == 0 and not leaf.nested
@@ -223,8 +241,8 @@ class FilterPlan:
     def surviving(self, candidates: Sequence[Candidate]) -> list[int]:
         """Indexes (ascending) of the candidates that may hold a live row matching the filter."""
         fragments = []
-        for i, c in enumerate(candidates):
-            for v, expression in enumerate(self._guarantees.variants(c.path, c.partition_values, c.stats)):
+        for i, variants in enumerate(self._guarantees.for_files(candidates)):
+            for v, expression in enumerate(variants):
                 fragments.append(_FORMAT.make_fragment(f"{i}/{v}", _NOWHERE, partition_expression=expression))
         dataset = ds.FileSystemDataset(fragments, self.schema, _FORMAT, _NOWHERE)
         try:

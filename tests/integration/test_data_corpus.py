@@ -13,7 +13,8 @@ them, otherwise with duckdb's ``delta_scan``, or where duckdb cannot serve (each
 
 Skipping: on every table, filters built from its own values (equality, ranges, negations, IS NULL) return
 through ``to_arrow(filter=...)`` exactly the full scan filtered: the statistics real writers wrote (Spark's
-truncated strings and timestamps, deltalake's, DV'd files' wide bounds) never skip a matching row.
+truncated strings and timestamps, deltalake's, DV'd files' wide bounds) never skip a matching row; and
+``to_pyarrow_dataset()`` reads as the scan does, or is refused by feature (deletion vectors, column mapping).
 """
 
 from __future__ import annotations
@@ -291,6 +292,13 @@ def _probes(table: pa.Table) -> list[Any]:
     return out
 
 
+def _readable(entry: dict[str, Any]) -> Snapshot | None:
+    """The snapshot of a table whose data deltalog reads (None for refused logs and unreadable fixtures)."""
+    snap = _snapshot_or_refusal(entry)
+    unreadable = entry["name"] in UNRESOLVABLE_DVS or entry["name"] in DATA_REFUSED
+    return None if snap is None or unreadable or _missing(_root(entry), snap) else snap
+
+
 #: fixtures whose statistics contradict their data files: skipping trusts statistics, as the protocol lets it
 STATS_CONTRADICT_DATA = {
     # kernel's stats-parsing fixture: every file's stats give ts_col values, no data file has the column, so
@@ -303,15 +311,29 @@ STATS_CONTRADICT_DATA = {
 @pytest.mark.parametrize("entry", ENTRIES, ids=[e["name"] for e in ENTRIES])
 def test_each_table_scanned_with_a_filter_is_its_full_scan_filtered(entry: dict[str, Any]) -> None:
     """Skipping on the statistics real writers wrote (Spark's truncations, deltalake's, DV'd files)."""
-    snap = _snapshot_or_refusal(entry)
-    if (
-        snap is None
-        or _missing(_root(entry), snap)
-        or entry["name"] in UNRESOLVABLE_DVS
-        or entry["name"] in DATA_REFUSED
-    ):
+    snap = _readable(entry)
+    if snap is None:
         return
     full = snap.to_arrow()
     lying = STATS_CONTRADICT_DATA.get(entry["name"])
     for probe in _probes(full.drop_columns([lying]) if lying else full):
         assert _rows(snap.to_arrow(filter=probe)) == _rows(full.filter(probe)), str(probe)
+
+
+@pytest.mark.corpus
+@pytest.mark.parametrize("entry", ENTRIES, ids=[e["name"] for e in ENTRIES])
+def test_each_table_as_a_pyarrow_dataset_reads_as_the_scan_or_is_refused_by_feature(entry: dict[str, Any]) -> None:
+    """pyarrow reads the files itself (type widening casts, partition values from the guarantees); tables it
+    would read wrongly are refused, typed, naming deletion vectors or column mapping."""
+    snap = _readable(entry)
+    if snap is None:
+        return
+    has_dvs = any(a.deletion_vector is not None for a in snap.add_actions())
+    if has_dvs or snap.column_mapping_mode != "none":
+        with pytest.raises(UnsupportedFeatureError) as refused:
+            snap.to_pyarrow_dataset()
+        assert refused.value.feature == ("columnMapping" if snap.column_mapping_mode != "none" else "deletionVectors")
+        return
+    dataset = snap.to_pyarrow_dataset()
+    assert dataset.schema == snap.to_arrow().schema
+    assert _rows(dataset.to_table()) == _rows(snap.to_arrow())

@@ -21,6 +21,7 @@ import pytest
 from deltalake import DeltaTable, QueryBuilder
 
 from deltalog import DeltaLog
+from deltalog.data.scan import TableDescription, file_uris, scan
 from deltalog.errors import CorruptDataError, InvalidArgumentError, UnsupportedFeatureError
 from deltalog.storage.faults import FaultyStore
 from deltalog.storage.fsspec_store import FsspecLogStore
@@ -307,3 +308,19 @@ def test_an_empty_table_scans_and_hands_out_nothing_with_its_schema(tmp_path: Pa
     assert snap.to_arrow(filter=pc.field("id") > 1).num_rows == 0
     assert snap.to_pyarrow_dataset().to_table().schema == SCHEMA and snap.file_uris() == []
     assert duckdb_view(root).rows == 0
+
+
+def test_the_data_plane_scans_any_listing_of_the_live_files(events: Events, tmp_path: Path) -> None:
+    """``Snapshot.files()`` (logical partition keys), raw adds (physical keys) and add actions scan alike."""
+    make_table(tmp_path / "cm", SCHEMA, ["region"], _files(), dvs=True, mapped=True)
+    for root in (events[0], tmp_path / "cm"):
+        snap = DeltaLog.for_table(root).snapshot()
+        table = TableDescription(
+            snap.log.store, snap.schema_json, tuple(snap.partition_columns), snap.column_mapping_mode
+        )
+        predicate = (pc.field("region") == "us") & (pc.field("id") > 21)
+        expected = snap.to_arrow(filter=predicate).to_pylist()
+        assert [r["id"] for r in expected] == [22, 23, 24]
+        for listing in (snap.files(stats=True), snap.files(), snap.raw_files(stats=True), list(snap.add_actions())):
+            assert scan(listing, table, filter=predicate).read_all().to_pylist() == expected
+        assert file_uris(snap.files(), table) == snap.file_uris()

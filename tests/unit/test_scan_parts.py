@@ -70,11 +70,13 @@ def test_timestamp_maxima_widen_by_999_microseconds_and_zoneless_ones_by_any_zon
 def test_numbers_are_exact_and_rounded_outwards() -> None:
     d = leaf("decimal(38,2)", pa.decimal128(38, 2))
     low, high = bounds(
-        d, parse_stats('{"minValues":{"c":12345678901234567890.125},"maxValues":{"c":1.001}}') or stats(0, 0)
+        d,
+        parse_stats('{"minValues":{"c":12345678901234567890.125},"maxValues":{"c":1.001}}', exact=True) or stats(0, 0),
     )
     assert low is None and high is None  # contradictory once exact: no information
     low, high = bounds(
-        d, parse_stats('{"minValues":{"c":-0.125},"maxValues":{"c":12345678901234567890.125}}') or stats(0, 0)
+        d,
+        parse_stats('{"minValues":{"c":-0.125},"maxValues":{"c":12345678901234567890.125}}', exact=True) or stats(0, 0),
     )
     assert low is not None and high is not None
     assert (low.as_py(), high.as_py()) == (Decimal("-0.13"), Decimal("12345678901234567890.13"))
