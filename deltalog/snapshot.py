@@ -34,6 +34,9 @@ from deltalog.core.segment import LogSegment
 from deltalog.errors import CorruptLogError, DeltaLogError, InvalidArgumentError, VersionNotFoundError
 
 if TYPE_CHECKING:
+    import pyarrow.dataset as ds
+
+    from deltalog.data.scan import TableDescription
     from deltalog.log import DeltaLog
 
 log = logging.getLogger(__name__)
@@ -412,6 +415,44 @@ class Snapshot:
                 items = pc.if_else(empty, scalar_of(None, pa.string()), items)
             chunks.append(pa.MapArray.from_arrays(chunk.offsets, keys, items, type=chunk.type, mask=chunk.is_null()))
         return pa.chunked_array(chunks, type=col.type)
+
+    # ------------------------------------------------------------------------------------------ rows
+    # The data plane (pyarrow.dataset and friends) loads on the first scan, not with ``import deltalog``.
+    def _description(self) -> TableDescription:
+        from deltalog.data.scan import TableDescription
+
+        return TableDescription(
+            self._log.store, self.schema_json, tuple(self.partition_columns), self.column_mapping_mode
+        )
+
+    def scan(self, columns: Sequence[str] | None = None, filter: pc.Expression | None = None) -> pa.RecordBatchReader:
+        """The live rows matching ``filter`` (a pyarrow compute expression on logical names), streamed.
+
+        Files are pruned by partition values and skipped by statistics, read in parallel with deletion vectors
+        applied and column mapping resolved (:func:`deltalog.data.scan.scan`). An unknown column, in
+        ``columns`` or in ``filter``, is an :class:`InvalidArgumentError` naming it.
+        """
+        from deltalog.data.scan import scan
+
+        return scan(self.raw_files(stats=True), self._description(), columns, filter)
+
+    def to_arrow(self, columns: Sequence[str] | None = None, filter: pc.Expression | None = None) -> pa.Table:
+        """:meth:`scan`, read into one table."""
+        return self.scan(columns, filter).read_all()
+
+    def file_uris(self) -> list[str]:
+        """Every live file's absolute location, decoded, for pyarrow, duckdb or polars (local files as paths)."""
+        from deltalog.data.scan import file_uris
+
+        return file_uris(self.raw_files(), self._description())
+
+    def to_pyarrow_dataset(self) -> ds.FileSystemDataset:
+        """A pyarrow Dataset whose fragments carry partition values and statistics as guarantees; refused
+        (:class:`~deltalog.errors.UnsupportedFeatureError`) when live files have deletion vectors or the table
+        maps columns."""
+        from deltalog.data.scan import to_pyarrow_dataset
+
+        return to_pyarrow_dataset(self.raw_files(stats=True), self._description())
 
     def advance(self, commits: Sequence[CommitData]) -> Snapshot:
         """The snapshot after ``commits`` (the next versions, in order), replaying only them.

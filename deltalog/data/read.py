@@ -96,7 +96,9 @@ def _num_records(stats: str | None) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
-def _partition_scalars(spec: ReadSchema, file: DataFile, source: str) -> dict[str, pa.Scalar]:
+def partition_scalars(spec: ReadSchema, file: DataFile, source: str) -> dict[str, pa.Scalar]:
+    """The typed values of ``spec``'s partition columns for ``file`` (a null value is a null scalar); a value
+    that is not of its column's type is a :class:`CorruptDataError` naming ``source``."""
     out = {}
     for column in spec.columns:
         if column.name not in spec.partition:
@@ -141,7 +143,7 @@ def read_batches(
     with the file, a partition value that is not of its column's type.
     """
     source = file.path
-    partitions = _partition_scalars(spec, file, source)
+    partitions = partition_scalars(spec, file, source)
     deleted = None
     if file.deletion_vector is not None:
         deleted = read_deletion_vector(store, file.deletion_vector)
@@ -217,4 +219,4 @@ def read_file(store: LogStore, spec: ReadSchema, file: DataFile) -> pa.Table:
     return pa.Table.from_batches(list(read_batches(store, spec, file)), schema=spec.schema)
 
 
-__all__ = ["BATCH_ROWS", "DataFile", "ReadSchema", "read_batches", "read_file", "read_schema"]
+__all__ = ["BATCH_ROWS", "DataFile", "ReadSchema", "partition_scalars", "read_batches", "read_file", "read_schema"]
