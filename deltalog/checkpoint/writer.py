@@ -202,6 +202,8 @@ class CheckpointWriter:
         if self.v2:
             files, sizes, wrote = self._write_v2(sec, add_t)
             kind = "v2"
+            # The manifest's own rows count as actions too: checkpointMetadata and one sidecar row per sidecar.
+            num_actions += 1 + (len(files) - 1)
         elif parts is not None and parts > 1:
             files, sizes, wrote = self._write_multipart(sec, add_t, parts)
             kind = "multipart"
