@@ -1,10 +1,16 @@
-"""``python -m conformance --corpus DIR``: check every table, print a per-feature summary and ``N passed, M failed``."""
+"""``python -m conformance --corpus DIR``: check every table, print a per-feature summary and ``N passed, M failed``.
+
+With ``--writes``, run the write checks instead (:mod:`conformance.writes`): checkpoint, cleanup and vacuum
+for real, then an append, on a scratch copy of each table; the summary counts refusals apart.
+"""
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections import defaultdict
+from typing import TextIO
 
 from conformance.runner import TableResult, run_corpus
 
@@ -22,14 +28,8 @@ def summarize(results: list[TableResult]) -> list[str]:
     return lines
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m conformance", description=__doc__)
-    parser.add_argument("--corpus", required=True, help="directory with manifest.json and tables/")
-    parser.add_argument("--table", action="append", help="check only this table (repeatable)")
-    parser.add_argument("-v", "--verbose", action="store_true", help="list every table, not only failures")
-    args = parser.parse_args(argv)
+def run_reads(args: argparse.Namespace, out: TextIO) -> int:
     results = run_corpus(args.corpus, args.table)
-    out = sys.stdout
     for r in results:
         if r.failures or args.verbose:
             out.write(f"{'FAIL' if r.failures else 'ok  '} {r.name} ({r.checks} checks)\n")
@@ -44,6 +44,28 @@ def main(argv: list[str] | None = None) -> int:
     out.write(f"conformance: {len(results)} tables, {checks} checks\n")
     out.write(f"{passed} passed, {failed} failed\n")
     return 0 if failed == 0 and results else 1
+
+
+def run_writes_cli(args: argparse.Namespace, out: TextIO) -> int:
+    from conformance.write_report import report
+    from conformance.writes import run_writes
+
+    results = run_writes(args.corpus, args.table, jobs=args.jobs, timeout=args.timeout)
+    lines, ok = report(results, verbose=args.verbose)
+    out.write("\n".join(lines) + "\n")
+    return 0 if ok else 1
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m conformance", description=__doc__)
+    parser.add_argument("--corpus", required=True, help="directory with manifest.json and tables/")
+    parser.add_argument("--table", action="append", help="check only this table (repeatable)")
+    parser.add_argument("-v", "--verbose", action="store_true", help="list every table, not only failures")
+    parser.add_argument("--writes", action="store_true", help="checkpoint, clean up, vacuum and append to copies")
+    parser.add_argument("--jobs", type=int, default=min(2, os.cpu_count() or 1), help="worker processes (--writes)")
+    parser.add_argument("--timeout", type=float, default=120.0, help="seconds per table before it fails (--writes)")
+    args = parser.parse_args(argv)
+    return run_writes_cli(args, sys.stdout) if args.writes else run_reads(args, sys.stdout)
 
 
 if __name__ == "__main__":
