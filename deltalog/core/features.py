@@ -28,6 +28,7 @@ READER_FEATURES_FOR_REPLAY: frozenset[str] = frozenset(
         "typeWidening-preview",
         "variantType",
         "variantType-preview",
+        "variantShredding",
         "variantShredding-preview",
         "vacuumProtocolCheck",
     }
@@ -151,10 +152,13 @@ WRITER_FEATURES_HONOURED: frozenset[str] = frozenset(
         "typeWidening-preview",
         "variantType",
         "variantType-preview",
+        "variantShredding",  # writers may shred variants, never must: deltalog writes them unshredded
+        "variantShredding-preview",
     }
 )
 
-#: Writer features honoured only while the table does not use them (the "use" test is in :func:`_uses`).
+#: Writer features honoured only while the table does not use them (which use needs what, per operation, is
+#: :mod:`deltalog.core.feature_gate`'s).
 WRITER_FEATURES_IF_UNUSED: frozenset[str] = frozenset(
     {
         "invariants",
@@ -285,29 +289,6 @@ def upgrade_protocol(
     return Protocol(1, 7, None, tuple(sorted(listed)))
 
 
-def _uses(feature: str, configuration: Mapping[str, str], schema: Any) -> bool:
-    """Whether the table actively uses a feature whose writer obligations deltalog does not implement."""
-    conf = {k.lower(): str(v).strip().lower() for k, v in configuration.items()}
-    meta_keys = [k for at in walk_fields(schema) for k in (at.field.get("metadata") or {})]
-    if feature == "invariants":
-        return "delta.invariants" in meta_keys
-    if feature == "checkConstraints":
-        return any(k.startswith("delta.constraints.") for k in configuration)
-    if feature == "generatedColumns":
-        return "delta.generationExpression" in meta_keys
-    if feature == "identityColumns":
-        return any(k.startswith("delta.identity.") for k in meta_keys)
-    if feature == "changeDataFeed":
-        return "true" in (conf.get("delta.enablechangedatafeed"), conf.get("delta.enablechangedatacapture"))
-    if feature == "columnMapping":
-        return conf.get("delta.columnmapping.mode", "none") != "none"
-    if feature == "deletionVectors":
-        return conf.get("delta.enabledeletionvectors") == "true"
-    if feature == "inCommitTimestamp":
-        return conf.get("delta.enableincommittimestamps") == "true"
-    return True
-
-
 def check_configuration_honoured(
     configuration: Mapping[str, str], schema: Any, source: str, previous_schema: Any = None
 ) -> None:
@@ -339,25 +320,12 @@ def check_configuration_honoured(
 def check_writable(protocol: Protocol, configuration: Mapping[str, str], schema: Any, source: str) -> None:
     """Refuse to write a table whose protocol asks for writer behaviour this engine does not implement.
 
-    Reading stays allowed: the refusal is about obligations on new commits (e.g. computing generated
-    columns, writing change data files, assigning row ids).
+    A commit of undeclared kind: every commit operation's duties must be met
+    (:data:`~deltalog.core.feature_gate.WRITE`). Callers that know their operation (an append, a checkpoint)
+    ask :func:`~deltalog.core.feature_gate.check_operation` instead, which blocks less. Reading stays allowed:
+    the refusal is about obligations on new commits (generated values, change data files, row ids).
     """
-    check_readable(protocol, source)
-    where = f" (protocol in {source})"
-    w = protocol.min_writer_version
-    if w > MAX_WRITER_VERSION:
-        raise UnsupportedFeatureError(
-            f"table requires writer version {w}; deltalog writes up to {MAX_WRITER_VERSION}{where}",
-            feature=f"writerVersion={w}",
-            path=source,
-        )
-    for name in sorted(supported_features(protocol)):
-        if name in WRITER_FEATURES_HONOURED:
-            continue
-        if name in WRITER_FEATURES_IF_UNUSED and not _uses(name, configuration, schema):
-            continue
-        raise UnsupportedFeatureError(
-            f"cannot write: the table uses writer feature {name!r}, which deltalog does not implement{where}",
-            feature=name,
-            path=source,
-        )
+    # imported here: the gate builds on this module's protocol facts
+    from deltalog.core.feature_gate import WRITE, check_operation
+
+    check_operation(WRITE, protocol, configuration, schema, source)
