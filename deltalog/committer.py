@@ -27,7 +27,7 @@ from deltalog.core.codec import ActionDecodeError, decode_line
 from deltalog.core.conflicts import Intent, Winner, check_winner
 from deltalog.core.paths import LOG_DIR, Kind, LogPath, commit_name
 from deltalog.core.reachability import Tip, Verdict, holds, judge, moved_on, tip_in
-from deltalog.core.replay import CommitData
+from deltalog.core.state import CommitData
 from deltalog.errors import (
     CommitNotReachableError,
     CommitStateUnknownError,
