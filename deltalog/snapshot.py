@@ -23,7 +23,7 @@ from deltalog.core import actions as A
 from deltalog.core import properties
 from deltalog.core.codec import decode_dv
 from deltalog.core.features import check_readable, supported_features
-from deltalog.core.partitions import PartitionValueError, conditions_from_where, parse_value
+from deltalog.core.partitions import PartitionValueError, conditions_from_where, parse_value, typed_conditions
 from deltalog.core.paths import LOG_DIR, SIDECAR_DIR, parse
 from deltalog.core.reachability import Tip, segment_tip
 from deltalog.core.schema import SchemaError, parse_schema, physical_names, top_level_fields
@@ -349,7 +349,7 @@ class Snapshot:
             col_conds = [c for c in conds if c.column == column]
             ctype = columns[column]["type"]
             try:
-                typed = [type(c)(c.column, c.op, tuple(parse_value(ctype, v) for v in c.values)) for c in col_conds]
+                typed = typed_conditions(col_conds, {column: ctype})
             except PartitionValueError as exc:
                 raise InvalidArgumentError(f"column {column!r}: {exc}") from None
             key = scalar_of(self.physical_names[column], pa.string())
