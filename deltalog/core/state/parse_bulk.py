@@ -44,7 +44,7 @@ import pyarrow.compute as pc
 
 from deltalog.core import actions as A
 from deltalog.core.codec import ActionDecodeError, from_dict
-from deltalog.core.jsonlines import objects
+from deltalog.core.jsonlines import corrupt_line, malformed, objects
 from deltalog.core.state import BaseState, CommitData, FileActions, Parsed, StatsAt
 from deltalog.core.state.columns import (
     ADD_FIELDS,
@@ -215,9 +215,7 @@ def _stats_exactly(
         try:
             body = orjson.loads(lines[line]).get("add")
         except orjson.JSONDecodeError as exc:
-            path = commits[i].path
-            at = line + 1 + cut
-            raise CorruptLogError(f"{path} line {at}: malformed JSON ({exc})", path=path, line=at) from None
+            raise corrupt_line(commits[i].path)(line + 1 + cut, malformed(exc)) from None
         out.append(as_text(body.get("stats")))
     return array_of(out, pa.string())
 

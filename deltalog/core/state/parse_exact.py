@@ -18,18 +18,18 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from deltalog.core.jsonlines import parse_lines
+from deltalog.core.jsonlines import corrupt_line, parse_lines
 from deltalog.core.state import BaseState, CommitData, FileActions, Parsed
 from deltalog.core.state.columns import ADD_SCHEMA, REMOVE_SCHEMA, table_from_dicts
 from deltalog.core.state.small import STATE_KEYS, SmallState
 from deltalog.errors import CorruptLogError
 
 
-def _corrupt(commit: CommitData, line: int, why: str) -> CorruptLogError:
-    return CorruptLogError(f"{commit.path} line {line}: {why}", path=commit.path, line=line)
+def _corrupt(commit: CommitData, line: int, why: str) -> Exception:
+    return corrupt_line(commit.path)(line, why)
 
 
-def _locate_bad_action(commits: Sequence[CommitData], exc: Exception) -> CorruptLogError:
+def _locate_bad_action(commits: Sequence[CommitData], exc: Exception) -> Exception:
     """Find the file and line of an add/remove whose field types do not fit (only on the error path)."""
     for commit in commits:
         for line_no, obj in enumerate(parse_lines(commit.data, commit.path), start=1):
