@@ -618,6 +618,19 @@ def test_live_txns_retention() -> None:
     assert live_txns(txns, 20_000, 10_000) == {"old": txns["old"], "new": txns["new"]}
 
 
+def test_repeats_reads_a_string_column_as_a_pattern_repeated() -> None:
+    from deltalog.core.state.columns import array_of, repeats
+
+    keys = array_of(["p", "q", "p", "q", "p", "q"], pa.string())
+    assert repeats(keys, ("p", "q"))
+    assert repeats(keys.slice(2, 4), ("p", "q"))  # a slice reads only its own rows
+    assert not repeats(keys, ("q", "p"))
+    assert not repeats(keys.slice(1, 4), ("p", "q"))
+    assert not repeats(array_of(["pq", "", "pq", ""], pa.string()), ("p", "q"))  # same bytes, other lengths
+    assert not repeats(keys, ("p", "q", "p", "q"))  # six is no multiple of four
+    assert repeats(array_of([], pa.string()), ()) and not repeats(keys, ())
+
+
 def test_add_table_schema_is_the_checkpoint_add_shape() -> None:
     from deltalog.core.state.columns import ADD_SCHEMA
 

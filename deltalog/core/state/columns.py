@@ -278,6 +278,20 @@ def bool_array(values: Any) -> pa.Array:
     return pa.Array.from_buffers(pa.bool_(), len(values), [None, pa.py_buffer(np.packbits(values, bitorder="little"))])
 
 
+def repeats(strings: pa.Array, pattern: Sequence[str]) -> bool:
+    """Whether ``strings`` (no nulls) is ``pattern`` repeated, found on its buffers: the lengths repeat one
+    pattern and the bytes equal the pattern's, without a Python string per row."""
+    spelled = [s.encode() for s in pattern]
+    if not spelled or len(strings) % len(spelled):
+        return len(strings) == 0
+    ends = np.frombuffer(strings.buffers()[1], dtype=np.int32)[strings.offset : strings.offset + len(strings) + 1]
+    if not (np.diff(ends).reshape(-1, len(spelled)) == np.array([len(b) for b in spelled])).all():
+        return False
+    raw = strings.buffers()[2]
+    data = raw.slice(int(ends[0]), int(ends[-1] - ends[0])) if raw is not None else pa.py_buffer(b"")
+    return bool(data.equals(pa.py_buffer(b"".join(spelled) * (len(strings) // len(spelled)))))
+
+
 def struct_to_map(col: pa.Array) -> pa.Array:
     """A parsed ``partitionValues`` struct back to the map the rest of deltalog holds."""
     n = len(col)
@@ -360,6 +374,7 @@ __all__ = [
     "empty_table",
     "int_array",
     "map_column",
+    "repeats",
     "scalar_of",
     "conform",
     "runs",

@@ -16,12 +16,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from deltalog.core.pathkeys import dv_id_of, file_key
-from deltalog.core.state.columns import STRING_MAP, array_of, map_column, scalar_of
+from deltalog.core.state.columns import STRING_MAP, array_of, map_column, repeats, scalar_of
 
 
 @dataclass(frozen=True)
@@ -98,15 +97,7 @@ def _canonical_chunk(chunk: pa.MapArray, keys: tuple[str, ...]) -> bool:
     if k == 0 or not rows:
         return True
     first = offsets[0].as_py()
-    flat = chunk.keys.slice(first, offsets[n].as_py() - first)  # ``keys`` ignores the chunk's slice
-    # rows x keys strings back to back: their lengths and bytes repeat one pattern
-    spelled = [key.encode() for key in keys]
-    ends = np.frombuffer(flat.buffers()[1], dtype=np.int32)[flat.offset : flat.offset + len(flat) + 1]
-    if not (np.diff(ends).reshape(rows, k) == np.array([len(b) for b in spelled])).all():
-        return False
-    raw = flat.buffers()[2]
-    data = raw.slice(int(ends[0]), int(ends[-1] - ends[0])) if raw is not None else pa.py_buffer(b"")
-    return bool(data.equals(pa.py_buffer(b"".join(spelled) * rows)))
+    return repeats(chunk.keys.slice(first, offsets[n].as_py() - first), keys)  # ``keys`` ignores the slice
 
 
 def _conformed_chunk(chunk: pa.MapArray, keys: tuple[str, ...]) -> pa.Array:
