@@ -27,12 +27,15 @@ from deltalog.core.state.columns import as_numpy, bool_array
 from deltalog.core.state.files import FileState, conform_partition_values, key_column
 from deltalog.core.state.small import version_partition_keys
 
+#: a key column: the path column itself when paths are their own keys (chunks and all), else built
+Keys = pa.Array | pa.ChunkedArray
 
-def _flat(keys: pa.Array | pa.ChunkedArray) -> list[pa.Array]:
+
+def _flat(keys: Keys) -> list[pa.Array]:
     return keys.chunks if isinstance(keys, pa.ChunkedArray) else [keys]
 
 
-def newest(actions: FileActions, root: str | None) -> tuple[pa.Table, pa.Table, pa.Array | pa.ChunkedArray, np.ndarray]:
+def _newest(actions: FileActions, root: str | None) -> tuple[pa.Table, pa.Table, Keys, np.ndarray]:
     """The winning adds and removes (in position order), the keys of every action (duplicates allowed),
     and the positions of the winning adds."""
     adds, removes = actions.adds, actions.removes
@@ -57,7 +60,7 @@ def newest(actions: FileActions, root: str | None) -> tuple[pa.Table, pa.Table, 
     return adds, removes, keys, actions.add_positions[add_won]
 
 
-def _base_mask(base: BaseState, touched: pa.Array | pa.ChunkedArray, root: str | None) -> pa.Array | None:
+def _base_mask(base: BaseState, touched: Keys, root: str | None) -> pa.Array | None:
     """Which base rows survive: valid adds whose key no later action touched."""
     mask = base.adds_valid
     if len(touched) and base.adds.num_rows:
@@ -74,7 +77,7 @@ def reconcile(
 
     ``stats_at`` is the parser's loader of the winning adds' ``stats`` when it left them unread.
     """
-    tail, tail_removes, touched, won_at = newest(actions, root)
+    tail, tail_removes, touched, won_at = _newest(actions, root)
     keys = version_partition_keys(state)
     base_removes = base.removes
     tail_stats: Callable[[], pa.Array] | None = stats_at(won_at) if stats_at is not None else None
@@ -92,4 +95,4 @@ def reconcile(
     )
 
 
-__all__ = ["newest", "reconcile"]
+__all__ = ["reconcile"]
