@@ -151,7 +151,7 @@ class CheckpointParquet:
         import pyarrow.dataset  # noqa: F401  (read_table's first call would import it, and pandas with it)
         import pyarrow.parquet as pq
 
-        from deltalog.core.file_columns import ADD_COLUMNS_NO_STATS
+        from deltalog.core.state.columns import ADD_COLUMNS_NO_STATS
 
         self._json, self._pq = json, pq
         self._columns = [f"add.{c}" for c in ADD_COLUMNS_NO_STATS] + (["add.stats"] if self.stats else [])

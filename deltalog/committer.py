@@ -23,15 +23,14 @@ from typing import TypeVar
 import orjson
 
 from deltalog.core import actions as A
-from deltalog.core.codec import ActionDecodeError, decode_line
+from deltalog.core.codec import decode_commit
 from deltalog.core.conflicts import Intent, Winner, check_winner
 from deltalog.core.paths import LOG_DIR, Kind, LogPath, commit_name
 from deltalog.core.reachability import Tip, Verdict, holds, judge, moved_on, tip_in
-from deltalog.core.replay import CommitData
+from deltalog.core.state import CommitData
 from deltalog.errors import (
     CommitNotReachableError,
     CommitStateUnknownError,
-    CorruptLogError,
     FileAlreadyExistsError,
     MaxCommitAttemptsError,
     StorageError,
@@ -75,20 +74,8 @@ class Outcome:
 def _read_winner(store: LogStore, version: int, mtime: int = 0) -> tuple[Winner, CommitData]:
     path = f"{LOG_DIR}/{commit_name(version)}"
     data = store.read(path)
-    acts: list[A.Action] = []
-    info: dict[str, object] = {}
-    for line_no, raw in enumerate(data.split(b"\n"), start=1):
-        if not raw.strip():
-            continue
-        try:
-            obj = orjson.loads(raw)
-            if isinstance(obj, dict) and isinstance(obj.get("commitInfo"), dict):
-                info = obj["commitInfo"]
-                continue
-            acts.extend(decode_line(raw))
-        except (orjson.JSONDecodeError, ActionDecodeError) as exc:
-            raise CorruptLogError(f"{path} line {line_no}: {exc}", path=path, line=line_no) from None
-    return Winner(version, acts, info), CommitData(version, path, data, mtime)
+    decoded = decode_commit(data, path)
+    return Winner(version, decoded.actions, decoded.commit_info or {}), CommitData(version, path, data, mtime)
 
 
 def _commits(listing: list[LogPath]) -> dict[int, LogPath]:

@@ -10,12 +10,13 @@ from deltalog.checkpoint.columns import missing_required
 from deltalog.checkpoint.reader import CheckpointReader
 from deltalog.core import engine_safety
 from deltalog.core.features import check_readable
-from deltalog.core.file_state import FileState
 from deltalog.core.jsonlines import objects
 from deltalog.core.paths import LOG_DIR, SIDECAR_DIR, LogPath, commit_name
-from deltalog.core.replay import BaseState, CommitData, ReplayResult, replay, state_only
 from deltalog.core.schema import SchemaError, parse_schema
 from deltalog.core.segment import CheckpointRef, LogSegment, build_segment
+from deltalog.core.state import BaseState, CommitData, ReplayResult
+from deltalog.core.state.files import FileState
+from deltalog.core.state.replay import replay, state_only
 from deltalog.errors import CorruptLogError, DeltaLogError
 from deltalog.snapshot import Snapshot
 
@@ -126,12 +127,11 @@ def _load_once(
     else:
         base = BaseState(version=-1, source=f"{LOG_DIR}/{commit_name(0)}")
     commits = read_commits(dlog, segment, cache)
-    result = replay(base, commits, dlog.store.root)
-    _vet(dlog, segment, result)
+    result = _vet(dlog, segment, replay(base, commits, dlog.store.root))
     if result.files is not None:
         _check_file_actions(result.files, commits)
         if distrusted:
-            result.files = dataclasses.replace(result.files, distrusted=distrusted)
+            result = dataclasses.replace(result, files=dataclasses.replace(result.files, distrusted=distrusted))
     return Snapshot(dlog, segment, result, now_ms=dlog.now_ms())
 
 
@@ -148,8 +148,7 @@ def load_state(dlog: DeltaLog, segment: LogSegment) -> Snapshot:
         return load(dlog, segment)
     try:
         base = CheckpointReader(dlog.store).read_non_file(segment.checkpoint)
-        result = state_only(base, read_commits(dlog, segment))
-        _vet(dlog, segment, result)
+        result = _vet(dlog, segment, state_only(base, read_commits(dlog, segment)))
     except CorruptLogError:
         return load(dlog, segment)
     return Snapshot(dlog, segment, result, now_ms=dlog.now_ms(), files=lambda: load(dlog, segment)._files)
@@ -159,7 +158,7 @@ def load_state(dlog: DeltaLog, segment: LogSegment) -> Snapshot:
 LAZY_TAIL_BYTES = 4 << 20
 
 
-def _vet(dlog: DeltaLog, segment: LogSegment, result: ReplayResult) -> None:
+def _vet(dlog: DeltaLog, segment: LogSegment, result: ReplayResult) -> ReplayResult:
     where = f"{dlog.location}/{LOG_DIR} ({segment.describe()})"
     if result.protocol is not None:
         check_readable(result.protocol, f"{dlog.location}/{result.protocol_source}")
@@ -173,7 +172,9 @@ def _vet(dlog: DeltaLog, segment: LogSegment, result: ReplayResult) -> None:
         # Checked here, not on first use, so that a damaged schema in a checkpoint is a checkpoint to skip.
         source = result.metadata_source
         raise CorruptLogError(f"{source or where}: {exc}", path=source) from None
-    result.version = segment.version
+    if result.version == segment.version:
+        return result
+    return dataclasses.replace(result, state=dataclasses.replace(result.state, version=segment.version))
 
 
 def _check_file_actions(files: FileState, commits: list[CommitData]) -> None:

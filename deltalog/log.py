@@ -20,13 +20,13 @@ from deltalog.core.features import check_writable
 from deltalog.core.jsonlines import commit_info_of
 from deltalog.core.paths import LOG_DIR, Kind, LogPath, commit_name, parse
 from deltalog.core.reachability import holds, tip_in
-from deltalog.core.replay import CommitData
 from deltalog.core.segment import (
     LogSegment,
     build_segment,
     earliest_version,
     latest_version,
 )
+from deltalog.core.state import CommitData
 from deltalog.errors import (
     CheckpointError,
     CorruptLogError,

@@ -23,14 +23,16 @@ from deltalog.core import actions as A
 from deltalog.core import properties
 from deltalog.core.codec import decode_dv
 from deltalog.core.features import check_readable, supported_features
-from deltalog.core.file_columns import array_of, scalar_of
-from deltalog.core.file_state import FileState
-from deltalog.core.partitions import PartitionValueError, conditions_from_where, parse_value
+from deltalog.core.partitions import PartitionValueError, conditions_from_where, parse_value, typed_conditions
 from deltalog.core.paths import LOG_DIR, SIDECAR_DIR, parse
 from deltalog.core.reachability import Tip, segment_tip
-from deltalog.core.replay import BaseState, CommitData, ReplayResult, live_txns, replay, state_only
 from deltalog.core.schema import SchemaError, parse_schema, physical_names, top_level_fields
 from deltalog.core.segment import LogSegment
+from deltalog.core.state import BaseState, CommitData, ReplayResult
+from deltalog.core.state.columns import array_of, scalar_of
+from deltalog.core.state.files import FileState
+from deltalog.core.state.replay import replay, state_only
+from deltalog.core.state.small import live_txns
 from deltalog.errors import CorruptLogError, DeltaLogError, InvalidArgumentError, VersionNotFoundError
 
 if TYPE_CHECKING:
@@ -205,7 +207,7 @@ class Snapshot:
             with self._files_lock:
                 if self._result.files is None:
                     assert self._load_files is not None
-                    self._result.files = self._load_files()
+                    self._result = dataclasses.replace(self._result, files=self._load_files())
                     self._load_files = None
                     self._anchor = None
                 files = self._result.files
@@ -275,7 +277,7 @@ class Snapshot:
                 latest=getattr(err, "latest", None),
             ) from None
         with self._files_lock:
-            self._result.files = files
+            self._result = dataclasses.replace(self._result, files=files)
             self._load_files = None
             self._anchor = None
             self.segment = fresh.segment
@@ -350,7 +352,7 @@ class Snapshot:
             col_conds = [c for c in conds if c.column == column]
             ctype = columns[column]["type"]
             try:
-                typed = [type(c)(c.column, c.op, tuple(parse_value(ctype, v) for v in c.values)) for c in col_conds]
+                typed = typed_conditions(col_conds, {column: ctype})
             except PartitionValueError as exc:
                 raise InvalidArgumentError(f"column {column!r}: {exc}") from None
             key = scalar_of(self.physical_names[column], pa.string())

@@ -41,8 +41,8 @@ from deltalog.core.features import (
     supported_features,
     upgrade_protocol,
 )
-from deltalog.core.partitions import PartitionValueError, conditions_from_where, parse_value
-from deltalog.core.pathkeys import canonical_path
+from deltalog.core.partitions import PartitionValueError, conditions_from_where, typed_conditions
+from deltalog.core.pathkeys import file_key
 from deltalog.core.schema import top_level_fields
 from deltalog.errors import CommitStateUnknownError, InvalidArgumentError, InvalidCommitError
 
@@ -138,7 +138,7 @@ class Transaction:
         return self._snapshot.app_version(app_id)
 
     def _key(self, path: str) -> str:
-        return canonical_path(path, self._log.store.root)
+        return file_key(path, None, self._log.store.root)
 
     def _partition_schema(self) -> PartitionSchema:
         snap = self._snapshot
@@ -154,12 +154,9 @@ class Transaction:
         schema = self._partition_schema()
         conds = [c for c in conditions_from_where(where) if c.column in schema.types]
         try:
-            typed = tuple(
-                type(c)(c.column, c.op, tuple(parse_value(schema.types[c.column], v) for v in c.values)) for c in conds
-            )
+            return ReadPredicate(tuple(typed_conditions(conds, schema.types)))
         except PartitionValueError as exc:
             raise InvalidArgumentError(str(exc)) from None
-        return ReadPredicate(typed)
 
     # ------------------------------------------------------------------------------------------ intents
     def declare_intent(

@@ -15,7 +15,7 @@ from __future__ import annotations
 import pyarrow as pa
 
 from deltalog.checkpoint import schema as S
-from deltalog.core.file_columns import ADD_SCHEMA, REMOVE_SCHEMA
+from deltalog.core.state.columns import ADD_SCHEMA, REMOVE_SCHEMA
 from deltalog.errors import CorruptLogError
 
 #: the type each action column must fit; ``stats_parsed``/``partitionValues_parsed`` are table-typed, not here

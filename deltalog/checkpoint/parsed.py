@@ -15,9 +15,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.json as pj
 
-from deltalog.core.file_columns import array_of
 from deltalog.core.partitions import PartitionValueError, parse_value
 from deltalog.core.schema import top_level_fields
+from deltalog.core.state.columns import array_of
 
 log = logging.getLogger(__name__)
 

@@ -31,7 +31,11 @@ from deltalog.checkpoint.scan import (
 )
 from deltalog.core import actions as A
 from deltalog.core.codec import ActionDecodeError, from_dict
-from deltalog.core.file_columns import (
+from deltalog.core.jsonlines import objects
+from deltalog.core.paths import LOG_DIR, SIDECAR_DIR
+from deltalog.core.segment import CheckpointRef
+from deltalog.core.state import BaseState
+from deltalog.core.state.columns import (
     ADD_COLUMNS_NO_STATS,
     ADD_SCHEMA,
     REMOVE_FIELDS,
@@ -42,10 +46,6 @@ from deltalog.core.file_columns import (
     empty_removes,
     table_from_dicts,
 )
-from deltalog.core.jsonlines import objects
-from deltalog.core.paths import LOG_DIR, SIDECAR_DIR
-from deltalog.core.replay import BaseState
-from deltalog.core.segment import CheckpointRef
 from deltalog.errors import CorruptLogError, StorageError
 from deltalog.storage.base import LogStore
 

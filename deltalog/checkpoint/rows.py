@@ -19,11 +19,11 @@ from deltalog.checkpoint import schema as S
 from deltalog.checkpoint.reader import FileActions
 from deltalog.checkpoint.scan import BATCH_ROWS
 from deltalog.core import properties
-from deltalog.core.file_columns import array_of
+from deltalog.core.state.columns import array_of
 from deltalog.errors import CheckpointError
 
 if TYPE_CHECKING:
-    from deltalog.core.file_state import FileState
+    from deltalog.core.state.files import FileState
     from deltalog.snapshot import Snapshot
 
 log = logging.getLogger(__name__)
@@ -49,7 +49,7 @@ def nested_array(values: Sequence[Any], t: pa.DataType) -> pa.Array:
     """``pa.array(values, t)`` for the few non-file rows, without pyarrow's pandas probe.
 
     Structs come from dicts, lists from lists, maps from lists of pairs; leaves go through
-    :func:`~deltalog.core.file_columns.array_of` (``pa.array`` would import pandas, half a second).
+    :func:`~deltalog.core.state.columns.array_of` (``pa.array`` would import pandas, half a second).
     """
     if pa.types.is_struct(t):
         children = [nested_array([None if v is None else v.get(f.name) for v in values], f.type) for f in t]

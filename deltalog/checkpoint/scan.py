@@ -192,7 +192,7 @@ def iter_rows(
     """The rows of action ``column`` (its ``fields`` that the file has), batch by batch, in file order.
 
     Rows of other actions (a null ``path``) are dropped per batch. Fields that hold no value anywhere are
-    not read; the caller's :func:`~deltalog.core.file_columns.conform` supplies them as nulls.
+    not read; the caller's :func:`~deltalog.core.state.columns.conform` supplies them as nulls.
     """
     if not layout.has(column):
         return

@@ -13,8 +13,8 @@ from typing import Any
 import pyarrow as pa
 
 from deltalog.arrow_schema import arrow_type
-from deltalog.core.file_columns import ADD_FIELDS, REMOVE_FIELDS, STRING_MAP
 from deltalog.core.schema import PHYSICAL_NAME, top_level_fields
+from deltalog.core.state.columns import ADD_FIELDS, REMOVE_FIELDS, STRING_MAP
 
 STRING_LIST = pa.list_(pa.field("element", pa.string()))
 

@@ -34,11 +34,11 @@ from deltalog.checkpoint.rows import (
 )
 from deltalog.checkpoint.scan import BATCH_ROWS, open_parquet
 from deltalog.core import properties
-from deltalog.core.file_columns import array_of
-from deltalog.core.file_state import key_column
 from deltalog.core.paths import LOG_DIR, SIDECAR_DIR, Kind, checkpoint_name, multipart_name
-from deltalog.core.replay import BaseState
 from deltalog.core.segment import CheckpointRef, complete_checkpoints
+from deltalog.core.state import BaseState
+from deltalog.core.state.columns import array_of
+from deltalog.core.state.files import key_column
 from deltalog.errors import CheckpointError, CorruptLogError, FileAlreadyExistsError, InvalidArgumentError
 from deltalog.log_listing import list_log
 from deltalog.storage.local import LocalLogStore

@@ -17,7 +17,7 @@ from deltalog import DeltaLog, InvalidArgumentError, InvalidCommitError
 from deltalog.actions import Action
 from deltalog.cli import documents, render
 from deltalog.cli.options import emit, json_flag, parse_json_object, parse_read_where, table_argument
-from deltalog.core.codec import ActionDecodeError, decode_line
+from deltalog.core.codec import decode_commit
 from deltalog.core.conflicts import ISOLATION_LEVELS
 
 
@@ -178,27 +178,21 @@ def _check_line(obj: Any) -> str | None:
 
 
 def parse_actions(data: bytes, label: str) -> list[Action]:
-    """The actions of a commit file; errors name ``label`` and the 1-based line at fault."""
-    actions: list[Action] = []
-    for line_no, raw in enumerate(data.split(b"\n"), start=1):
-        if not raw.strip():
-            continue
-        try:
-            obj = orjson.loads(raw)
-        except orjson.JSONDecodeError as exc:
-            raise InvalidArgumentError(f"{label}:{line_no}: malformed JSON at column {exc.colno} ({exc.msg})") from None
+    """The actions of a commit file (:func:`~deltalog.core.codec.decode_commit`), each line first checked to
+    be one committable action of sound shape; errors name ``label`` and the 1-based line at fault."""
+
+    def bad_line(line: int, why: str) -> InvalidArgumentError:
+        return InvalidArgumentError(f"{label}:{line}: {why}")
+
+    def check(line: int, obj: Any) -> None:
         key = next(iter(obj)) if isinstance(obj, dict) and len(obj) == 1 else None
         if key in _RESERVED:
-            raise InvalidCommitError(f"{label}:{line_no}: {_RESERVED[key]}", rule="no-reserved-actions")
+            raise InvalidCommitError(f"{label}:{line}: {_RESERVED[key]}", rule="no-reserved-actions")
         problem = _check_line(obj)
-        if problem is None:
-            try:
-                decoded = decode_line(raw)
-            except ActionDecodeError as exc:
-                problem = str(exc)
         if problem is not None:
-            raise InvalidArgumentError(f"{label}:{line_no}: {problem}")
-        actions.extend(decoded)
+            raise bad_line(line, problem)
+
+    actions = list(decode_commit(data, label, check, bad_line).actions)
     if not actions:
         # An empty file is far more often a producer that failed than a wish for an empty commit, and with
         # --app-id it would mark the batch done. A deliberate no-op can commit its txn line explicitly.

@@ -1,20 +1,22 @@
-"""The JSON spelling of actions: what Delta writes, byte for byte in shape.
+"""The JSON spelling of actions: what Delta writes, byte for byte in shape, and the one commit-file decoder.
 
 Writing: camelCase keys, ``metaData`` with a capital D, optional fields omitted rather than ``null``
 (Spark serialises NON_ABSENT), one action per line. Reading: unknown action kinds and unknown fields are
-ignored, as the protocol requires of readers; ``null`` in an optional field reads as absent.
+ignored, as the protocol requires of readers; ``null`` in an optional field reads as absent. A commit
+file becomes actions in one place, :func:`decode_commit` (replay reads the same lines as columns).
 """
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 import orjson
 
 from deltalog.core import actions as A
 from deltalog.core.field_types import type_errors
+from deltalog.core.jsonlines import LineError, corrupt_line, parse_lines
 from deltalog.errors import InvalidArgumentError
 
 #: action class -> the key that wraps it on a log line
@@ -228,22 +230,62 @@ def decode_line(line: bytes | str) -> list[A.Action]:
     return out
 
 
-def iter_lines(data: bytes) -> Iterator[tuple[int, bytes]]:
-    """(1-based line number, line) for each non-blank line of a commit file."""
-    for i, line in enumerate(data.split(b"\n"), start=1):
-        if line.strip():
-            yield i, line
+@dataclasses.dataclass(frozen=True)
+class DecodedCommit:
+    """A commit file as actions: its raw commitInfo (the last one) and every other action, in file order."""
+
+    commit_info: dict[str, Any] | None
+    actions: tuple[A.Action, ...]
+
+
+def decode_commit(
+    data: bytes,
+    path: str,
+    check: Callable[[int, Any], None] | None = None,
+    error: LineError | None = None,
+) -> DecodedCommit:
+    """Decode the commit file ``path`` (or a file of actions in its format).
+
+    A bad line (malformed JSON, not an object, a known action that does not decode) is a
+    :class:`~deltalog.errors.CorruptLogError` naming the file and line, or what ``error`` makes of the
+    line and the reason. ``check`` sees every parsed line first (line number, JSON value), for a caller
+    that accepts less than the log does. A ``null`` action is no action, as replay reads it.
+    """
+    fail = error or corrupt_line(path)
+    info: dict[str, Any] | None = None
+    actions: list[A.Action] = []
+    for line, obj in enumerate(parse_lines(data, path, fail), start=1):
+        if obj is None:
+            continue  # a blank line
+        if check is not None:
+            check(line, obj)
+        if type(obj) is not dict:
+            raise fail(line, "a log line must be a JSON object")
+        for key, body in obj.items():
+            if body is None:
+                continue
+            if key == "commitInfo" and type(body) is dict:
+                info = body
+                continue
+            try:
+                action = from_dict(key, body)
+            except ActionDecodeError as exc:
+                raise fail(line, f"invalid {key} action: {exc}") from None
+            if action is not None:
+                actions.append(action)
+    return DecodedCommit(info, tuple(actions))
 
 
 __all__ = [
     "ACTION_KEYS",
     "ActionDecodeError",
+    "DecodedCommit",
     "KEY_ACTIONS",
+    "decode_commit",
     "decode_dv",
     "decode_line",
     "encode_actions",
     "encode_line",
     "from_dict",
-    "iter_lines",
     "to_dict",
 ]

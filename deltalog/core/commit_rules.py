@@ -13,7 +13,7 @@ from typing import Any
 from deltalog.core import actions as A
 from deltalog.core.field_types import type_errors
 from deltalog.core.partitions import PartitionValueError, check_serialized, parse_value
-from deltalog.core.pathkeys import canonical_path
+from deltalog.core.pathkeys import dv_id_of, file_key
 from deltalog.core.properties import column_mapping_mode, get_bool
 from deltalog.core.properties import column_mapping_mode as column_mapping_mode_of
 from deltalog.core.property_rules import check_changed
@@ -115,19 +115,19 @@ def validate_actions(
             before = {}
         removed_keys.append({before.get(c, c) for c in previous.partition_columns})
     append_only = get_bool(metadata.configuration, "delta.appendOnly")
-    adds: set[tuple[str, str]] = set()
-    removes: set[tuple[str, str]] = set()
+    adds: dict[str, str] = {}  # file key -> the path as the action spells it
+    removes: set[str] = set()
     txns: dict[str, int] = {}
     domains: set[str] = set()
     for a in actions:
         if isinstance(a, (A.Add, A.Remove)):
-            key = (canonical_path(a.path), a.deletion_vector.unique_id if a.deletion_vector else "")
+            key = file_key(a.path, dv_id_of(a.deletion_vector))
             if isinstance(a, A.Add):
                 _check_partition_values(a.path, a.partition_values, expected_keys)
                 _check_partition_types(a.path, a.partition_values, columns, True, checked)
                 if key in adds:
                     raise InvalidCommitError(f"file {a.path} is added twice in one commit", rule="no-duplicate-paths")
-                adds.add(key)
+                adds[key] = a.path
             else:
                 if append_only and a.data_change:
                     raise InvalidCommitError(
@@ -150,9 +150,9 @@ def validate_actions(
             if a.domain in domains:
                 raise InvalidCommitError(f"two domainMetadata actions for {a.domain!r}", rule="one-domain-action")
             domains.add(a.domain)
-    both = adds & removes
+    both = adds.keys() & removes
     if both:
-        path = sorted(both)[0][0]
+        path = adds[min(both)]
         raise InvalidCommitError(f"file {path} is both added and removed in one commit", rule="no-duplicate-paths")
 
 

@@ -21,7 +21,7 @@ from deltalog.core import actions as A
 from deltalog.core.features import supported_features
 from deltalog.core.operations import changes_data
 from deltalog.core.partitions import Condition, PartitionValueError, parse_value
-from deltalog.core.pathkeys import canonical_path
+from deltalog.core.pathkeys import file_key
 from deltalog.errors import (
     ConcurrentAppendError,
     ConcurrentDeleteDeleteError,
@@ -154,10 +154,6 @@ def is_blind_append(actions: Sequence[A.Action], read_set: ReadSet) -> bool:
     return only_adds and not read_set.predicates and not read_set.files
 
 
-def _key(path: str, root: str | None) -> str:
-    return canonical_path(path, root)
-
-
 def _matches(pred: ReadPredicate, add: A.Add, schema: PartitionSchema) -> bool:
     if pred.whole_table:
         return True
@@ -210,7 +206,7 @@ def check_winner(
     # 6. files removed that we read (CC:1171-1221 compare paths only)
     read = intent.read_set
     for rm in removes:
-        k = _key(rm.path, intent.root)
+        k = file_key(rm.path, None, intent.root)
         if read.reads_whole_table or k in read.files:
             raise ConcurrentDeleteReadError(
                 f"{where} removed {rm.path}, which this transaction read",
@@ -220,7 +216,7 @@ def check_winner(
             )
     # 7. files removed that we also remove
     for rm in removes:
-        if _key(rm.path, intent.root) in intent.removed:
+        if file_key(rm.path, None, intent.root) in intent.removed:
             raise ConcurrentDeleteDeleteError(
                 f"{where} also removed {rm.path}",
                 conflicting_file=rm.path,

@@ -42,7 +42,7 @@ from typing import Any
 import orjson
 
 from deltalog.core.conflicts import ReadPredicate
-from deltalog.core.partitions import Condition, PartitionValueError, parse_value
+from deltalog.core.partitions import Condition, PartitionValueError, typed_conditions
 from deltalog.errors import ConcurrentAppendError, ConcurrentDeleteReadError, ConcurrentModificationError
 
 INTENTS_DIR = "_delta_log/_intents"
@@ -103,7 +103,7 @@ class IntentRecord:
         out = []
         for spec in self.predicates:
             try:
-                conds = tuple(Condition(c, op, tuple(parse_value(types[c], v) for v in vals)) for c, op, vals in spec)
+                conds = tuple(typed_conditions((Condition(c, op, vals) for c, op, vals in spec), types))
             except (KeyError, PartitionValueError):
                 conds = ()
             out.append(ReadPredicate(conds))

@@ -19,10 +19,13 @@ from __future__ import annotations
 
 import re
 import uuid
+from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import Any
 from urllib.parse import unquote
 
+from deltalog.core.actions import DeletionVector, dv_unique_id
 from deltalog.errors import CorruptLogError
 
 Z85_ALPHABET = "0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ.-:+=^!/*?&<>()[]{}@%$#"
@@ -189,10 +192,24 @@ def canonical_path(path: str, root: str | None = None) -> str:
     return key if key is not None else str(resolve(path, root))
 
 
-def file_key(path: str, dv_id: str | None, root: str | None = None) -> str:
-    """One string per (path, deletion vector): the reconciliation key."""
+def file_key(path: str, dv_id: str | None = None, root: str | None = None) -> str:
+    """The identity of a data file named in the log: one string per (canonical path, deletion vector id).
+
+    Every comparison of files goes through here: replay's reconciliation, conflict checks, the commit
+    rules, RESTORE, the distributed checkpoint. Without ``dv_id`` it is the identity of the path alone
+    (what the conflict checks compare, as Delta Spark does).
+    """
     p = canonical_path(path, root) if needs_canonicalizing(path) else path
     return p if not dv_id else f"{p}\x00{dv_id}"
+
+
+def dv_id_of(dv: DeletionVector | Mapping[str, Any] | None) -> str | None:
+    """The unique id of a deletion vector, given as an action's descriptor or as its JSON object."""
+    if not dv:
+        return None
+    if isinstance(dv, DeletionVector):
+        return dv.unique_id
+    return dv_unique_id(dv.get("storageType") or "", dv.get("pathOrInlineDv") or "", dv.get("offset"))
 
 
 def climbs_out(path: str) -> bool:
@@ -289,6 +306,7 @@ __all__ = [
     "Location",
     "canonical_path",
     "climbs_out",
+    "dv_id_of",
     "escapes_root",
     "file_key",
     "needs_canonicalizing",

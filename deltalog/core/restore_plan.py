@@ -29,7 +29,7 @@ import orjson
 from deltalog.core import actions as A
 from deltalog.core import properties
 from deltalog.core.features import CATALOG_FEATURES, READER_FEATURES_FOR_REPLAY, supported_features
-from deltalog.core.pathkeys import file_key
+from deltalog.core.pathkeys import dv_id_of, file_key
 from deltalog.core.schema import COLUMN_ID, PHYSICAL_NAME, SchemaError, parse_schema, top_level_fields, walk_fields
 from deltalog.errors import CorruptLogError, InvalidArgumentError
 
@@ -62,7 +62,7 @@ def file_changes(current: Iterable[A.Add], target: Iterable[A.Add], root: str) -
     """
 
     def keyed(adds: Iterable[A.Add]) -> dict[str, A.Add]:
-        return {file_key(a.path, a.deletion_vector.unique_id if a.deletion_vector else None, root): a for a in adds}
+        return {file_key(a.path, dv_id_of(a.deletion_vector), root): a for a in adds}
 
     now, then = keyed(current), keyed(target)
     return FileChanges(

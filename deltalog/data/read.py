@@ -23,9 +23,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from deltalog.actions import Add, DeletionVector
-from deltalog.core.arrow_rows import bool_array
 from deltalog.core.partitions import PartitionValueError, parse_value
 from deltalog.core.schema import top_level_fields
+from deltalog.core.state.columns import bool_array
 from deltalog.data.conform import Column, conform, match, plan_field
 from deltalog.data.dv import read_deletion_vector
 from deltalog.data.locate import failures_named, native_path, open_input, resolve

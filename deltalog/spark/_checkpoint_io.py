@@ -18,7 +18,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from deltalog.checkpoint import schema as S
-from deltalog.core.file_state import key_of
+from deltalog.core.jsonlines import objects
+from deltalog.core.pathkeys import dv_id_of, file_key
 from deltalog.core.paths import LOG_DIR, checkpoint_name, multipart_name
 from deltalog.errors import FileAlreadyExistsError
 from deltalog.storage.uri import store_for
@@ -56,7 +57,7 @@ def part_of(key: str, parts: int) -> int:
 
 def _row(kind: str, body: Mapping[str, Any], version: int, order: int, root: str) -> dict[str, Any]:
     if kind in ("add", "remove"):
-        key = key_of(body, root)
+        key = file_key(body["path"], dv_id_of(body.get("deletionVector")), root)
         del_ts = body.get("deletionTimestamp") if kind == "remove" else None
     elif kind == "txn":
         key, del_ts = str(body.get("appId")), None
@@ -67,15 +68,12 @@ def _row(kind: str, body: Mapping[str, Any], version: int, order: int, root: str
     return {"kind": kind, "key": key, "version": version, "ord": order, "del_ts": del_ts, "payload": body, "part": 0}
 
 
-def _commit_rows(data: bytes, version: int, root: str) -> Iterator[dict[str, Any]]:
-    for order, line in enumerate(data.splitlines()):
-        if not line.strip():
-            continue
-        obj = orjson.loads(line)
+def _commit_rows(data: bytes, path: str, version: int, root: str) -> Iterator[dict[str, Any]]:
+    for line, obj in objects(data, path):
         for kind in KINDS:
             body = obj.get(kind)
             if isinstance(body, dict):
-                yield _row(kind, body, version, order, root)
+                yield _row(kind, body, version, line - 1, root)
 
 
 def _checkpoint_rows(data: bytes, version: int, root: str) -> Iterator[dict[str, Any]]:
@@ -116,7 +114,10 @@ def read_log_files(
     for batch in batches:
         for task in batch.to_pylist():
             data = store.read(task["path"])
-            rows = (_checkpoint_rows if task["is_checkpoint"] else _commit_rows)(data, task["version"], root)
+            if task["is_checkpoint"]:
+                rows = _checkpoint_rows(data, task["version"], root)
+            else:
+                rows = _commit_rows(data, task["path"], task["version"], root)
             out: list[dict[str, Any]] = []
             for row in rows:
                 row["payload"] = orjson.dumps(row["payload"]).decode()

@@ -4,7 +4,7 @@
    hands Spark the *names* of those log files.
 2. Executors read them through deltalog's stores inside ``mapInArrow``
    (:func:`deltalog.spark._checkpoint_io.read_log_files`): one row per action with its reconciliation key
-   (decoded path + DV id, as in :func:`deltalog.core.file_state.key_of`), version and position.
+   (decoded path + DV id, as in :func:`deltalog.core.pathkeys.file_key`), version and position.
 3. Spark reconciles: per key the newest action wins (a window ordered by version and position). Protocol,
    metaData, live txns and live domains are a handful of rows: the driver collects those. File actions stay
    on the executors: live adds, and removes younger than ``delta.deletedFileRetentionDuration``.

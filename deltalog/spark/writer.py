@@ -32,7 +32,7 @@ import orjson
 
 from deltalog.core import actions as A
 from deltalog.core.features import check_writable
-from deltalog.core.partitions import conditions_from_where, parse_value
+from deltalog.core.partitions import conditions_from_where, parse_value, typed_conditions
 from deltalog.core.schema import check_partition_columns, top_level_fields
 from deltalog.data.locate import resolve
 from deltalog.data.output import delete_files
@@ -163,10 +163,7 @@ def _prepare_table(
 def _check_rows_match(where: Mapping[str, Any], snap: Snapshot, adds: Sequence[A.Add]) -> None:
     """replaceWhere's data check: every written file must fall inside the predicate it replaces."""
     types = {f["name"]: f["type"] for f in top_level_fields(snap.schema_json)}
-    conds = [
-        type(c)(c.column, c.op, tuple(parse_value(types[c.column], v) for v in c.values))
-        for c in conditions_from_where(where)
-    ]
+    conds = typed_conditions(conditions_from_where(where), types)
     for add in adds:
         for c in conds:
             physical = snap.physical_names.get(c.column, c.column)  # adds key partition values physically

@@ -203,7 +203,7 @@ def test_bare_null_line(tmp_path: Path, size: str) -> None:
     root = copy_table(PARTITIONED, tmp_path / "t")
     path = log_file(root, commit_name(1))
     lines = path.read_bytes().rstrip(b"\n").split(b"\n")
-    if size == "bulk":  # past bulk_replay.MIN_BYTES, so the Arrow JSON reader sees it first
+    if size == "bulk":  # past parse_bulk.MIN_BYTES, so the Arrow JSON reader sees it first
         add = next(orjson.loads(line) for line in lines if b'"add"' in line)
         lines += [orjson.dumps({"add": {**add["add"], "path": f"pad-{i:06d}.parquet"}}) for i in range(6000)]
     lines.insert(1, b"null")

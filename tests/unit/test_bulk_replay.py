@@ -15,8 +15,8 @@ import pyarrow as pa
 import pytest
 
 from deltalog import DeltaLog
-from deltalog.core import bulk_replay
-from deltalog.core.replay import CommitData, replay
+from deltalog.core.state import CommitData, parse_bulk
+from deltalog.core.state.replay import replay
 from deltalog.errors import CorruptLogError, DeltaLogError
 from tests.corpus import corpus_entries, table_path
 from tests.unit import logkit as K
@@ -49,17 +49,17 @@ def _state(path: Path, version: int | None = None) -> dict[str, Any]:
 def _both(monkeypatch: pytest.MonkeyPatch, path: Path, version: int | None = None) -> tuple[Any, Any, bool]:
     """(bulk, exact, whether the bulk path replayed it)."""
     taken: list[bool] = []
-    original = bulk_replay.replay_commits
+    original = parse_bulk.parse
 
     def spy(*args: Any, **kwargs: Any) -> Any:
         out = original(*args, **kwargs)
         taken.append(out is not None)
         return out
 
-    monkeypatch.setattr(bulk_replay, "replay_commits", spy)
-    monkeypatch.setattr(bulk_replay, "MIN_BYTES", 0)
+    monkeypatch.setattr(parse_bulk, "parse", spy)
+    monkeypatch.setattr(parse_bulk, "MIN_BYTES", 0)
     bulk = _state(path, version)
-    monkeypatch.setattr(bulk_replay, "MIN_BYTES", 1 << 62)
+    monkeypatch.setattr(parse_bulk, "MIN_BYTES", 1 << 62)
     exact = _state(path, version)
     return bulk, exact, any(taken)
 
@@ -189,7 +189,7 @@ def test_partition_values_hold_exactly_the_partition_keys_both_ways(
     assert bulk == exact
     raws = []
     for threshold in (0, 1 << 62):  # the log's own keys and values, as a checkpoint is written from them
-        monkeypatch.setattr(bulk_replay, "MIN_BYTES", threshold)
+        monkeypatch.setattr(parse_bulk, "MIN_BYTES", threshold)
         raw = DeltaLog.for_table(str(tmp_path / "t")).snapshot().raw_files()
         raws.append(dict(zip(raw.column("path").to_pylist(), raw.column("partitionValues").to_pylist(), strict=True)))
     assert (
@@ -226,7 +226,7 @@ def test_column_mapped_partition_keys_are_physical_both_ways(tmp_path: Path, mon
         "c.parquet": [("p", None)],
     }
     # the snapshot's partition pruning looks the same physical key up
-    monkeypatch.setattr(bulk_replay, "MIN_BYTES", 0)
+    monkeypatch.setattr(parse_bulk, "MIN_BYTES", 0)
     pruned = DeltaLog.for_table(str(path)).snapshot().files(where={"p": "y"})
     assert pruned.column("path").to_pylist() == ["b.parquet"]
 
@@ -311,12 +311,12 @@ def test_what_orjson_refuses_the_bulk_path_hands_over(
 ) -> None:
     """Arrow's reader takes invalid UTF-8 and a leading byte order mark; orjson does not, so neither may
     the bulk path: the exact path reports the file."""
-    from deltalog.core.replay import BaseState
+    from deltalog.core.state import BaseState
 
     base = BaseState(version=-1, source="_delta_log/00000000000000000000.json")
     commits = [_commit(0, first + _lines(*_start())), _commit(1, second)]
-    assert bulk_replay.replay_commits(base, commits, None) is None
-    monkeypatch.setattr(bulk_replay, "MIN_BYTES", 0)
+    assert parse_bulk.parse(base, commits) is None
+    monkeypatch.setattr(parse_bulk, "MIN_BYTES", 0)
     with pytest.raises(CorruptLogError) as err:
         replay(base, commits, None)
     assert err.value.path == commits[0 if first else 1].path
@@ -338,7 +338,7 @@ def test_winners_come_in_the_order_of_their_winning_lines(tmp_path: Path, monkey
     path = _table(tmp_path, commits)
     orders = []
     for threshold in (0, 1 << 62):
-        monkeypatch.setattr(bulk_replay, "MIN_BYTES", threshold)
+        monkeypatch.setattr(parse_bulk, "MIN_BYTES", threshold)
         snap = DeltaLog.for_table(str(path)).snapshot()
         orders.append((snap.files().column("path").to_pylist(), snap.tombstones().column("path").to_pylist()))
     assert (
@@ -362,9 +362,9 @@ def test_a_null_line_never_reaches_the_json_reader(tmp_path: Path) -> None:
     script = (
         "from deltalog import DeltaLog\n"
         "from deltalog.errors import DeltaLogError\n"
-        "from deltalog.core import bulk_replay\n"
+        "from deltalog.core.state import parse_bulk\n"
         "for threshold in (0, 1 << 62):\n"
-        "    bulk_replay.MIN_BYTES = threshold\n"
+        "    parse_bulk.MIN_BYTES = threshold\n"
         "    try:\n"
         f"        print(DeltaLog.for_table({str(path)!r}).snapshot().files().column('path').to_pylist())\n"
         "    except DeltaLogError as exc:\n"
@@ -395,12 +395,12 @@ def _lines(*objs: dict[str, Any]) -> bytes:
     ],
 )
 def test_what_the_bulk_path_cannot_replay_exactly_it_hands_over(bad: bytes, monkeypatch: pytest.MonkeyPatch) -> None:
-    from deltalog.core.replay import BaseState
+    from deltalog.core.state import BaseState
 
     start = _lines(K.commit_info(), K.protocol(), K.metadata())
     base = BaseState(version=-1, source="_delta_log/00000000000000000000.json")
-    assert bulk_replay.replay_commits(base, [_commit(0, start), _commit(1, bad)], None) is None
-    monkeypatch.setattr(bulk_replay, "MIN_BYTES", 0)
+    assert parse_bulk.parse(base, [_commit(0, start), _commit(1, bad)]) is None
+    monkeypatch.setattr(parse_bulk, "MIN_BYTES", 0)
     try:
         exact = replay(base, [_commit(0, start), _commit(1, bad)], None)
     except CorruptLogError as exc:
@@ -416,7 +416,7 @@ def _outcome(monkeypatch: pytest.MonkeyPatch, path: Path) -> tuple[Any, Any]:
     """(bulk, exact) results, or the error class each raised."""
     out = []
     for threshold in (0, 1 << 62):
-        monkeypatch.setattr(bulk_replay, "MIN_BYTES", threshold)
+        monkeypatch.setattr(parse_bulk, "MIN_BYTES", threshold)
         try:
             out.append(_state(path))
         except DeltaLogError as exc:
@@ -458,9 +458,9 @@ def test_a_load_never_imports_pandas(tmp_path: Path) -> None:
     script = (
         "import sys\n"
         "from deltalog import DeltaLog\n"
-        "from deltalog.core import bulk_replay\n"
+        "from deltalog.core.state import parse_bulk\n"
         "for threshold in (0, 1 << 62):\n"
-        "    bulk_replay.MIN_BYTES = threshold\n"
+        "    parse_bulk.MIN_BYTES = threshold\n"
         f"    for v in (None, 10, 30):\n"
         f"        s = DeltaLog.for_table({str(path)!r}).snapshot(v)\n"
         "        s.files(stats=True); s.tombstones(); s.files(where={'p': 'a'})\n"
@@ -470,14 +470,14 @@ def test_a_load_never_imports_pandas(tmp_path: Path) -> None:
     assert out.stdout.strip() == "False", out.stderr
 
 
-def test_a_checkpoint_after_a_bulk_replay_keeps_the_deferred_stats(
+def test_a_checkpoint_after_a_parse_bulk_keeps_the_deferred_stats(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The bulk path leaves stats unparsed; a checkpoint written from that state (streamed from the older
     checkpoint plus the replayed tail) must still carry every add's stats."""
     import pyarrow.parquet as pq
 
-    monkeypatch.setattr(bulk_replay, "MIN_BYTES", 0)
+    monkeypatch.setattr(parse_bulk, "MIN_BYTES", 0)
     commits = [_start()] + [
         [K.commit_info()] + [K.add(f"p=a/{v}-{i}.parquet", {"p": "a"}, stats=f'{{"numRecords":{v}}}') for i in range(3)]
         for v in range(1, 8)

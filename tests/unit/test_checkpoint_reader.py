@@ -21,10 +21,10 @@ from deltalog import DeltaLog
 from deltalog import actions as A
 from deltalog.checkpoint import rows
 from deltalog.checkpoint.reader import CheckpointReader
-from deltalog.core.file_columns import ADD_SCHEMA, REMOVE_SCHEMA
 from deltalog.core.paths import LOG_DIR, SIDECAR_DIR
-from deltalog.core.replay import BaseState
 from deltalog.core.segment import CheckpointRef, complete_checkpoints
+from deltalog.core.state import BaseState
+from deltalog.core.state.columns import ADD_SCHEMA, REMOVE_SCHEMA
 from deltalog.errors import CorruptLogError
 from deltalog.storage.local import LocalLogStore
 from tests.corpus import corpus_entries, table_path

@@ -10,7 +10,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from deltalog.core import actions as A
-from deltalog.core.codec import ActionDecodeError, decode_line, encode_actions, encode_line, iter_lines, to_dict
+from deltalog.core.codec import ActionDecodeError, decode_commit, decode_line, encode_actions, encode_line, to_dict
+from deltalog.errors import CorruptLogError, InvalidArgumentError
 
 SETTINGS = settings(max_examples=200, deadline=None, database=None, suppress_health_check=[HealthCheck.too_slow])
 
@@ -141,13 +142,14 @@ def test_decode_inverts_encode(action: A.Action) -> None:
 
 @settings(SETTINGS, max_examples=100)
 @given(st.lists(any_action, min_size=1, max_size=6))
-def test_commit_bytes_round_trip_line_by_line(actions: list[A.Action]) -> None:
+def test_commit_bytes_round_trip(actions: list[A.Action]) -> None:
     data = encode_actions(actions)
     assert data.endswith(b"\n")
-    lines = list(iter_lines(data))
-    assert [n for n, _ in lines] == list(range(1, len(actions) + 1))
-    decoded = [a for _, line in lines for a in decode_line(line)]
-    assert decoded == actions
+    assert data.count(b"\n") == len(actions)
+    decoded = decode_commit(data, "_delta_log/00000000000000000001.json")
+    infos = [a for a in actions if isinstance(a, A.CommitInfo)]
+    assert decoded.actions == tuple(a for a in actions if not isinstance(a, A.CommitInfo))
+    assert decoded.commit_info == (to_dict(infos[-1])["commitInfo"] if infos else None)
 
 
 def _walk_keys(value: Any) -> list[str]:
@@ -319,8 +321,58 @@ def test_to_dict_refuses_non_actions() -> None:
         to_dict(object())  # type: ignore[arg-type]
 
 
-def test_iter_lines_skips_blank_lines_and_numbers_from_one() -> None:
-    assert list(iter_lines(b'{"a":1}\n\n  \n{"b":2}\n')) == [(1, b'{"a":1}'), (4, b'{"b":2}')]
+# ---------------------------------------------------------------------------------------------- commit files
+
+PATH = "_delta_log/00000000000000000007.json"
+
+
+def test_a_commit_decodes_to_its_commit_info_and_its_other_actions() -> None:
+    data = (
+        b'{"commitInfo":{"operation":"WRITE","txnId":"t"}}\n\n  \n'
+        b'{"add":{"path":"f","partitionValues":{},"size":1,"modificationTime":1,"dataChange":true}}\n'
+        b'{"remove":null,"txn":{"appId":"a","version":3}}\n'
+        b'{"cdc":{"path":"c","partitionValues":{},"size":1,"dataChange":false},"unknownAction":{"x":1}}\n'
+    )
+    decoded = decode_commit(data, PATH)
+    assert decoded.commit_info == {"operation": "WRITE", "txnId": "t"}
+    assert decoded.actions == (
+        A.Add("f", {}, 1, 1, True),
+        A.Txn("a", 3),
+        A.Cdc("c", {}, 1, False),
+    )
+
+
+@pytest.mark.parametrize(
+    ("data", "line", "says"),
+    [
+        (b'{"commitInfo":{}}\n{"add":{"path":"f"\n', 2, "malformed JSON at column"),
+        (b'{"commitInfo":{}}\n\n[1]\n', 3, "must be a JSON object"),
+        (b'{"txn":{"appId":"a","version":"3"}}\n', 1, "txn"),
+        (b'{"commitInfo":{}}\n{"commitInfo":3}\n', 2, "commitInfo"),
+    ],
+)
+def test_a_bad_commit_line_is_corrupt_log_naming_file_and_line(data: bytes, line: int, says: str) -> None:
+    with pytest.raises(CorruptLogError) as err:
+        decode_commit(data, PATH)
+    assert (err.value.path, err.value.line) == (PATH, line)
+    assert str(err.value).startswith(f"{PATH} line {line}: ") and says in str(err.value)
+
+
+def test_a_caller_may_check_lines_first_and_word_its_own_errors() -> None:
+    """What the CLI does with a file of actions a user gives: stricter lines, its own error type."""
+    seen: list[tuple[int, Any]] = []
+
+    def check(line: int, obj: Any) -> None:
+        seen.append((line, obj))
+        if "txn" in obj:
+            raise InvalidArgumentError(f"input:{line}: no txn here")
+
+    add = b'{"add":{"path":"f","partitionValues":{},"size":1,"modificationTime":1,"dataChange":true}}'
+    with pytest.raises(InvalidArgumentError, match=r"^input:3: no txn here$"):
+        decode_commit(add + b'\n\n{"txn":{"appId":"a","version":1}}\n', "input", check)
+    assert [n for n, _ in seen] == [1, 3]
+    with pytest.raises(InvalidArgumentError, match=r"^input:2: malformed JSON at column 1"):
+        decode_commit(add + b"\nnot json\n", "input", check, lambda n, why: InvalidArgumentError(f"input:{n}: {why}"))
 
 
 # ---------------------------------------------------------------------------------------------- remove_for

@@ -16,7 +16,6 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from deltalog import DeltaLog
-from deltalog.core import bulk_replay
 from deltalog.core.pathkeys import (
     canonical_path,
     climbs_out,
@@ -26,6 +25,7 @@ from deltalog.core.pathkeys import (
     parse_location,
     relative_key,
 )
+from deltalog.core.state import parse_bulk
 from tests.unit import logkit as K
 from tests.unit import logwriter as W
 
@@ -158,15 +158,15 @@ def test_both_replay_paths_reconcile_every_spelling_of_a_file(
     commits.append([K.commit_info()] + [K.remove(r) for _, r in spellings])
     W.write_table(root, commits)
     taken: list[bool] = []
-    original = bulk_replay.replay_commits
+    original = parse_bulk.parse
 
     def spy(*args: Any, **kwargs: Any) -> Any:
         out = original(*args, **kwargs)
         taken.append(out is not None)
         return out
 
-    monkeypatch.setattr(bulk_replay, "replay_commits", spy)
-    monkeypatch.setattr(bulk_replay, "MIN_BYTES", 0 if bulk else 1 << 62)
+    monkeypatch.setattr(parse_bulk, "parse", spy)
+    monkeypatch.setattr(parse_bulk, "MIN_BYTES", 0 if bulk else 1 << 62)
     snap = DeltaLog.for_table(root).snapshot()
     assert any(taken) is bulk  # the path under test is the one that replayed
     assert [a.path for a in snap.add_actions()] == ["p=a/kept.parquet"]

@@ -15,7 +15,9 @@ from hypothesis import strategies as st
 from deltalog import DeltaLog
 from deltalog.core import actions as A
 from deltalog.core.pathkeys import canonical_path, file_key, needs_canonicalizing
-from deltalog.core.replay import BaseState, CommitData, live_txns, replay
+from deltalog.core.state import BaseState, CommitData
+from deltalog.core.state.replay import replay
+from deltalog.core.state.small import live_txns
 
 from . import logkit as K
 from . import logwriter as W
@@ -589,7 +591,7 @@ def _commit(version: int, *actions: dict[str, Any]) -> CommitData:
 
 
 def test_replay_over_an_arrow_base() -> None:
-    from deltalog.core.file_columns import ADD_SCHEMA, table_from_dicts
+    from deltalog.core.state.columns import ADD_SCHEMA, table_from_dicts
 
     base_adds = table_from_dicts([add("a.parquet")["add"], add("b%20c.parquet")["add"]], ADD_SCHEMA)
     base = BaseState(
@@ -616,8 +618,21 @@ def test_live_txns_retention() -> None:
     assert live_txns(txns, 20_000, 10_000) == {"old": txns["old"], "new": txns["new"]}
 
 
+def test_repeats_reads_a_string_column_as_a_pattern_repeated() -> None:
+    from deltalog.core.state.columns import array_of, repeats
+
+    keys = array_of(["p", "q", "p", "q", "p", "q"], pa.string())
+    assert repeats(keys, ("p", "q"))
+    assert repeats(keys.slice(2, 4), ("p", "q"))  # a slice reads only its own rows
+    assert not repeats(keys, ("q", "p"))
+    assert not repeats(keys.slice(1, 4), ("p", "q"))
+    assert not repeats(array_of(["pq", "", "pq", ""], pa.string()), ("p", "q"))  # same bytes, other lengths
+    assert not repeats(keys, ("p", "q", "p", "q"))  # six is no multiple of four
+    assert repeats(array_of([], pa.string()), ()) and not repeats(keys, ())
+
+
 def test_add_table_schema_is_the_checkpoint_add_shape() -> None:
-    from deltalog.core.file_columns import ADD_SCHEMA
+    from deltalog.core.state.columns import ADD_SCHEMA
 
     cp_add = W.CHECKPOINT_SCHEMA.field("add").type
     for f in ADD_SCHEMA:

@@ -27,9 +27,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from deltalog.core import actions as A
-from deltalog.core import bulk_replay
-from deltalog.core.file_columns import ADD_SCHEMA, REMOVE_SCHEMA, table_from_dicts
-from deltalog.core.replay import BaseState, CommitData, replay
+from deltalog.core.state import BaseState, CommitData, parse_bulk
+from deltalog.core.state.columns import ADD_SCHEMA, REMOVE_SCHEMA, table_from_dicts
+from deltalog.core.state.replay import replay
 from deltalog.errors import DeltaLogError
 
 from . import logkit as K
@@ -311,8 +311,8 @@ def logs(draw: st.DrawFn) -> tuple[BaseState, list[CommitData], bool, int]:
 @contextmanager
 def _path(bulk: bool, defer_stats: bool, block: int) -> Iterator[list[bool]]:
     """Force one path; yields a list that records whether the bulk parser replayed the log."""
-    module = bulk_replay
-    saved = module.MIN_BYTES, module.DEFER_STATS_BYTES, module.replay_commits, module.BLOCK_BYTES
+    module = parse_bulk
+    saved = module.MIN_BYTES, module.DEFER_STATS_BYTES, module.parse, module.BLOCK_BYTES
     taken: list[bool] = []
 
     def spy(*args: Any, **kwargs: Any) -> Any:
@@ -320,14 +320,14 @@ def _path(bulk: bool, defer_stats: bool, block: int) -> Iterator[list[bool]]:
         taken.append(out is not None)
         return out
 
-    bulk_replay.MIN_BYTES = 0 if bulk else 1 << 62
-    bulk_replay.DEFER_STATS_BYTES = (1 << 40) if defer_stats else 0
-    bulk_replay.replay_commits = spy
-    bulk_replay.BLOCK_BYTES = block
+    parse_bulk.MIN_BYTES = 0 if bulk else 1 << 62
+    parse_bulk.DEFER_STATS_BYTES = (1 << 40) if defer_stats else 0
+    parse_bulk.parse = spy
+    parse_bulk.BLOCK_BYTES = block
     try:
         yield taken
     finally:
-        module.MIN_BYTES, module.DEFER_STATS_BYTES, module.replay_commits, module.BLOCK_BYTES = saved
+        module.MIN_BYTES, module.DEFER_STATS_BYTES, module.parse, module.BLOCK_BYTES = saved
 
 
 def outcome(

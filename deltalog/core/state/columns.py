@@ -1,9 +1,13 @@
-"""Arrow layouts for file actions, and builders from parsed JSON.
+"""Arrow layouts for file actions, builders from parsed JSON, and every Arrow workaround replay relies on.
 
-Part of the columnar replay (the one place the pure core uses pyarrow): live files are held as one Arrow
-table, never as one Python object per file, because replay speed on large tables is the product.
-Column names follow the checkpoint's ``add``/``remove`` struct fields so that checkpoints can be written
-from this state without renaming.
+Live files are held as one Arrow table, never as one Python object per file, because replay speed on
+large tables is the product. Column names follow the checkpoint's ``add``/``remove`` struct fields so
+that checkpoints can be written from this state without renaming.
+
+This module is the one home of the workarounds around pyarrow: ``pa.array``, ``pa.scalar``,
+``Schema.empty_table`` and ``to_numpy`` first ask whether their input is a pandas object, which imports
+pandas (half a second in a cold process), so arrays are built here from Arrow builders and numpy buffers
+wrapped zero-copy; and rows are dropped by slicing where few are, so the stats strings are never copied.
 """
 
 from __future__ import annotations
@@ -12,14 +16,10 @@ from collections.abc import Sequence
 from operator import itemgetter
 from typing import Any
 
+import numpy as np
 import orjson
 import pyarrow as pa
 import pyarrow.compute as pc
-
-try:
-    import numpy as np
-except ImportError:  # pragma: no cover - pyarrow runs without numpy, and then without pandas too
-    np = None
 
 STRING_MAP = pa.map_(pa.string(), pa.string())
 DV_TYPE = pa.struct(
@@ -66,9 +66,7 @@ REMOVE_SCHEMA = pa.schema(REMOVE_FIELDS)
 ADD_COLUMNS_NO_STATS = [f.name for f in ADD_FIELDS if f.name != "stats"]
 
 
-_NUMPY_TYPES: dict[pa.DataType, Any] = (
-    {} if np is None else {pa.int64(): np.int64, pa.int32(): np.int32, pa.bool_(): np.bool_}
-)
+_NUMPY_TYPES: dict[pa.DataType, Any] = {pa.int64(): np.int64, pa.int32(): np.int32, pa.bool_(): np.bool_}
 _PYTHON_TYPES: dict[pa.DataType, type] = {pa.int64(): int, pa.int32(): int, pa.bool_(): bool}
 
 
@@ -261,6 +259,104 @@ def _cast(col: pa.ChunkedArray, target: pa.DataType) -> pa.ChunkedArray:
     return col.cast(target)
 
 
+# ------------------------------------------------------------------ columns the JSON reader parsed
+def as_numpy(arr: pa.Array) -> Any:
+    """A null-free fixed-width Arrow array as numpy, zero-copy (``to_numpy`` would import pandas)."""
+    width = arr.type.bit_width // 8
+    return np.frombuffer(
+        arr.buffers()[1], dtype=f"<i{width}" if pa.types.is_signed_integer(arr.type) else f"<u{width}"
+    )[arr.offset : arr.offset + len(arr)]
+
+
+def int_array(values: Any, type: pa.DataType | None = None) -> pa.Array:
+    """A numpy integer vector as Arrow, zero-copy (``pa.array`` would import pandas: see :func:`array_of`)."""
+    values = np.ascontiguousarray(values)
+    return pa.Array.from_buffers(type or pa.int64(), len(values), [None, pa.py_buffer(values)])
+
+
+def bool_array(values: Any) -> pa.Array:
+    return pa.Array.from_buffers(pa.bool_(), len(values), [None, pa.py_buffer(np.packbits(values, bitorder="little"))])
+
+
+def repeats(strings: pa.Array, pattern: Sequence[str]) -> bool:
+    """Whether ``strings`` (no nulls) is ``pattern`` repeated, found on its buffers: the lengths repeat one
+    pattern and the bytes equal the pattern's, without a Python string per row."""
+    spelled = [s.encode() for s in pattern]
+    if not spelled or len(strings) % len(spelled):
+        return len(strings) == 0
+    ends = np.frombuffer(strings.buffers()[1], dtype=np.int32)[strings.offset : strings.offset + len(strings) + 1]
+    if not (np.diff(ends).reshape(-1, len(spelled)) == np.array([len(b) for b in spelled])).all():
+        return False
+    raw = strings.buffers()[2]
+    data = raw.slice(int(ends[0]), int(ends[-1] - ends[0])) if raw is not None else pa.py_buffer(b"")
+    return bool(data.equals(pa.py_buffer(b"".join(spelled) * (len(strings) // len(spelled)))))
+
+
+def struct_to_map(col: pa.Array) -> pa.Array:
+    """A parsed ``partitionValues`` struct back to the map the rest of deltalog holds."""
+    n = len(col)
+    names = [f.name for f in col.type]
+    k = len(names)
+    mask = col.is_null() if col.null_count else None
+    offsets = int_array(np.arange(n + 1, dtype="int32") * k, pa.int32())
+    if k == 0:
+        empty = pa.nulls(0, pa.string())
+        return pa.MapArray.from_arrays(offsets, empty, empty, type=STRING_MAP, mask=mask)
+    fields = [col.field(i) for i in range(k)]
+    if k == 1:
+        items = fields[0]
+    else:
+        order = (np.arange(k, dtype="int64")[None, :] * n + np.arange(n, dtype="int64")[:, None]).ravel()
+        items = pa.concat_arrays(fields).take(int_array(order))
+    keys = pc.take(array_of(names, pa.string()), int_array(np.tile(np.arange(k, dtype="int64"), n)))
+    return pa.MapArray.from_arrays(offsets, keys, items, type=STRING_MAP, mask=mask)
+
+
+def to_table(chunks: list[pa.StructArray], fields: list[pa.Field]) -> pa.Table:
+    schema = pa.schema(fields)
+    batches = []
+    for col in chunks:
+        arrays = []
+        for f in fields:
+            if f.name == "tags":
+                arrays.append(pa.nulls(len(col), STRING_MAP))
+            elif col.type.get_field_index(f.name) < 0:  # stats, when the parse skipped them
+                arrays.append(pa.nulls(len(col), f.type))
+            elif f.name == "partitionValues":
+                arrays.append(struct_to_map(col.field(f.name)))
+            else:
+                arrays.append(col.field(f.name))
+        batches.append(pa.RecordBatch.from_arrays(arrays, schema=schema))
+    return pa.Table.from_batches(batches, schema=schema)
+
+
+def runs(col: pa.StructArray, gaps: Any) -> list[pa.StructArray]:
+    """``col`` without the rows at ``gaps`` (sorted), as zero-copy slices: no copy of the stats strings."""
+    out = []
+    start = 0
+    for g in gaps.tolist():
+        if g > start:
+            out.append(col.slice(start, g - start))
+        start = g + 1
+    if start < len(col):
+        out.append(col.slice(start))
+    return out
+
+
+def valid_rows(col: pa.StructArray, offset: int) -> tuple[list[pa.StructArray], Any]:
+    """The non-null rows of ``col`` and their positions in the whole run (slices when few rows are null)."""
+    n = len(col)
+    if not col.null_count:
+        return [col], np.arange(offset, offset + n, dtype="int64")
+    valid = col.is_valid()
+    positions = as_numpy(pc.indices_nonzero(valid)).astype("int64") + offset
+    if col.null_count == n:
+        return [], positions
+    if col.null_count <= 64:
+        return runs(col, as_numpy(pc.indices_nonzero(pc.invert(valid)))), positions
+    return [col.filter(valid)], positions
+
+
 __all__ = [
     "ADD_COLUMNS_NO_STATS",
     "ADD_FIELDS",
@@ -270,12 +366,20 @@ __all__ = [
     "REMOVE_SCHEMA",
     "STRING_MAP",
     "array_of",
+    "as_numpy",
     "as_text",
+    "bool_array",
     "empty_adds",
     "empty_removes",
     "empty_table",
+    "int_array",
     "map_column",
+    "repeats",
     "scalar_of",
     "conform",
+    "runs",
+    "struct_to_map",
     "table_from_dicts",
+    "to_table",
+    "valid_rows",
 ]

@@ -1,25 +1,26 @@
 """Protocol, metadata, txns and domain metadata: the small part of a version's state, applied in log order.
 
-Both replay paths (and a snapshot that defers its files) take these actions through one class, so the
+Both parsers (and a snapshot that defers its files) take these actions through one class, so the
 newest protocol and metadata, the txn per app id and the live domains mean the same everywhere. A
 ``null`` body is no action (as Delta Spark reads a ``SingleAction`` whose field is null); any other body
-that does not decode is a :class:`CorruptLogError` naming the file and line.
+that does not decode is a :class:`CorruptLogError` naming the file and line. ``commitInfo`` is the last
+one of the last commit (:func:`deltalog.core.jsonlines.last_commit_info`).
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from collections.abc import Mapping, Sequence
+from types import MappingProxyType
+from typing import Any
 
 from deltalog.core import actions as A
 from deltalog.core.codec import ActionDecodeError, from_dict
 from deltalog.core.features import supported_features
-from deltalog.core.jsonlines import objects
+from deltalog.core.jsonlines import last_commit_info, objects
 from deltalog.core.properties import column_mapping_mode
 from deltalog.core.schema import SchemaError, parse_schema, physical_names
+from deltalog.core.state import BaseState, CommitData, VersionState
 from deltalog.errors import CorruptLogError
-
-if TYPE_CHECKING:
-    from deltalog.core.replay import BaseState, CommitData
 
 #: the non-file actions that make up table state (commitInfo, cdc, sidecars and unknown actions do not)
 STATE_KEYS = frozenset({"metaData", "protocol", "txn", "domainMetadata"})
@@ -49,10 +50,11 @@ def partition_keys(protocol: A.Protocol | None, metadata: A.Metadata | None, sou
     return tuple(dict.fromkeys(columns))
 
 
-class TableState:
-    """Protocol, metadata, txns and domains applied in log order, as the exact replay does."""
+class SmallState:
+    """Protocol, metadata, txns and domains applied in log order, from a base state on."""
 
     def __init__(self, base: BaseState) -> None:
+        self.base_version = base.version
         self.protocol = base.protocol
         self.protocol_source = base.source if base.protocol else None
         self.metadata = base.metadata
@@ -85,16 +87,45 @@ class TableState:
             self.take(action, path)
 
     def apply(self, commit: CommitData) -> None:
-        """Take every state action of ``commit``, wherever its lines hold one (the bulk path's commits)."""
+        """Take every state action of ``commit``, wherever its lines hold one."""
         for line, obj in objects(commit.data, commit.path):
             for key, body in obj.items():
                 if key in STATE_KEYS:
                     self.take_body(key, body, commit.path, line)
 
-    @property
-    def partition_keys(self) -> tuple[str, ...]:
-        """:func:`partition_keys` of the current protocol and metadata."""
-        return partition_keys(self.protocol, self.metadata, self.metadata_source)
+    def freeze(self, commits: Sequence[CommitData]) -> VersionState:
+        """The state after ``commits`` (the run applied onto the base) as a value, with the last commit's
+        commitInfo."""
+        last = commits[-1] if commits else None
+        return VersionState(
+            version=self.base_version if last is None else last.version,
+            protocol=self.protocol,
+            protocol_source=self.protocol_source,
+            metadata=self.metadata,
+            metadata_source=self.metadata_source,
+            txns=MappingProxyType(self.txns),
+            domains=MappingProxyType(self.domains),
+            commit_info=None if last is None else last_commit_info(last.data, last.path),
+        )
 
 
-__all__ = ["STATE_KEYS", "TableState", "partition_keys"]
+def version_partition_keys(state: VersionState | SmallState) -> tuple[str, ...] | None:
+    """:func:`partition_keys` of a version's protocol and metadata, or None when it has no metadata."""
+    if state.metadata is None:
+        return None
+    return partition_keys(state.protocol, state.metadata, state.metadata_source)
+
+
+def live_txns(txns: Mapping[str, A.Txn], retention_ms: int | None, now_ms: int) -> dict[str, A.Txn]:
+    """Txns that survive ``delta.setTransactionRetentionDuration``.
+
+    Like Delta Spark, a txn without ``lastUpdated`` expires as soon as a retention is set: it cannot prove
+    it is recent, and keeping it forever would make the retention meaningless.
+    """
+    if retention_ms is None:
+        return dict(txns)
+    cutoff = now_ms - retention_ms
+    return {k: t for k, t in txns.items() if t.last_updated is not None and t.last_updated > cutoff}
+
+
+__all__ = ["STATE_KEYS", "SmallState", "live_txns", "partition_keys", "version_partition_keys"]

@@ -1,7 +1,8 @@
 """The replayed file state of a version: live adds and tombstones as Arrow, and their reconciliation keys.
 
-A file is identified by its decoded path plus its deletion vector's id; the newest action per key wins.
-Keys are computed column-wise, and plain relative paths (most logs) are their own keys without a copy.
+A file is identified by its decoded path plus its deletion vector's id
+(:func:`deltalog.core.pathkeys.file_key`); the newest action per key wins. Keys are computed column-wise,
+and plain relative paths (most logs) are their own keys without a copy.
 
 Every row of the state, from a checkpoint or from either commit parser, has its ``partitionValues`` in
 one shape (:func:`conform_partition_values`): the table's partition keys in order, each with the value
@@ -12,21 +13,14 @@ two parsers cannot differ on it, and a checkpoint written from the state never c
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from deltalog.core import actions as A
-from deltalog.core.file_columns import STRING_MAP, array_of, map_column, scalar_of
-from deltalog.core.pathkeys import canonical_path, needs_canonicalizing
-
-try:
-    import numpy as np
-except ImportError:  # pragma: no cover - then the checks below take the slower Arrow route
-    np = None
+from deltalog.core.pathkeys import dv_id_of, file_key
+from deltalog.core.state.columns import STRING_MAP, array_of, map_column, repeats, scalar_of
 
 
 @dataclass(frozen=True)
@@ -38,7 +32,7 @@ class FileState:
     base_stats: Callable[[], pa.ChunkedArray] | None
     tail: pa.Table
     base_removes: Callable[[], pa.Table]
-    touched: pa.Array  # keys of every file action replayed after the base (duplicates allowed)
+    touched: pa.Array | pa.ChunkedArray  # keys of every file action replayed after the base (duplicates allowed)
     tail_removes: pa.Table
     root: str | None
     #: loads the ``stats`` column of ``tail`` (same row order) when the replay left it unparsed
@@ -103,22 +97,7 @@ def _canonical_chunk(chunk: pa.MapArray, keys: tuple[str, ...]) -> bool:
     if k == 0 or not rows:
         return True
     first = offsets[0].as_py()
-    flat = chunk.keys.slice(first, offsets[n].as_py() - first)  # ``keys`` ignores the chunk's slice
-    if np is not None:
-        # rows x keys strings back to back: their lengths and bytes repeat one pattern
-        spelled = [key.encode() for key in keys]
-        ends = np.frombuffer(flat.buffers()[1], dtype=np.int32)[flat.offset : flat.offset + len(flat) + 1]
-        if not (np.diff(ends).reshape(rows, k) == np.array([len(b) for b in spelled])).all():
-            return False
-        raw = flat.buffers()[2]
-        data = raw.slice(int(ends[0]), int(ends[-1] - ends[0])) if raw is not None else pa.py_buffer(b"")
-        return bool(data.equals(pa.py_buffer(b"".join(spelled) * rows)))
-    per_row = pa.ListArray.from_arrays(
-        pc.subtract(offsets, offsets[0]), flat, mask=chunk.is_null() if chunk.null_count else None
-    )
-    return all(
-        pc.all(pc.equal(pc.list_element(per_row, j), scalar_of(key, pa.string()))).as_py() for j, key in enumerate(keys)
-    )
+    return repeats(chunk.keys.slice(first, offsets[n].as_py() - first), keys)  # ``keys`` ignores the slice
 
 
 def _conformed_chunk(chunk: pa.MapArray, keys: tuple[str, ...]) -> pa.Array:
@@ -152,20 +131,6 @@ def conform_partition_values(table: pa.Table, keys: tuple[str, ...] | None) -> p
     return table.set_column(index, pa.field("partitionValues", STRING_MAP), pa.chunked_array(chunks, type=STRING_MAP))
 
 
-def _dv_id(dv: Mapping[str, Any] | None) -> str:
-    if not dv:
-        return ""
-    return A.dv_unique_id(dv.get("storageType") or "", dv.get("pathOrInlineDv") or "", dv.get("offset"))
-
-
-def key_of(body: Mapping[str, Any], root: str | None) -> str:
-    path = body["path"]
-    if needs_canonicalizing(path):
-        path = canonical_path(path, root)
-    dv = body.get("deletionVector")
-    return f"{path}\x00{_dv_id(dv)}" if dv else path
-
-
 def _may_need_canonicalizing(paths: pa.Array) -> bool:
     """Whether any path may need decoding or normalising (:func:`~deltalog.core.pathkeys.needs_canonicalizing`).
 
@@ -197,11 +162,11 @@ def key_column(table: pa.Table, root: str | None) -> pa.Array | pa.ChunkedArray:
     if dvs.null_count == len(dvs) and not any(_may_need_canonicalizing(c) for c in chunks):
         return paths
     values = paths.to_pylist()
-    keys = [canonical_path(p, root) if needs_canonicalizing(p) else p for p in values]
-    if dvs.null_count != len(dvs):
-        ids = [_dv_id(d) for d in dvs.to_pylist()]
-        keys = [k if not i else f"{k}\x00{i}" for k, i in zip(keys, ids, strict=True)]
+    if dvs.null_count == len(dvs):
+        keys = [file_key(p, None, root) for p in values]
+    else:
+        keys = [file_key(p, dv_id_of(d), root) for p, d in zip(values, dvs.to_pylist(), strict=True)]
     return array_of(keys, pa.string())
 
 
-__all__ = ["FileState", "conform_partition_values", "key_column", "key_of"]
+__all__ = ["FileState", "conform_partition_values", "key_column"]

@@ -1,31 +1,31 @@
-"""Replaying many commits at once through Arrow's JSON reader: file actions never become Python objects.
+"""The bulk parser: many commits at once through Arrow's JSON reader, file actions never Python objects.
 
 A long run of commits is mostly ``add`` lines. Parsing them with orjson makes one dict per action, and
 turning those dicts into columns costs as much again; Arrow's multi-threaded JSON reader turns the same
-bytes straight into columns, and reconciling them (newest action per file key wins) is a hash
-aggregation. Non-file actions stay on the exact path: the few commits that hold a protocol, metaData, txn
-or domainMetadata (found as rows where the reader saw one, whatever else the line holds) are parsed with
-orjson as well and applied in version order by the same :class:`TableState` the exact path uses. The
+bytes straight into columns, with each row's position (its line in the run) for the reconciler. Non-file
+actions stay exact: the few commits that hold a protocol, metaData, txn or domainMetadata (found as rows
+where the reader saw one, whatever else the line holds) are parsed with orjson as well and applied in
+version order by the same :class:`~deltalog.core.state.small.SmallState` the exact parser uses. The
 ``commitInfo`` line writers put first is parsed with orjson alone and cut from the bytes the reader sees,
 so an ordinary commit holds file actions only.
 
-The result is the exact path's (:mod:`deltalog.core.replay` states the semantics) for every input the
-reader accepts, or None and the caller replays on the exact path, which also produces the precise error
+The result is the exact parser's for every input the reader accepts (:mod:`deltalog.core.state.replay`
+states the semantics), or None and the caller parses exactly, which also produces the precise error
 naming the file and line. What the reader cannot see is made not to matter or handed over:
 
 * ``partitionValues`` is parsed as a struct of the table's partition keys, so a stray key is not seen and
-  a missing one reads as null: exactly the shape both paths give the state. A table whose partition keys
-  at the end of the run are not the ones the parse was shaped by is handed over.
-* A ``null`` action and an absent one read alike, as both paths treat them.
+  a missing one reads as null: exactly the shape the reconciler gives every row. A table whose partition
+  keys at the end of the run are not the ones the parse was shaped by is handed over.
+* A ``null`` action and an absent one read alike, as both parsers treat them.
 * The reader rejects what orjson rejects (bad syntax, a key given twice, a value of the wrong JSON type,
   lone surrogates, control characters), except what is checked here before it runs: a line that does not
   start an object (a ``null`` line at the start of a reader block crashes pyarrow 26), a byte order mark,
   invalid UTF-8. Still accepted by the reader alone: ``NaN``/``Infinity`` literals and nesting deeper than
-  orjson's 1024 levels inside a field the replay ignores (the exact path reports those lines as malformed
-  JSON; finding them here would take a second parse).
+  orjson's 1024 levels inside a field the replay ignores (the exact parser reports those lines as
+  malformed JSON; finding them here would take a second parse).
 * Handed over: ``tags`` (a map the reader cannot parse), an add or remove without a path, an add and a
   remove on one line, a blank or whitespace-only line, two objects on one line.
-* ``stats`` left unparsed by the first read are read again, as the exact path would read them (a value
+* ``stats`` left unparsed by the first read are read again, as the exact parser would read them (a value
   that is not a string becomes its JSON text), when asked for.
 
 It relies on the protocol's one action per line for the row positions.
@@ -34,34 +34,34 @@ It relies on the protocol's one action per line for the row positions.
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Sequence
+from typing import Any
 
+import numpy as np
 import orjson
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from deltalog.core import actions as A
-from deltalog.core.arrow_rows import as_numpy, bool_array, int_array, to_table, valid_rows
 from deltalog.core.codec import ActionDecodeError, from_dict
-from deltalog.core.file_columns import ADD_FIELDS, REMOVE_FIELDS, array_of, as_text
-from deltalog.core.file_state import key_column
-from deltalog.core.jsonlines import objects
-from deltalog.core.table_state import STATE_KEYS, TableState, partition_keys
+from deltalog.core.jsonlines import corrupt_line, malformed, objects
+from deltalog.core.state import BaseState, CommitData, FileActions, Parsed, StatsAt
+from deltalog.core.state.columns import (
+    ADD_FIELDS,
+    REMOVE_FIELDS,
+    array_of,
+    as_numpy,
+    as_text,
+    int_array,
+    to_table,
+    valid_rows,
+)
+from deltalog.core.state.small import STATE_KEYS, SmallState, partition_keys, version_partition_keys
 from deltalog.errors import CorruptLogError
-
-try:
-    import numpy as np
-except ImportError:  # pragma: no cover - then the exact path replays everything
-    np = None
-
-if TYPE_CHECKING:
-    from deltalog.core.replay import BaseState, CommitData
 
 log = logging.getLogger(__name__)
 
-#: below this many bytes of commits the exact path is as fast and has no fixed cost
+#: below this many bytes of commits the exact parser is as fast and has no fixed cost
 MIN_BYTES = 1 << 20
 #: up to this many bytes of commits, adds' stats are parsed only when asked for (the bytes are held)
 DEFER_STATS_BYTES = 256 << 20
@@ -73,22 +73,10 @@ BLOCK_BYTES = 1 << 22
 _SEEN = ("commitInfo", *sorted(STATE_KEYS))
 
 
-@dataclass(frozen=True)
-class Replayed:
-    """What a bulk replay produced: non-file state plus the reconciled file actions."""
-
-    state: TableState
-    adds: pa.Table
-    removes: pa.Table
-    touched: pa.Array  # keys of every file action (duplicates allowed)
-    #: the line (row) of each of ``adds`` in the parsed run, for :func:`stats_of`
-    positions: Any
-
-
 def _json_type(fields: list[pa.Field], partition: pa.DataType) -> pa.DataType:
     """The struct the JSON reader parses a file action into. Maps are not parseable: ``partitionValues``
     becomes a struct of the partition keys, and ``tags`` an empty struct that only tells whether an
-    action had any (then the exact path takes over)."""
+    action had any (then the exact parser takes over)."""
     out = []
     for f in fields:
         if f.name == "partitionValues":
@@ -128,7 +116,7 @@ def _read_json(buf: bytes, schema: pa.Schema) -> pa.Table:
 
 
 def _hand_over(why: str) -> None:
-    log.debug("bulk replay hands over to the exact path: %s", why)
+    log.debug("the bulk parser hands over to the exact one: %s", why)
     return None
 
 
@@ -138,7 +126,7 @@ def _body(data: bytes) -> memoryview | bytes | None:
     Writers put one there; the reader need not parse it (its content is read by ``last_commit_info``),
     and as a row it would leave a gap in the add column. Cut, it is parsed with orjson here, as the exact
     path parses it, so it can hide nothing (say, an action under an escaped key). None: it is not JSON
-    orjson reads (the exact path reports it).
+    orjson reads (the exact parser reports it).
     """
     if not data.startswith(b'{"commitInfo"'):
         return data
@@ -167,8 +155,8 @@ def _joined(bodies: Sequence[memoryview | bytes]) -> tuple[bytes, Any, bool]:
     starts with ``{``.
 
     Joined with newlines: a piece's own final newline becomes a blank line, which the reader skips; any
-    other blank or whitespace-only line makes the row count differ from the line count (exact path). A
-    line that is not an object is the exact path's to report, and must not reach the reader: a ``null``
+    other blank or whitespace-only line makes the row count differ from the line count (exact parser). A
+    line that is not an object is the exact parser's to report, and must not reach the reader: a ``null``
     line at the start of one of its blocks crashes it (pyarrow 26).
     """
     buf = b"\n".join(bodies)
@@ -188,11 +176,11 @@ def _joined(bodies: Sequence[memoryview | bytes]) -> tuple[bytes, Any, bool]:
 
 
 def stats_of(commits: Sequence[CommitData], positions: Any) -> pa.Array:
-    """The ``stats`` of the adds at ``positions`` (rows of a :func:`replay_commits` run over ``commits``).
+    """The ``stats`` of the adds at ``positions`` (rows of a :func:`parse` run over ``commits``).
 
     A parse that builds nothing but the stats strings: the rows are the same lines, so the positions
     recorded by the first parse pick the same adds. The first parse did not look at ``stats``; where
-    the reader refuses them now (not a string, or given twice), the lines are read as the exact path
+    the reader refuses them now (not a string, or given twice), the lines are read as the exact parser
     reads them.
     """
     bodies = _bodies(commits)
@@ -227,23 +215,20 @@ def _stats_exactly(
         try:
             body = orjson.loads(lines[line]).get("add")
         except orjson.JSONDecodeError as exc:
-            path = commits[i].path
-            at = line + 1 + cut
-            raise CorruptLogError(f"{path} line {at}: malformed JSON ({exc})", path=path, line=at) from None
+            raise corrupt_line(commits[i].path)(line + 1 + cut, malformed(exc)) from None
         out.append(as_text(body.get("stats")))
     return array_of(out, pa.string())
 
 
-def replay_commits(
-    base: BaseState, commits: Sequence[CommitData], root: str | None, stats: bool = True
-) -> Replayed | None:
-    """Non-file state and file actions of ``commits`` on top of ``base``, or None to use the exact path.
+def parse(base: BaseState, commits: Sequence[CommitData], stats: bool = True) -> Parsed | None:
+    """The state after ``commits`` (on top of ``base``) and their adds and removes, or None: the exact
+    parser's to read.
 
     Without ``stats`` the adds' ``stats`` column is all null: the reader skips the strings instead of
-    copying them, a third of the parse; a second call with ``stats`` gives the same rows with them.
+    copying them, a third of the parse; the result then loads them when asked for (:func:`stats_of`).
     """
-    if np is None or not commits or any(not c.data or c.data.isspace() for c in commits):
-        return _hand_over("an empty commit")  # corrupt: the exact path says so
+    if not commits or any(not c.data or c.data.isspace() for c in commits):
+        return _hand_over("an empty commit")  # corrupt: the exact parser says so
     keys = _keys_guess(base, commits)
     if keys is None:
         return _hand_over("no metadata to shape the parse")
@@ -292,47 +277,45 @@ def replay_commits(
     removes_at = np.concatenate(remove_pos) if remove_pos else np.zeros(0, "int64")
     if len(removes_at) and len(np.intersect1d(adds_at, removes_at, assume_unique=True)):
         return _hand_over("an add and a remove on one line")
-    state = TableState(base)
+    state = SmallState(base)
     if state_pos:
         try:
             for i in sorted(set(np.searchsorted(ends, np.concatenate(state_pos), side="right").tolist())):
                 state.apply(commits[i])
-            final_keys = state.partition_keys if state.metadata is not None else None
+            final_keys = version_partition_keys(state)
         except CorruptLogError:
-            return _hand_over("an invalid non-file action")  # the exact path reports its line
+            return _hand_over("an invalid non-file action")  # the exact parser reports its line
     else:
-        final_keys = state.partition_keys if state.metadata is not None else None
+        final_keys = version_partition_keys(state)
     if final_keys != keys:
         return _hand_over("the partition keys change")
     if not _plain(add_chunks) or not _plain(remove_chunks):
         return _hand_over("tags, or an action without a path")
-    adds = to_table(add_chunks, ADD_FIELDS)
-    removes = to_table(remove_chunks, REMOVE_FIELDS)
-    add_keys = key_column(adds, root)
-    if not len(removes_at) and pc.count_distinct(add_keys).as_py() == len(add_keys):
-        return Replayed(state, adds, removes, add_keys, adds_at)
-    remove_keys = key_column(removes, root)
-    parts = [c for k in (add_keys, remove_keys) for c in (k.chunks if isinstance(k, pa.ChunkedArray) else [k])]
-    keys_column = pa.concat_arrays(parts) if parts else pa.nulls(0, pa.string())
-    # The newest action per key: dictionary codes of the keys, then the highest row position per code
-    # (numpy's ufunc.at applies every pair, in any order; Arrow's group_by would import pandas).
-    codes = as_numpy(keys_column.dictionary_encode().indices).astype("int64")
-    positions = np.concatenate([adds_at, removes_at])
-    newest = np.full(int(codes.max()) + 1, -1, dtype="int64")
-    np.maximum.at(newest, codes, positions)
-    alive = np.zeros(offset, dtype=np.bool_)
-    alive[newest] = True
-    kept = alive[adds_at]
-    adds = adds.filter(bool_array(kept))
-    removes = removes.filter(bool_array(alive[removes_at]))
-    return Replayed(state, adds, removes, keys_column, adds_at[kept])
+    actions = FileActions(to_table(add_chunks, ADD_FIELDS), adds_at, to_table(remove_chunks, REMOVE_FIELDS), removes_at)
+    return Parsed(state.freeze(commits), actions, None if stats else _stats_at(commits))
+
+
+def _stats_at(commits: Sequence[CommitData]) -> StatsAt:
+    """For a parse without stats: the loader of the stats of the adds at some positions (read once)."""
+
+    def at(positions: np.ndarray) -> Callable[[], pa.Array]:
+        loaded: list[pa.Array] = []
+
+        def load() -> pa.Array:
+            if not loaded:
+                loaded.append(stats_of(commits, positions))
+            return loaded[0]
+
+        return load
+
+    return at
 
 
 def _keys_guess(base: BaseState, commits: Sequence[CommitData]) -> tuple[str, ...] | None:
     """The partition keys that shape the parse: the base's, else those of the first protocol and metaData.
 
-    Only a guess: :func:`replay_commits` checks them against the state at the end of the run, and hands a
-    run whose partition keys changed to the exact path.
+    Only a guess: :func:`parse` checks them against the state at the end of the run, and hands a run whose
+    partition keys changed to the exact parser.
     """
     protocol, metadata, source = base.protocol, base.metadata, base.source
     for commit in commits:
@@ -364,7 +347,6 @@ __all__ = [
     "BLOCK_BYTES",
     "DEFER_STATS_BYTES",
     "MIN_BYTES",
-    "Replayed",
-    "replay_commits",
+    "parse",
     "stats_of",
 ]
