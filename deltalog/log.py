@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 from deltalog import loading, log_listing
 from deltalog.core import engine_safety, properties
 from deltalog.core import last_checkpoint as hints
-from deltalog.core.features import check_writable
+from deltalog.core.feature_gate import check_writable
 from deltalog.core.jsonlines import commit_info_of
 from deltalog.core.paths import LOG_DIR, Kind, LogPath, commit_name, parse
 from deltalog.core.reachability import holds, tip_in

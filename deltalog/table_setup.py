@@ -21,9 +21,9 @@ from deltalog.committer import Committer, RetryPolicy
 from deltalog.core import actions as A
 from deltalog.core.codec import encode_actions
 from deltalog.core.commit_rules import validate_actions, validate_new_metadata
+from deltalog.core.feature_gate import check_writable
 from deltalog.core.features import (
     check_configuration_honoured,
-    check_writable,
     feature_name,
     required_features,
     upgrade_protocol,

@@ -34,9 +34,9 @@ from deltalog.core.conflicts import (
     effective_isolation,
     is_blind_append,
 )
+from deltalog.core.feature_gate import check_writable
 from deltalog.core.features import (
     check_configuration_honoured,
-    check_writable,
     required_features,
     supported_features,
     upgrade_protocol,

@@ -127,7 +127,6 @@ __all__ = [
     "WRITER_FEATURES_IF_UNUSED",
     "check_readable",
     "check_configuration_honoured",
-    "check_writable",
     "configuration_features",
     "feature_name",
     "legacy_features",
@@ -315,17 +314,3 @@ def check_configuration_honoured(
                 feature=feature,
                 path=source,
             )
-
-
-def check_writable(protocol: Protocol, configuration: Mapping[str, str], schema: Any, source: str) -> None:
-    """Refuse to write a table whose protocol asks for writer behaviour this engine does not implement.
-
-    A commit of undeclared kind: every commit operation's duties must be met
-    (:data:`~deltalog.core.feature_gate.WRITE`). Callers that know their operation (an append, a checkpoint)
-    ask :func:`~deltalog.core.feature_gate.check_operation` instead, which blocks less. Reading stays allowed:
-    the refusal is about obligations on new commits (generated values, change data files, row ids).
-    """
-    # imported here: the gate builds on this module's protocol facts
-    from deltalog.core.feature_gate import WRITE, check_operation
-
-    check_operation(WRITE, protocol, configuration, schema, source)

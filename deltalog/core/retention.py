@@ -20,7 +20,7 @@ from dataclasses import dataclass, replace
 
 from deltalog.core import properties
 from deltalog.core.actions import Protocol
-from deltalog.core.features import check_writable
+from deltalog.core.feature_gate import check_writable
 from deltalog.core.paths import SIDECAR_DIR, Kind, LogPath
 from deltalog.core.segment import CheckpointRef, complete_checkpoints, earliest_version
 from deltalog.core.timetravel import monotonize

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 from deltalog.core import actions as A
 from deltalog.core import properties
 from deltalog.core import restore_plan as plan
-from deltalog.core.features import check_writable
+from deltalog.core.feature_gate import check_writable
 from deltalog.core.paths import LOG_DIR
 from deltalog.core.retention import resolve_retention
 from deltalog.core.timetravel import format_ms, to_epoch_ms

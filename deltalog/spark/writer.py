@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any
 import orjson
 
 from deltalog.core import actions as A
-from deltalog.core.features import check_writable
+from deltalog.core.feature_gate import check_writable
 from deltalog.core.partitions import conditions_from_where, parse_value, typed_conditions
 from deltalog.core.schema import check_partition_columns, top_level_fields
 from deltalog.data.locate import resolve

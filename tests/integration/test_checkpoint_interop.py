@@ -27,7 +27,7 @@ from deltalake import CommitProperties, DeltaTable, Transaction, write_deltalake
 import deltalog.checkpoint.writer as writer
 from deltalog import DeltaLog
 from deltalog import actions as A
-from deltalog.core.features import check_writable
+from deltalog.core.feature_gate import check_writable
 from deltalog.core.paths import Kind, parse
 from deltalog.errors import DeltaLogError, UnsupportedFeatureError
 from deltalog.snapshot import Snapshot

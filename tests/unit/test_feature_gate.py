@@ -11,7 +11,8 @@ import pytest
 
 from deltalog.core import feature_gate as G
 from deltalog.core.actions import Protocol
-from deltalog.core.features import check_readable, check_writable
+from deltalog.core.feature_gate import check_writable
+from deltalog.core.features import check_readable
 from deltalog.errors import InvalidArgumentError, UnsupportedFeatureError
 
 SRC = "/t/_delta_log/00000000000000000007.json"
