@@ -26,6 +26,12 @@ log = logging.getLogger(__name__)
 
 #: opt-in for committing through a store that cannot put-if-absent atomically (one writer at a time only)
 UNSAFE_OPT_IN = "deltalog_allow_unsafe_commits"
+#: how many requests a store keeps in flight for bulk reads (default :data:`deltalog.storage.bulk.DEFAULT_CONCURRENCY`)
+CONCURRENCY = "deltalog_max_concurrency"
+#: which client library talks to an object store: ``fsspec`` (s3fs/adlfs/gcsfs, the default) or ``obstore``
+BACKEND = "deltalog_backend"
+BACKENDS = ("fsspec", "obstore")
+_DELTALOG_OPTIONS = (UNSAFE_OPT_IN, CONCURRENCY, BACKEND)
 
 #: Azurite's well-known development account (public, documented by Microsoft; not a secret)
 EMULATOR_ACCOUNT = "devstoreaccount1"
@@ -95,9 +101,16 @@ class StoreOptions:
     fs_kwargs: dict[str, Any] = field(default_factory=dict)
     allow_unsafe_commits: bool = False
     secrets: tuple[str, ...] = ()
+    max_concurrency: int | None = None
+    backend: str = "fsspec"
+    #: the options as given (deltalake's names kept), for a backend that takes them: obstore
+    raw: dict[str, Any] = field(default_factory=dict, repr=False)
 
     def __repr__(self) -> str:
-        return f"StoreOptions(keys={sorted(self.fs_kwargs)}, allow_unsafe_commits={self.allow_unsafe_commits})"
+        return (
+            f"StoreOptions(keys={sorted(self.fs_kwargs)}, allow_unsafe_commits={self.allow_unsafe_commits}, "
+            f"backend={self.backend!r})"
+        )
 
 
 def _truthy(key: str, value: Any) -> bool:
@@ -141,10 +154,49 @@ def emulator_connection_string(
     return f"DefaultEndpointsProtocol=http;AccountName={account};AccountKey={key};BlobEndpoint={base};"
 
 
+def _positive_int(key: str, value: Any) -> int:
+    try:
+        number = int(str(value).strip())
+    except ValueError:
+        number = 0
+    if number < 1:
+        raise InvalidArgumentError(f"storage option {key} must be a positive integer")
+    return number
+
+
+def _azure_endpoint(kwargs: dict[str, Any], endpoint: str) -> None:
+    """Point the adlfs keyword arguments at ``endpoint`` (deltalake's ``azure_storage_endpoint``: the account URL).
+
+    adlfs only takes the host (``account_host``) and always speaks https to it, so an ``http://`` endpoint
+    (Azurite, a local gateway) would be reached over https and time out. For http the endpoint goes into a
+    connection string, the one place the SDK takes a protocol, with the account key or SAS token.
+    """
+    if not endpoint.lower().startswith("http://"):
+        kwargs.setdefault("account_host", endpoint.split("://", 1)[-1].rstrip("/"))
+        return
+    if "connection_string" in kwargs:
+        return
+    if any(k in kwargs for k in ("client_id", "client_secret", "tenant_id", "credential")):
+        raise InvalidArgumentError(
+            "azure_storage_endpoint is http://: Azure sends tokens (client_id/client_secret/tenant_id) over "
+            "https only; use an account key or SAS token with an http endpoint, or an https endpoint"
+        )
+    account = str(kwargs.pop("account_name", "") or "")
+    parts = ["DefaultEndpointsProtocol=http"] + ([f"AccountName={account}"] if account else [])
+    if kwargs.get("account_key"):
+        parts.append(f"AccountKey={kwargs.pop('account_key')}")
+    elif kwargs.get("sas_token"):
+        parts.append(f"SharedAccessSignature={str(kwargs.pop('sas_token')).lstrip('?')}")
+    parts.append(f"BlobEndpoint={endpoint.rstrip('/')}")
+    kwargs["connection_string"] = ";".join(parts) + ";"
+
+
 def parse_options(scheme: str, options: Mapping[str, Any] | None) -> StoreOptions:
     """Translate ``options`` for a store of ``scheme`` (``s3``, ``azure`` or anything fsspec knows)."""
     kwargs: dict[str, Any] = {}
     allow_unsafe = False
+    concurrency: int | None = None
+    backend = "fsspec"
     region: str | None = None
     emulator = False
     endpoint: str | None = None
@@ -154,8 +206,15 @@ def parse_options(scheme: str, options: Mapping[str, Any] | None) -> StoreOption
         key = raw_key.lower()
         if key == UNSAFE_OPT_IN:
             allow_unsafe = _truthy(raw_key, value)
+        elif key == CONCURRENCY:
+            concurrency = _positive_int(raw_key, value)
+        elif key == BACKEND:
+            backend = str(value).strip().lower()
+            if backend not in BACKENDS:
+                raise InvalidArgumentError(f"storage option {raw_key} must be one of {', '.join(BACKENDS)}")
         elif key.startswith("deltalog_"):
-            raise InvalidArgumentError(f"unknown deltalog storage option {raw_key!r}; known: {UNSAFE_OPT_IN}")
+            known = ", ".join(_DELTALOG_OPTIONS)
+            raise InvalidArgumentError(f"unknown deltalog storage option {raw_key!r}; known: {known}")
         elif scheme == "s3" and key in _S3_NAMES:
             kwargs[_S3_NAMES[key]] = value
         elif scheme == "s3" and key in _S3_REGION:
@@ -190,8 +249,9 @@ def parse_options(scheme: str, options: Mapping[str, Any] | None) -> StoreOption
         key = str(kwargs.pop("account_key", EMULATOR_KEY))
         kwargs["connection_string"] = emulator_connection_string(endpoint, account, key)
     elif endpoint is not None and scheme == "azure":
-        kwargs.setdefault("account_host", endpoint.split("://", 1)[-1].rstrip("/"))
-    return StoreOptions(kwargs, allow_unsafe, secrets_of(kwargs))
+        _azure_endpoint(kwargs, endpoint)
+    raw = {k: v for k, v in (options or {}).items() if not str(k).lower().startswith("deltalog_")}
+    return StoreOptions(kwargs, allow_unsafe, secrets_of(kwargs), concurrency, backend, raw)
 
 
 def scrub(text: str, secrets: tuple[str, ...] | list[str]) -> str:
@@ -215,6 +275,8 @@ def unsafe_commits_allowed(store: object) -> bool:
 
 
 __all__ = [
+    "BACKEND",
+    "CONCURRENCY",
     "EMULATOR_ACCOUNT",
     "UNSAFE_OPT_IN",
     "StoreOptions",

@@ -61,6 +61,7 @@ def _s3_store(loc: str, scheme: str, storage_options: dict[str, Any] | None) -> 
         scheme=scheme,
         secrets=opts.secrets,
         allow_unsafe_commits=opts.allow_unsafe_commits,
+        max_concurrency=opts.max_concurrency,
     )
 
 
@@ -88,6 +89,7 @@ def _azure_store(loc: str, scheme: str, storage_options: dict[str, Any] | None) 
         display_root=display,
         secrets=opts.secrets,
         allow_unsafe_commits=opts.allow_unsafe_commits,
+        max_concurrency=opts.max_concurrency,
     )
 
 
