@@ -37,10 +37,9 @@ from fsspec.asyn import sync
 from deltalog.errors import BulkDeleteError, DeltaLogError, FileAlreadyExistsError, StorageError
 from deltalog.storage.base import Capabilities, FileInfo, refuse_commit_overwrite, split_dir
 from deltalog.storage.bucket_paths import BucketPaths
-from deltalog.storage.bulk import DEFAULT_CONCURRENCY, chunked, fan_out, missing, settle
-from deltalog.storage.options import scrub, secrets_of
+from deltalog.storage.bulk import chunked, missing
+from deltalog.storage.options import scrub
 from deltalog.storage.prefix_listing import list_from_by_prefix, range_prefix, version_of
-from deltalog.storage.redaction import redact_in_logs
 from deltalog.storage.requests import azure_hooks
 
 log = logging.getLogger(__name__)
@@ -99,22 +98,16 @@ class AzureLogStore(BucketPaths):
         allow_unsafe_commits: bool = False,
         max_concurrency: int | None = None,
     ) -> None:
-        self._concurrency = max_concurrency or DEFAULT_CONCURRENCY
         self._batch_client: Any = None
         self._container = container
-        self._bucket_name = container
-        self._prefix = prefix.strip("/")
-        self._display = display_root or f"abfs://{container}" + (f"/{self._prefix}" if self._prefix else "")
-        kwargs = dict(fs_kwargs or {})
-        self._secrets = tuple(secrets) + secrets_of(kwargs)
-        redact_in_logs(self._secrets, "azure")  # the SDK's HTTP logging prints URLs and headers
-        kwargs.setdefault("use_listings_cache", False)
+        kwargs = self._setup(container, prefix, f"abfs://{container}", fs_kwargs, secrets, max_concurrency, "azure")
+        if display_root is not None:
+            self._display = display_root
         try:
             self._fs = fs if fs is not None else adlfs.AzureBlobFileSystem(**kwargs)
         except Exception as exc:  # a malformed connection string, a missing account name, ...
             msg = f"cannot connect to {self._display}: {type(exc).__name__}: {exc}"
             raise StorageError(scrub(msg, self._secrets)) from None
-        #: only consulted by stores without atomic put-if-absent; kept for a uniform interface
         self.allow_unsafe_commits = allow_unsafe_commits
 
     @property
@@ -239,24 +232,11 @@ class AzureLogStore(BucketPaths):
             pending.extend(reversed(sorted(subdirs)))
 
     # ------------------------------------------------------------------------------------------ reads
-    async def _get(self, key: str) -> bytes:
+    async def _get(self, path: str) -> bytes:
         """One GET (two for an empty blob: the ranged GET answers 416 and the SDK asks again without a range)."""
         async with self._fs.service_client.get_container_client(self._container) as cc:
-            stream = await cc.download_blob(key, **azure_hooks())
+            stream = await cc.download_blob(self._key(path), **azure_hooks())
             return cast(bytes, await stream.readall())
-
-    def read(self, path: str) -> bytes:
-        return cast(bytes, self._guard("read", path, lambda: sync(self._fs.loop, self._get, self._key(path))))
-
-    def read_many(self, paths: list[str]) -> list[bytes]:
-        """Every file's bytes in order, up to ``deltalog_max_concurrency`` GETs in flight; see
-        :func:`deltalog.storage.bulk.read_many`."""
-        calls = [functools.partial(self._get, self._key(p)) for p in paths]
-        try:
-            results = sync(self._fs.loop, fan_out, calls, self._concurrency)
-        except Exception:  # the loop itself failed: each read on its own says why, typed
-            results = [RuntimeError()] * len(paths)
-        return settle(paths, results, self.read)
 
     def open(self, path: str) -> BinaryIO:
         return cast(BinaryIO, self._guard("open", path, lambda: self._open_file(path)))

@@ -28,10 +28,7 @@ log = logging.getLogger(__name__)
 UNSAFE_OPT_IN = "deltalog_allow_unsafe_commits"
 #: how many requests a store keeps in flight for bulk reads (default :data:`deltalog.storage.bulk.DEFAULT_CONCURRENCY`)
 CONCURRENCY = "deltalog_max_concurrency"
-#: which client library talks to an object store: ``fsspec`` (s3fs/adlfs/gcsfs, the default) or ``obstore``
-BACKEND = "deltalog_backend"
-BACKENDS = ("fsspec", "obstore")
-_DELTALOG_OPTIONS = (UNSAFE_OPT_IN, CONCURRENCY, BACKEND)
+_DELTALOG_OPTIONS = (UNSAFE_OPT_IN, CONCURRENCY)
 
 #: Azurite's well-known development account (public, documented by Microsoft; not a secret)
 EMULATOR_ACCOUNT = "devstoreaccount1"
@@ -83,6 +80,10 @@ _AZURE_NAMES: dict[str, str] = {
     "azure_tenant_id": "tenant_id",
     "azure_storage_authority_id": "tenant_id",
 }
+#: deltalake's GCS names (a service-account file, or its JSON) -> gcsfs's ``token``; the endpoint for emulators
+_GCS_TOKEN_FILE = {"google_service_account", "google_service_account_path", "google_application_credentials"}
+_GCS_TOKEN_JSON = {"google_service_account_key"}
+_GCS_ENDPOINT = {"google_base_url", "google_endpoint", "google_storage_endpoint"}
 _AZURE_EMULATOR = {"azure_storage_use_emulator", "azure_use_emulator", "use_emulator"}
 _AZURE_ENDPOINT = {"azure_storage_endpoint", "azure_endpoint"}
 _AZURE_IGNORED = {"azure_allow_http", "allow_http", "azure_storage_allow_http"}
@@ -102,15 +103,9 @@ class StoreOptions:
     allow_unsafe_commits: bool = False
     secrets: tuple[str, ...] = ()
     max_concurrency: int | None = None
-    backend: str = "fsspec"
-    #: the options as given (deltalake's names kept), for a backend that takes them: obstore
-    raw: dict[str, Any] = field(default_factory=dict, repr=False)
 
     def __repr__(self) -> str:
-        return (
-            f"StoreOptions(keys={sorted(self.fs_kwargs)}, allow_unsafe_commits={self.allow_unsafe_commits}, "
-            f"backend={self.backend!r})"
-        )
+        return f"StoreOptions(keys={sorted(self.fs_kwargs)}, allow_unsafe_commits={self.allow_unsafe_commits})"
 
 
 def _truthy(key: str, value: Any) -> bool:
@@ -128,6 +123,8 @@ def secrets_of(kwargs: Mapping[str, Any]) -> tuple[str, ...]:
     """The secret values among fsspec keyword arguments (a connection string's key counted on its own too)."""
     found: list[str] = []
     for k, v in kwargs.items():
+        if k == "token" and isinstance(v, dict) and isinstance(v.get("private_key"), str):
+            found.append(v["private_key"])  # a GCS service account key given as JSON
         if k in _SECRET_KWARGS and isinstance(v, str) and v:
             found.append(v)
             if k == "connection_string":
@@ -164,6 +161,17 @@ def _positive_int(key: str, value: Any) -> int:
     return number
 
 
+def _json_object(key: str, value: Any) -> Any:
+    import json
+
+    if isinstance(value, dict):
+        return value
+    try:
+        return json.loads(str(value))
+    except ValueError:
+        raise InvalidArgumentError(f"storage option {key} must be a service account key in JSON") from None
+
+
 def _azure_endpoint(kwargs: dict[str, Any], endpoint: str) -> None:
     """Point the adlfs keyword arguments at ``endpoint`` (deltalake's ``azure_storage_endpoint``: the account URL).
 
@@ -196,7 +204,6 @@ def parse_options(scheme: str, options: Mapping[str, Any] | None) -> StoreOption
     kwargs: dict[str, Any] = {}
     allow_unsafe = False
     concurrency: int | None = None
-    backend = "fsspec"
     region: str | None = None
     emulator = False
     endpoint: str | None = None
@@ -208,10 +215,6 @@ def parse_options(scheme: str, options: Mapping[str, Any] | None) -> StoreOption
             allow_unsafe = _truthy(raw_key, value)
         elif key == CONCURRENCY:
             concurrency = _positive_int(raw_key, value)
-        elif key == BACKEND:
-            backend = str(value).strip().lower()
-            if backend not in BACKENDS:
-                raise InvalidArgumentError(f"storage option {raw_key} must be one of {', '.join(BACKENDS)}")
         elif key.startswith("deltalog_"):
             known = ", ".join(_DELTALOG_OPTIONS)
             raise InvalidArgumentError(f"unknown deltalog storage option {raw_key!r}; known: {known}")
@@ -236,6 +239,12 @@ def parse_options(scheme: str, options: Mapping[str, Any] | None) -> StoreOption
             emulator = _truthy(raw_key, value)
         elif scheme == "azure" and key in _AZURE_ENDPOINT:
             endpoint = str(value)
+        elif scheme == "gcs" and key in _GCS_TOKEN_FILE:
+            kwargs["token"] = str(value)
+        elif scheme == "gcs" and key in _GCS_TOKEN_JSON:
+            kwargs["token"] = _json_object(raw_key, value)
+        elif scheme == "gcs" and key in _GCS_ENDPOINT:
+            kwargs["endpoint_url"] = str(value)
         elif key.startswith(("aws_", "azure_", "google_")):
             log.warning("storage option %s is not one deltalog knows for this location; ignored", raw_key)
         else:
@@ -250,8 +259,7 @@ def parse_options(scheme: str, options: Mapping[str, Any] | None) -> StoreOption
         kwargs["connection_string"] = emulator_connection_string(endpoint, account, key)
     elif endpoint is not None and scheme == "azure":
         _azure_endpoint(kwargs, endpoint)
-    raw = {k: v for k, v in (options or {}).items() if not str(k).lower().startswith("deltalog_")}
-    return StoreOptions(kwargs, allow_unsafe, secrets_of(kwargs), concurrency, backend, raw)
+    return StoreOptions(kwargs, allow_unsafe, secrets_of(kwargs), concurrency)
 
 
 def scrub(text: str, secrets: tuple[str, ...] | list[str]) -> str:
@@ -275,7 +283,6 @@ def unsafe_commits_allowed(store: object) -> bool:
 
 
 __all__ = [
-    "BACKEND",
     "CONCURRENCY",
     "EMULATOR_ACCOUNT",
     "UNSAFE_OPT_IN",

@@ -33,14 +33,12 @@ from typing import Any, BinaryIO, cast
 import botocore.exceptions
 import botocore.session
 import s3fs
-from fsspec.asyn import sync
 
 from deltalog.errors import BulkDeleteError, DeltaLogError, FileAlreadyExistsError, StorageError
 from deltalog.storage.base import Capabilities, FileInfo, refuse_commit_overwrite, split_dir
 from deltalog.storage.bucket_paths import BucketPaths
-from deltalog.storage.bulk import DEFAULT_CONCURRENCY, chunked, fan_out, missing, settle
-from deltalog.storage.options import scrub, secrets_of
-from deltalog.storage.redaction import redact_in_logs
+from deltalog.storage.bulk import chunked, missing
+from deltalog.storage.options import scrub
 from deltalog.storage.requests import instrument_botocore
 
 log = logging.getLogger(__name__)
@@ -154,20 +152,12 @@ class S3LogStore(BucketPaths):
         problem = conditional_put_supported()
         if problem is not None:
             raise StorageError(f"cannot write safely to {scheme}://{bucket}: {problem}")
-        self._concurrency = max_concurrency or DEFAULT_CONCURRENCY
         self._bucket = bucket
-        self._bucket_name = bucket
-        self._prefix = prefix.strip("/")
-        self._display = f"{scheme}://{bucket}" + (f"/{self._prefix}" if self._prefix else "")
-        kwargs = dict(fs_kwargs or {})
-        self._secrets = tuple(secrets) + secrets_of(kwargs)
-        redact_in_logs(self._secrets, "s3")  # botocore's DEBUG records carry the session token verbatim
-        kwargs.setdefault("use_listings_cache", False)
+        kwargs = self._setup(bucket, prefix, f"{scheme}://{bucket}", fs_kwargs, secrets, max_concurrency, "s3")
         config = dict(kwargs.get("config_kwargs") or {})
         config.setdefault("max_pool_connections", self._concurrency)  # botocore's 10 would cap read_many
         kwargs["config_kwargs"] = config
         self._fs = fs if fs is not None else s3fs.S3FileSystem(**kwargs)
-        #: only consulted by stores without atomic put-if-absent; kept for a uniform interface
         self.allow_unsafe_commits = allow_unsafe_commits
 
     # ------------------------------------------------------------------------------------------ errors
@@ -224,28 +214,14 @@ class S3LogStore(BucketPaths):
             raise self._error(op, path, exc) from exc
 
     # ------------------------------------------------------------------------------------------ reads
-    async def _get(self, key: str) -> bytes:
+    async def _get(self, path: str) -> bytes:
         """One GetObject: the body, or FileNotFoundError (s3fs turns NoSuchKey into it)."""
-        answer = await self._fs._call_s3("get_object", Bucket=self._bucket, Key=key)
+        answer = await self._fs._call_s3("get_object", Bucket=self._bucket, Key=self._key(path))
         body = answer["Body"]
         try:
             return cast(bytes, await body.read())
         finally:
             body.close()
-
-    def read(self, path: str) -> bytes:
-        return cast(bytes, self._guard("read", path, lambda: sync(self._fs.loop, self._get, self._key(path))))
-
-    def read_many(self, paths: list[str]) -> list[bytes]:
-        """Every file's bytes in order, up to ``deltalog_max_concurrency`` GETs in flight; see
-        :func:`deltalog.storage.bulk.read_many`."""
-        calls = [functools.partial(self._get, self._key(p)) for p in paths]
-        try:
-            self._connect()
-            results = sync(self._fs.loop, fan_out, calls, self._concurrency)
-        except Exception:  # the loop itself failed: each read on its own says why, typed
-            results = [RuntimeError()] * len(paths)
-        return settle(paths, results, self.read)
 
     def open(self, path: str) -> BinaryIO:
         return cast(BinaryIO, self._guard("open", path, lambda: self._open_file(path)))

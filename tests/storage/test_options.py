@@ -179,14 +179,12 @@ def test_an_http_azure_endpoint_stays_http() -> None:
         parse_options("azure", {"account_name": "a", "client_secret": "x" * 20, "azure_endpoint": "http://h:1/a"})
 
 
-def test_concurrency_and_backend_switches() -> None:
-    opts = parse_options("s3", {"DELTALOG_MAX_CONCURRENCY": "200", "deltalog_backend": "fsspec"})
-    assert (opts.max_concurrency, opts.backend, opts.fs_kwargs) == (200, "fsspec", {})
+def test_the_concurrency_switch() -> None:
+    opts = parse_options("s3", {"DELTALOG_MAX_CONCURRENCY": "200"})
+    assert (opts.max_concurrency, opts.fs_kwargs) == (200, {})
     for bad in ("0", "-3", "many"):
         with pytest.raises(InvalidArgumentError, match="positive integer"):
             parse_options("s3", {"deltalog_max_concurrency": bad})
-    with pytest.raises(InvalidArgumentError, match="fsspec, obstore"):
-        parse_options("s3", {"deltalog_backend": "rust"})
     store = store_for("s3://b/t", {"deltalog_max_concurrency": "7", "AWS_ENDPOINT_URL": "http://127.0.0.1:1"})
     assert store.capabilities.read_concurrency == 7
     assert store.fs.config_kwargs["max_pool_connections"] == 7  # type: ignore[attr-defined]
