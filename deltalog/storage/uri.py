@@ -59,6 +59,9 @@ def _bucket_store(loc: str, scheme: str, kind: str, storage_options: dict[str, A
         else:
             from deltalog.storage.gcs import GcsLogStore as Store  # type: ignore[assignment]
     except ImportError as exc:
+        if kind == "gcs":
+            how = "a package that is not installed: pip install 'deltalog[gcs]'"
+            raise InvalidArgumentError(f"{scheme}:// tables need {how}") from None
         raise _missing_extra(scheme, kind, exc) from None
     return Store(
         parts.netloc,
