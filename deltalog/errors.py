@@ -170,6 +170,16 @@ class StorageError(DeltaLogError):
         self.retryable = retryable
 
 
+class BulkDeleteError(StorageError):
+    """A bulk delete answered, but some of its keys were not deleted; ``failed`` names them (store-relative),
+    with the store's reason in the message. Every other key of the request is gone (a key already absent
+    counts as deleted), so running the same delete again is safe."""
+
+    def __init__(self, message: str, *, failed: tuple[str, ...], retryable: bool = False) -> None:
+        super().__init__(message, path=failed[0] if failed else None, retryable=retryable)
+        self.failed = failed
+
+
 class PathOutsideRootError(InvalidArgumentError):
     """A path would reach outside the table root (``..`` segments, an absolute name) where only the table's own
     files may be read, probed or deleted. ``path`` is the offending path as given."""
@@ -262,6 +272,7 @@ class SetupError(DeltaLogError):
 
 
 __all__ = [
+    "BulkDeleteError",
     "CheckpointError",
     "CommitNotReachableError",
     "CommitStateUnknownError",

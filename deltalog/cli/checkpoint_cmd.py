@@ -15,12 +15,12 @@ import click
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from deltalog import DeltaLog
 from deltalog.checkpoint.writer import CheckpointResult
 from deltalog.cli import render
 from deltalog.cli.documents import Document
 from deltalog.cli.layout import Column, Screen
-from deltalog.cli.options import emit, json_flag, limit_option, output_format, table_argument
+from deltalog.cli.options import emit, json_flag, limit_option, open_log, output_format, table_argument
+from deltalog.cli.store_options import given_storage_options
 from deltalog.maintenance.compaction import (
     TableCompaction,
     TableProgress,
@@ -172,12 +172,12 @@ _parts_option = click.option(
 def checkpoint_cmd(table: str, version: int | None, parts: int | None, engine: str, master: str, fmt: str) -> None:
     """Write a checkpoint of TABLE and move _last_checkpoint forward."""
     if engine == "spark":
-        log = DeltaLog.for_table(table)  # a wrong location fails here, before a JVM is started
+        log = open_log(table)  # a wrong location fails here, before a JVM is started
         log.latest_version()
         result = spark_engine_checkpoint(table, master, version, parts)
         emit(checkpoint_document(log.location, result), fmt, render_checkpoint)
         return
-    log = DeltaLog.for_table(table, auto_checkpoint=False)
+    log = open_log(table, auto_checkpoint=False)
     with checkpoint_progress() as tick:
         result = log.checkpoint(
             version=version, parts=parts, progress=lambda stage, done, total: tick(table, stage, done, total)
@@ -202,7 +202,7 @@ def spark_engine_checkpoint(table: str, master: str, version: int | None, parts:
     library = logging.getLogger("deltalog")
     level = "INFO" if library.isEnabledFor(logging.DEBUG) else "WARN" if library.isEnabledFor(logging.INFO) else "OFF"
     spark.sparkContext.setLogLevel(level)
-    return spark_checkpoint(spark, table, version=version, parts=parts)
+    return spark_checkpoint(spark, table, version=version, parts=parts, storage_options=given_storage_options())
 
 
 @click.command("compact")
@@ -229,9 +229,12 @@ def compact_cmd(
     ctx = click.get_current_context()
     if not tables and prefix is None:
         raise click.UsageError("give at least one TABLE or --prefix DIR", ctx)
-    locations = list(tables) + (discover_tables(prefix) if prefix is not None else [])
+    options = given_storage_options()
+    locations = list(tables) + (discover_tables(prefix, options) if prefix is not None else [])
     with checkpoint_progress() as tick:
-        results = compact_tables(locations, min_commits=min_commits, parts=parts, progress=tick)
+        results = compact_tables(
+            locations, min_commits=min_commits, parts=parts, progress=tick, storage_options=options
+        )
     doc = compact_document(results, min_commits)
     if limit is not None:
         doc = {**doc, "tables": doc["tables"][:limit]}

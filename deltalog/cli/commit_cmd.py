@@ -13,10 +13,10 @@ from typing import Any
 import click
 import orjson
 
-from deltalog import DeltaLog, InvalidArgumentError, InvalidCommitError
+from deltalog import InvalidArgumentError, InvalidCommitError
 from deltalog.actions import Action
 from deltalog.cli import documents, render
-from deltalog.cli.options import emit, json_flag, parse_json_object, parse_read_where, table_argument
+from deltalog.cli.options import emit, json_flag, open_log, parse_json_object, parse_read_where, table_argument
 from deltalog.core.codec import decode_commit
 from deltalog.core.conflicts import ISOLATION_LEVELS
 
@@ -71,7 +71,7 @@ def commit(
     if (app_id is None) != (app_version is None):
         raise click.UsageError("--app-id and --app-version must be given together", click.get_current_context())
     actions = read_actions(actions_path)  # before the table is opened: a bad file costs no listing
-    log = DeltaLog.for_table(table)
+    log = open_log(table)
     txn = log.start_transaction(isolation, app_id=app_id, app_version=app_version)
     if read_where:
         txn.read(where=read_where)

@@ -22,6 +22,7 @@ import click
 from deltalog import DeltaLog, InvalidArgumentError, TableNotFoundError
 from deltalog.cli import render
 from deltalog.cli.options import json_flag
+from deltalog.cli.store_options import given_storage_options
 from deltalog.maintenance.doctor import DoctorReport, diagnose
 
 EXIT_UNSAFE = 1
@@ -69,14 +70,14 @@ def render_report(report: DoctorReport, has_table: bool = True) -> str:
     multiple=True,
     callback=_parse_options,
     metavar="KEY=VALUE",
-    help="A storage option (fsspec or deltalake name, e.g. AWS_ENDPOINT_URL=http://...); repeatable.",
+    help="Same as --storage-option KEY=VALUE (kept for compatibility); repeatable.",
 )
 @click.option("--threads", type=click.IntRange(2, 256), default=16, show_default=True, help="Writers per race.")
 @click.option("--rounds", type=click.IntRange(1, 100), default=3, show_default=True, help="Races to run.")
 @json_flag
 def doctor_cmd(table: str, options: dict[str, Any], threads: int, rounds: int, fmt: str) -> int:
     """Self-test the table's store in a scratch prefix: can concurrent writers lose commits here?"""
-    log = DeltaLog.for_table(table, storage_options=options or None)
+    log = DeltaLog.for_table(table, storage_options={**(given_storage_options() or {}), **options} or None)
     check_location(log)
     report = diagnose(log.store, log.location, history=lambda n: log.history(limit=n), threads=threads, rounds=rounds)
     if fmt == "json":

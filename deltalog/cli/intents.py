@@ -16,7 +16,7 @@ from deltalog import DeltaLog
 from deltalog.cli import render
 from deltalog.cli.documents import Document, iso_ms
 from deltalog.cli.layout import Column, Screen
-from deltalog.cli.options import emit, limit_option, output_format
+from deltalog.cli.options import emit, limit_option, open_log, output_format
 from deltalog.core import intents as core
 from deltalog.intents import list_intents
 
@@ -106,7 +106,7 @@ def render_intents(doc: Document, screen: Screen) -> None:
 @output_format(csv=True)
 def intents_cmd(table: str, limit: int | None, fmt: str) -> None:
     """List the intents long-running writers declared on TABLE (live and stale)."""
-    doc = intents_document(DeltaLog.for_table(table))
+    doc = intents_document(open_log(table))
     if limit is not None:
         doc = {**doc, "intents": doc["intents"][:limit]}
     emit(doc, fmt, render_intents, intents_listing)

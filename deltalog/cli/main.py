@@ -30,7 +30,6 @@ import click
 
 from deltalog import (
     ConcurrentModificationError,
-    DeltaLog,
     DeltaLogError,
     InvalidCommitError,
     __version__,
@@ -40,12 +39,14 @@ from deltalog.cli.options import (
     emit,
     json_flag,
     limit_option,
+    open_log,
     open_snapshot,
     output_format,
     parse_where,
     table_argument,
     time_travel,
 )
+from deltalog.cli.store_options import storage_option_params
 
 EXIT_ERROR = 1
 EXIT_USAGE = 2
@@ -101,8 +102,9 @@ class DeltalogGroup(click.Group):
             raise Interrupted from None
 
     def add_command(self, cmd: click.Command, name: str | None = None) -> None:
-        """Register a verb, giving it its own copy of the logging options (see the module docstring)."""
+        """Register a verb, giving it its own copy of the logging and storage options (see the module docstring)."""
         cmd.params.extend(logs.logging_options())
+        cmd.params.extend(storage_option_params())
         super().add_command(cmd, name)
 
 
@@ -157,7 +159,7 @@ def _silence_stdout() -> None:
     "deltalog",
     cls=DeltalogGroup,
     no_args_is_help=False,  # a bare ``deltalog`` is a usage error like any other: one line, exit 2
-    params=logs.logging_options(),
+    params=[*logs.logging_options(), *storage_option_params()],
     context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100},
 )
 @click.version_option(__version__, "--version", "-V", prog_name="deltalog", message="%(prog)s %(version)s")
@@ -184,7 +186,7 @@ def describe(table: str, version: int | None, timestamp: str | None, fmt: str) -
 @output_format(csv=True)
 def history(table: str, limit: int | None, fmt: str) -> None:
     """Commits of TABLE, newest first (the timestamps are what --timestamp takes)."""
-    doc = documents.history(DeltaLog.for_table(table), limit)
+    doc = documents.history(open_log(table), limit)
     emit(doc, fmt, render.history, render.history_listing)
 
 

@@ -21,7 +21,7 @@ from deltalog import DeltaLog
 from deltalog.cli import render
 from deltalog.cli.documents import Document, iso_ms
 from deltalog.cli.layout import Column, Screen
-from deltalog.cli.options import emit, json_flag, limit_option, output_format
+from deltalog.cli.options import emit, json_flag, limit_option, open_log, output_format
 from deltalog.core.properties import DEFAULT_DELETED_FILE_RETENTION
 from deltalog.core.retention import resolve_retention
 from deltalog.errors import InvalidArgumentError
@@ -300,7 +300,7 @@ def _emit_deletions(
 @output_format(csv=True)
 def cleanup_cmd(table: str, retention: str | None, dry_run: bool, limit: int | None, show_all: bool, fmt: str) -> None:
     """Delete expired log files below a checkpoint; shows the earliest version that stays reachable."""
-    log = DeltaLog.for_table(table)
+    log = open_log(table)
     doc = cleanup_document(log, log.cleanup(retention=retention, dry_run=dry_run))
     _emit_deletions(doc, fmt, render_cleanup, cleanup_listing, limit, show_all)
 
@@ -342,7 +342,7 @@ def vacuum_cmd(
     table: str, retention: str | None, dry_run: bool, force: bool, limit: int | None, show_all: bool, fmt: str
 ) -> None:
     """Delete data files (and deletion vectors, change data files) no version within the retention needs."""
-    log = DeltaLog.for_table(table)
+    log = open_log(table)
     check_vacuum_retention(log, retention, force)
     with _progress_bar() as tick:
         result = log.vacuum(retention=retention, dry_run=dry_run, force=force, progress=tick)
@@ -369,7 +369,7 @@ def restore_cmd(
     ctx = click.get_current_context()
     if (version is None) == (timestamp is None):
         raise click.UsageError("give exactly one of --version and --timestamp", ctx)
-    log = DeltaLog.for_table(table)
+    log = open_log(table)
     result = log.restore(version=version, timestamp=timestamp, force=force, ignore_missing_files=ignore_missing)
     emit(restore_document(log, result), fmt, render_restore)
 

@@ -17,6 +17,7 @@ import orjson
 from deltalog import DeltaLog, Snapshot
 from deltalog.cli import render
 from deltalog.cli.documents import Document
+from deltalog.cli.store_options import given_storage_options
 
 
 def parse_where(ctx: click.Context, param: click.Parameter, values: Sequence[str]) -> dict[str, str]:
@@ -111,10 +112,15 @@ limit_option = click.option(
 table_argument = click.argument("table", metavar="TABLE")
 
 
+def open_log(table: str, **kwargs: Any) -> DeltaLog:
+    """The table, opened with the command's ``--storage-option``/``--storage-options-file`` options."""
+    return DeltaLog.for_table(table, given_storage_options(), **kwargs)
+
+
 def open_snapshot(table: str, version: int | None, timestamp: str | None) -> Snapshot:
     if version is not None and timestamp is not None:
         raise click.UsageError("--version and --timestamp cannot be used together", click.get_current_context())
-    return DeltaLog.for_table(table).snapshot(version=version, timestamp=timestamp)
+    return open_log(table).snapshot(version=version, timestamp=timestamp)
 
 
 def emit(
@@ -137,6 +143,7 @@ __all__ = [
     "emit",
     "json_flag",
     "limit_option",
+    "open_log",
     "output_format",
     "open_snapshot",
     "parse_json_object",

@@ -11,6 +11,12 @@ Listing: Azure's List Blobs has no ``StartAfter`` that servers honour, only a na
 version uses decimal version blocks (:mod:`deltalog.storage.prefix_listing`): the cost follows what lies after
 the start, not the length of the log.
 
+Requests: a read is one GET (``download_blob``); ``read_many`` keeps up to ``deltalog_max_concurrency`` of them
+in flight on adlfs's event loop; ``delete_many`` sends one blob batch per 256 deletes and checks each
+sub-response (a blob already gone counts as deleted). ``list_range`` lists only the decimal block that holds
+both ends of a version range. The calls deltalog makes are recorded on the ``deltalog.storage.requests``
+logger (:mod:`deltalog.storage.requests`).
+
 Errors become :class:`~deltalog.errors.StorageError` with ``retryable`` set as for S3: throttling (429/503),
 5xx, timeouts and connection failures may pass on retry; authentication failures and a missing container will
 not, and the message says what to fix. Secret values are scrubbed from every message.
@@ -19,6 +25,7 @@ not, and the message says what to fix. Secret values are scrubbed from every mes
 from __future__ import annotations
 
 import contextlib
+import functools
 import logging
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any, BinaryIO, cast
@@ -27,12 +34,13 @@ import adlfs
 from azure.core import exceptions as az
 from fsspec.asyn import sync
 
-from deltalog.errors import DeltaLogError, FileAlreadyExistsError, StorageError
-from deltalog.storage.base import FileInfo, refuse_commit_overwrite, split_dir
+from deltalog.errors import BulkDeleteError, DeltaLogError, FileAlreadyExistsError, StorageError
+from deltalog.storage.base import Capabilities, FileInfo, refuse_commit_overwrite, split_dir
 from deltalog.storage.bucket_paths import BucketPaths
-from deltalog.storage.options import scrub, secrets_of
-from deltalog.storage.prefix_listing import list_from_by_prefix
-from deltalog.storage.redaction import redact_in_logs
+from deltalog.storage.bulk import chunked, missing
+from deltalog.storage.options import scrub
+from deltalog.storage.prefix_listing import list_from_by_prefix, range_prefix, version_of
+from deltalog.storage.requests import azure_hooks
 
 log = logging.getLogger(__name__)
 
@@ -66,6 +74,10 @@ def _azure_error(exc: BaseException) -> BaseException:
     return exc
 
 
+#: sub-requests per blob batch (Azure's limit)
+DELETE_BATCH = 256
+
+
 def _code(exc: BaseException) -> str:
     code = getattr(exc, "error_code", None)
     return str(getattr(code, "value", code) or "")
@@ -84,22 +96,23 @@ class AzureLogStore(BucketPaths):
         secrets: tuple[str, ...] = (),
         fs: Any = None,
         allow_unsafe_commits: bool = False,
+        max_concurrency: int | None = None,
     ) -> None:
+        self._batch_client: Any = None
         self._container = container
-        self._bucket_name = container
-        self._prefix = prefix.strip("/")
-        self._display = display_root or f"abfs://{container}" + (f"/{self._prefix}" if self._prefix else "")
-        kwargs = dict(fs_kwargs or {})
-        self._secrets = tuple(secrets) + secrets_of(kwargs)
-        redact_in_logs(self._secrets, "azure")  # the SDK's HTTP logging prints URLs and headers
-        kwargs.setdefault("use_listings_cache", False)
+        kwargs = self._setup(container, prefix, f"abfs://{container}", fs_kwargs, secrets, max_concurrency, "azure")
+        if display_root is not None:
+            self._display = display_root
         try:
             self._fs = fs if fs is not None else adlfs.AzureBlobFileSystem(**kwargs)
         except Exception as exc:  # a malformed connection string, a missing account name, ...
             msg = f"cannot connect to {self._display}: {type(exc).__name__}: {exc}"
             raise StorageError(scrub(msg, self._secrets)) from None
-        #: only consulted by stores without atomic put-if-absent; kept for a uniform interface
         self.allow_unsafe_commits = allow_unsafe_commits
+
+    @property
+    def capabilities(self) -> Capabilities:
+        return Capabilities(atomic_put_if_absent=True, read_concurrency=self._concurrency, delete_batch=DELETE_BATCH)
 
     # ------------------------------------------------------------------------------------------ errors
     def _error(self, op: str, path: str, exc: BaseException) -> StorageError:
@@ -132,13 +145,13 @@ class AzureLogStore(BucketPaths):
         except FileNotFoundError as exc:
             if _code(_azure_error(exc)) == "ContainerNotFound":
                 raise self._error(op, path, exc) from exc
-            raise
+            raise missing(path) from exc
         except DeltaLogError:  # already typed (a refused path, an error of ours)
             raise
         except az.ResourceNotFoundError as exc:
             if _code(exc) == "ContainerNotFound":
                 raise self._error(op, path, exc) from exc
-            raise FileNotFoundError(f"{self._display}/{path}") from exc
+            raise missing(path) from exc
         except Exception as exc:
             raise self._error(op, path, exc) from exc
 
@@ -147,7 +160,7 @@ class AzureLogStore(BucketPaths):
         """(blob name, size, mtime ms, is a "directory") for direct children whose names start with the prefix."""
         out = []
         async with self._fs.service_client.get_container_client(self._container) as cc:
-            async for item in cc.walk_blobs(name_starts_with=name_prefix, delimiter="/"):
+            async for item in cc.walk_blobs(name_starts_with=name_prefix, delimiter="/", **azure_hooks()):
                 size = getattr(item, "size", None)
                 if size is None:  # a BlobPrefix: a virtual directory
                     out.append((item.name, 0, 0, True))
@@ -178,6 +191,24 @@ class AzureLogStore(BucketPaths):
         files, _ = list_from_by_prefix(children, start)
         return iter(files)
 
+    def list_range(self, path: str, stop: str | None) -> list[FileInfo]:
+        """:meth:`list_from` of the versions named ``< stop``: one listing of the smallest decimal block holding
+        both ends (versions 5..10: the block 0..99), so travelling to an old version never lists the log after
+        it. Without a version-shaped start and stop, the listing from ``start`` is cut at ``stop``."""
+        directory, start = split_dir(path)
+        block = range_prefix(start, stop)
+        if block is None or stop is None:
+            end = stop.encode() if stop is not None else None
+            return [f for f in self.list_from(path) if end is None or f.name.encode() < end]
+        prefix = self._dir_prefix(directory)
+        low, high = start.encode(), stop.encode()
+        out = []
+        for name, size, mtime, is_dir in self._list("list", path, prefix + block):
+            bare = name[len(prefix) :]
+            if not is_dir and "/" not in bare and version_of(bare) is not None and low <= bare.encode() < high:
+                out.append(FileInfo(bare, size, mtime))
+        return sorted(out, key=lambda f: f.name.encode())
+
     def walk(self, path: str = "", skip: Callable[[str], bool] | None = None) -> Iterator[FileInfo]:
         """Files under ``path`` with store-relative names; see :meth:`LogStore.walk`.
 
@@ -201,8 +232,11 @@ class AzureLogStore(BucketPaths):
             pending.extend(reversed(sorted(subdirs)))
 
     # ------------------------------------------------------------------------------------------ reads
-    def read(self, path: str) -> bytes:
-        return cast(bytes, self._guard("read", path, lambda: self._fs.cat_file(self._full(path))))
+    async def _get(self, path: str) -> bytes:
+        """One GET (two for an empty blob: the ranged GET answers 416 and the SDK asks again without a range)."""
+        async with self._fs.service_client.get_container_client(self._container) as cc:
+            stream = await cc.download_blob(self._key(path), **azure_hooks())
+            return cast(bytes, await stream.readall())
 
     def open(self, path: str) -> BinaryIO:
         return cast(BinaryIO, self._guard("open", path, lambda: self._open_file(path)))
@@ -210,7 +244,7 @@ class AzureLogStore(BucketPaths):
     async def _head(self, key: str) -> bool:
         async with self._fs.service_client.get_blob_client(self._container, key) as bc:
             try:
-                await bc.get_blob_properties()
+                await bc.get_blob_properties(**azure_hooks())
             except az.ResourceNotFoundError as exc:
                 if _code(exc) == "ContainerNotFound":
                     raise
@@ -225,7 +259,7 @@ class AzureLogStore(BucketPaths):
         """``upload_blob(overwrite=False)``: ``If-None-Match: *``; "exists" means another writer has the name."""
         full = self._full(path)
         try:
-            self._fs.pipe_file(full, data, overwrite=False)
+            self._fs.pipe_file(full, data, overwrite=False, **azure_hooks())
         except (FileExistsError, az.ResourceExistsError):
             raise FileAlreadyExistsError(f"{self._display}/{path} already exists", path=path) from None
         except Exception as exc:
@@ -233,14 +267,61 @@ class AzureLogStore(BucketPaths):
 
     def put(self, path: str, data: bytes) -> None:
         refuse_commit_overwrite(path)
-        self._guard("put", path, lambda: self._fs.pipe_file(self._full(path), data, overwrite=True))
+        self._guard("put", path, lambda: self._fs.pipe_file(self._full(path), data, overwrite=True, **azure_hooks()))
+
+    async def _delete(self, key: str) -> None:
+        async with self._fs.service_client.get_container_client(self._container) as cc:
+            await cc.delete_blob(key, **azure_hooks())
 
     def delete(self, path: str) -> None:
         with contextlib.suppress(FileNotFoundError):
-            self._guard("delete", path, lambda: self._fs.rm_file(self._full(path)))
+            self._guard("delete", path, lambda: sync(self._fs.loop, self._delete, self._key(path)))
+
+    def _batch(self, keys: list[str]) -> list[tuple[str, int, str]]:
+        """One blob batch deleting ``keys``: (key, status, error code) of each sub-request.
+
+        Through the SDK's synchronous client: its asynchronous ``delete_blobs`` builds a batch body that Azurite
+        answers with one 400 InvalidInput (azure-sdk-for-python#27562) while Azure accepts both, and both
+        clients send the same single request.
+        """
+        if self._batch_client is None:
+            from azure.storage.blob import ContainerClient
+
+            service = self._fs.service_client
+            credential = service.credential
+            if callable(getattr(credential, "get_token", None)):  # an async token credential: adlfs's sync twin
+                credential = getattr(self._fs, "sync_credential", None) or credential
+            self._batch_client = ContainerClient(service.url, self._container, credential=credential)
+        answers = self._batch_client.delete_blobs(*keys, raise_on_any_failure=False, **azure_hooks())
+        return [
+            (k, int(a.status_code), str(a.headers.get("x-ms-error-code") or ""))
+            for k, a in zip(keys, answers, strict=False)
+        ]
+
+    def delete_many(self, paths: list[str]) -> None:
+        """One blob batch per 256 deletes, batches in order; see :func:`deltalog.storage.bulk.delete_many`.
+        A sub-request answering 404 counts as deleted; any other failure is a
+        :class:`~deltalog.errors.BulkDeleteError` naming the files."""
+        by_key = {self._key(p): p for p in paths}  # every name confined before the first request
+        for batch in chunked(list(by_key), DELETE_BATCH):
+            if len(batch) == 1:  # Azurite answers a batch of one with 400 InvalidInput; a delete is one request too
+                self.delete(by_key[batch[0]])
+                continue
+            answers = self._guard("delete", by_key[batch[0]], functools.partial(self._batch, list(batch)))
+            failures = [(k, status, code) for k, status, code in answers if status not in (200, 202, 404)]
+            if failures:
+                raise self._batch_error(failures, by_key)
+
+    def _batch_error(self, failures: list[tuple[str, int, str]], by_key: dict[str, str]) -> BulkDeleteError:
+        failed = tuple(by_key.get(k, k) for k, _, _ in failures)
+        shown = "; ".join(f"{by_key.get(k, k)}: {code or 'HTTP'} ({status})" for k, status, code in failures[:5])
+        more = f" (and {len(failures) - 5} more)" if len(failures) > 5 else ""
+        retryable = all(status in (408, 429) or status >= 500 for _, status, _ in failures)
+        msg = f"delete in {self._display} left {len(failures)} file(s): {shown}{more}"
+        return BulkDeleteError(scrub(msg, self._secrets), failed=failed, retryable=retryable)
 
     def __repr__(self) -> str:
         return f"AzureLogStore({self._display!r})"
 
 
-__all__ = ["AzureLogStore"]
+__all__ = ["DELETE_BATCH", "AzureLogStore"]

@@ -6,6 +6,11 @@ Every store must provide atomic visibility (a file is whole or absent), mutual e
 
 Optional: ``open_write(path) -> BinaryIO`` streams a new file (data files larger than memory should hold). A
 store without it still works: callers fall back to ``put`` of the whole file (:mod:`deltalog.data.output`).
+``read_many(paths)`` and ``delete_many(paths)`` read or delete many files in as few round trips as the store
+allows; callers go through :func:`deltalog.storage.bulk.read_many` / :func:`~deltalog.storage.bulk.delete_many`,
+which fall back to one call per path for a store without them, and :attr:`Capabilities.read_concurrency` /
+:attr:`Capabilities.delete_batch` say what a store does (callers branch on those, never on classes).
+``list_range(path, stop)`` ends a listing early (:func:`list_between`).
 """
 
 from __future__ import annotations
@@ -57,11 +62,18 @@ class FileInfo:
 
 @dataclass(frozen=True)
 class Capabilities:
-    """What a store can promise; ``atomic_put_if_absent`` False means concurrent writers are unsafe."""
+    """What a store can promise; ``atomic_put_if_absent`` False means concurrent writers are unsafe.
+
+    ``read_concurrency``: how many reads ``read_many`` keeps in flight (1: one after another, as on a local
+    disk, where the page cache answers faster than a thread pool starts). ``delete_batch``: how many keys
+    one bulk-delete request takes (1: a request per key).
+    """
 
     atomic_put_if_absent: bool
     sorted_listing: bool = True
     local: bool = False
+    read_concurrency: int = 1
+    delete_batch: int = 1
 
 
 @runtime_checkable
@@ -126,7 +138,7 @@ def list_between(store: LogStore, path: str, stop: str | None) -> list[FileInfo]
     ``list_range(path, stop)``; any other store lists from ``path`` and the tail is dropped here, which is
     correct, only no cheaper.
     """
-    if _ranged_listing_is_current(type(store)):
+    if overrides_current(type(store), "list_from", "list_range"):
         return list(store.list_range(path, stop))  # type: ignore[attr-defined]
     files = list(store.list_from(path))
     if stop is None:
@@ -135,18 +147,18 @@ def list_between(store: LogStore, path: str, stop: str | None) -> list[FileInfo]
     return [f for f in files if f.name.encode() < end]
 
 
-def _ranged_listing_is_current(cls: type) -> bool:
-    """Whether ``cls`` has a ``list_range`` at least as derived as its ``list_from``.
+def overrides_current(cls: type, plain: str, bulk: str) -> bool:
+    """Whether ``cls`` has a ``bulk`` method at least as derived as its ``plain`` one.
 
-    A subclass that overrides only ``list_from`` (to record or alter listings) must keep seeing every listing,
-    so its inherited ``list_range`` is not used.
+    A subclass that overrides only ``plain`` (``list_from``, ``read``, ``delete``: to record or alter those
+    calls) must keep seeing every one of them, so an inherited ``bulk`` variant is not used.
     """
-    owners = {"list_from": -1, "list_range": -1}
+    owners = {plain: -1, bulk: -1}
     for depth, klass in enumerate(cls.__mro__):
         for name, seen in owners.items():
             if seen < 0 and name in vars(klass):
                 owners[name] = depth
-    return 0 <= owners["list_range"] <= owners["list_from"]
+    return 0 <= owners[bulk] <= owners[plain]
 
 
 def split_dir(path: str) -> tuple[str, str]:
@@ -155,4 +167,4 @@ def split_dir(path: str) -> tuple[str, str]:
     return head, tail
 
 
-__all__ = ["Capabilities", "FileInfo", "LogStore", "confined", "list_between", "split_dir"]
+__all__ = ["Capabilities", "FileInfo", "LogStore", "confined", "list_between", "overrides_current", "split_dir"]

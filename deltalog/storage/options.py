@@ -26,6 +26,9 @@ log = logging.getLogger(__name__)
 
 #: opt-in for committing through a store that cannot put-if-absent atomically (one writer at a time only)
 UNSAFE_OPT_IN = "deltalog_allow_unsafe_commits"
+#: how many requests a store keeps in flight for bulk reads (default :data:`deltalog.storage.bulk.DEFAULT_CONCURRENCY`)
+CONCURRENCY = "deltalog_max_concurrency"
+_DELTALOG_OPTIONS = (UNSAFE_OPT_IN, CONCURRENCY)
 
 #: Azurite's well-known development account (public, documented by Microsoft; not a secret)
 EMULATOR_ACCOUNT = "devstoreaccount1"
@@ -77,6 +80,10 @@ _AZURE_NAMES: dict[str, str] = {
     "azure_tenant_id": "tenant_id",
     "azure_storage_authority_id": "tenant_id",
 }
+#: deltalake's GCS names (a service-account file, or its JSON) -> gcsfs's ``token``; the endpoint for emulators
+_GCS_TOKEN_FILE = {"google_service_account", "google_service_account_path", "google_application_credentials"}
+_GCS_TOKEN_JSON = {"google_service_account_key"}
+_GCS_ENDPOINT = {"google_base_url", "google_endpoint", "google_storage_endpoint"}
 _AZURE_EMULATOR = {"azure_storage_use_emulator", "azure_use_emulator", "use_emulator"}
 _AZURE_ENDPOINT = {"azure_storage_endpoint", "azure_endpoint"}
 _AZURE_IGNORED = {"azure_allow_http", "allow_http", "azure_storage_allow_http"}
@@ -95,6 +102,7 @@ class StoreOptions:
     fs_kwargs: dict[str, Any] = field(default_factory=dict)
     allow_unsafe_commits: bool = False
     secrets: tuple[str, ...] = ()
+    max_concurrency: int | None = None
 
     def __repr__(self) -> str:
         return f"StoreOptions(keys={sorted(self.fs_kwargs)}, allow_unsafe_commits={self.allow_unsafe_commits})"
@@ -115,6 +123,8 @@ def secrets_of(kwargs: Mapping[str, Any]) -> tuple[str, ...]:
     """The secret values among fsspec keyword arguments (a connection string's key counted on its own too)."""
     found: list[str] = []
     for k, v in kwargs.items():
+        if k == "token" and isinstance(v, dict) and isinstance(v.get("private_key"), str):
+            found.append(v["private_key"])  # a GCS service account key given as JSON
         if k in _SECRET_KWARGS and isinstance(v, str) and v:
             found.append(v)
             if k == "connection_string":
@@ -141,10 +151,59 @@ def emulator_connection_string(
     return f"DefaultEndpointsProtocol=http;AccountName={account};AccountKey={key};BlobEndpoint={base};"
 
 
+def _positive_int(key: str, value: Any) -> int:
+    try:
+        number = int(str(value).strip())
+    except ValueError:
+        number = 0
+    if number < 1:
+        raise InvalidArgumentError(f"storage option {key} must be a positive integer")
+    return number
+
+
+def _json_object(key: str, value: Any) -> Any:
+    import json
+
+    if isinstance(value, dict):
+        return value
+    try:
+        return json.loads(str(value))
+    except ValueError:
+        raise InvalidArgumentError(f"storage option {key} must be a service account key in JSON") from None
+
+
+def _azure_endpoint(kwargs: dict[str, Any], endpoint: str) -> None:
+    """Point the adlfs keyword arguments at ``endpoint`` (deltalake's ``azure_storage_endpoint``: the account URL).
+
+    adlfs only takes the host (``account_host``) and always speaks https to it, so an ``http://`` endpoint
+    (Azurite, a local gateway) would be reached over https and time out. For http the endpoint goes into a
+    connection string, the one place the SDK takes a protocol, with the account key or SAS token.
+    """
+    if not endpoint.lower().startswith("http://"):
+        kwargs.setdefault("account_host", endpoint.split("://", 1)[-1].rstrip("/"))
+        return
+    if "connection_string" in kwargs:
+        return
+    if any(k in kwargs for k in ("client_id", "client_secret", "tenant_id", "credential")):
+        raise InvalidArgumentError(
+            "azure_storage_endpoint is http://: Azure sends tokens (client_id/client_secret/tenant_id) over "
+            "https only; use an account key or SAS token with an http endpoint, or an https endpoint"
+        )
+    account = str(kwargs.pop("account_name", "") or "")
+    parts = ["DefaultEndpointsProtocol=http"] + ([f"AccountName={account}"] if account else [])
+    if kwargs.get("account_key"):
+        parts.append(f"AccountKey={kwargs.pop('account_key')}")
+    elif kwargs.get("sas_token"):
+        parts.append(f"SharedAccessSignature={str(kwargs.pop('sas_token')).lstrip('?')}")
+    parts.append(f"BlobEndpoint={endpoint.rstrip('/')}")
+    kwargs["connection_string"] = ";".join(parts) + ";"
+
+
 def parse_options(scheme: str, options: Mapping[str, Any] | None) -> StoreOptions:
     """Translate ``options`` for a store of ``scheme`` (``s3``, ``azure`` or anything fsspec knows)."""
     kwargs: dict[str, Any] = {}
     allow_unsafe = False
+    concurrency: int | None = None
     region: str | None = None
     emulator = False
     endpoint: str | None = None
@@ -154,8 +213,11 @@ def parse_options(scheme: str, options: Mapping[str, Any] | None) -> StoreOption
         key = raw_key.lower()
         if key == UNSAFE_OPT_IN:
             allow_unsafe = _truthy(raw_key, value)
+        elif key == CONCURRENCY:
+            concurrency = _positive_int(raw_key, value)
         elif key.startswith("deltalog_"):
-            raise InvalidArgumentError(f"unknown deltalog storage option {raw_key!r}; known: {UNSAFE_OPT_IN}")
+            known = ", ".join(_DELTALOG_OPTIONS)
+            raise InvalidArgumentError(f"unknown deltalog storage option {raw_key!r}; known: {known}")
         elif scheme == "s3" and key in _S3_NAMES:
             kwargs[_S3_NAMES[key]] = value
         elif scheme == "s3" and key in _S3_REGION:
@@ -177,6 +239,12 @@ def parse_options(scheme: str, options: Mapping[str, Any] | None) -> StoreOption
             emulator = _truthy(raw_key, value)
         elif scheme == "azure" and key in _AZURE_ENDPOINT:
             endpoint = str(value)
+        elif scheme == "gcs" and key in _GCS_TOKEN_FILE:
+            kwargs["token"] = str(value)
+        elif scheme == "gcs" and key in _GCS_TOKEN_JSON:
+            kwargs["token"] = _json_object(raw_key, value)
+        elif scheme == "gcs" and key in _GCS_ENDPOINT:
+            kwargs["endpoint_url"] = str(value)
         elif key.startswith(("aws_", "azure_", "google_")):
             log.warning("storage option %s is not one deltalog knows for this location; ignored", raw_key)
         else:
@@ -190,8 +258,8 @@ def parse_options(scheme: str, options: Mapping[str, Any] | None) -> StoreOption
         key = str(kwargs.pop("account_key", EMULATOR_KEY))
         kwargs["connection_string"] = emulator_connection_string(endpoint, account, key)
     elif endpoint is not None and scheme == "azure":
-        kwargs.setdefault("account_host", endpoint.split("://", 1)[-1].rstrip("/"))
-    return StoreOptions(kwargs, allow_unsafe, secrets_of(kwargs))
+        _azure_endpoint(kwargs, endpoint)
+    return StoreOptions(kwargs, allow_unsafe, secrets_of(kwargs), concurrency)
 
 
 def scrub(text: str, secrets: tuple[str, ...] | list[str]) -> str:
@@ -215,6 +283,7 @@ def unsafe_commits_allowed(store: object) -> bool:
 
 
 __all__ = [
+    "CONCURRENCY",
     "EMULATOR_ACCOUNT",
     "UNSAFE_OPT_IN",
     "StoreOptions",

@@ -103,4 +103,22 @@ def list_from_by_prefix(list_prefix: PrefixLister, start: str) -> tuple[list[Fil
     return sorted(wanted, key=lambda f: f.name.encode()), calls
 
 
-__all__ = ["PrefixLister", "list_from_by_prefix", "version_of"]
+def range_prefix(start: str, stop: str | None) -> str | None:
+    """The name prefix of the smallest aligned decimal block holding versions ``version_of(start)`` through
+    ``version_of(stop)``, or ``None`` unless both are version-shaped (and ``start <= stop``).
+
+    Why: a store that lists by prefix only can still bound a listing of ``[start, stop)``. Versions 5..11 share
+    ``000000000000000000`` (the block 0..99): one listing of at most a hundred names, where a listing from 5
+    would walk the log to its end. The block is at most ten times the range (less when the range is aligned).
+    """
+    lo, hi = version_of(start), version_of(stop) if stop is not None else None
+    if lo is None or hi is None or hi < lo:
+        return None
+    a, b = f"{lo:0{DIGITS}d}", f"{hi:0{DIGITS}d}"
+    common = 0
+    while common < DIGITS and a[common] == b[common]:
+        common += 1
+    return a[:common]
+
+
+__all__ = ["PrefixLister", "list_from_by_prefix", "range_prefix", "version_of"]

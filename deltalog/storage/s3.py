@@ -12,6 +12,12 @@ says what to fix. Secret values are scrubbed from every message.
 
 Listing uses ListObjectsV2 with ``StartAfter``, so listing from version N costs what lies after N, not the
 length of the log.
+
+Requests: a read is one ``GetObject`` (s3fs's ``cat_file`` sends a ``HeadObject`` first, for the size, and a
+missing file costs it a HEAD and a LIST; a GET answers both questions). ``read_many`` keeps up to
+``deltalog_max_concurrency`` GETs in flight on s3fs's event loop (its connection pool, 10 by default in
+botocore, is raised to match), and ``delete_many`` sends one ``DeleteObjects`` per 1,000 keys. Every request
+is recorded on the ``deltalog.storage.requests`` logger (:mod:`deltalog.storage.requests`).
 """
 
 from __future__ import annotations
@@ -28,11 +34,12 @@ import botocore.exceptions
 import botocore.session
 import s3fs
 
-from deltalog.errors import DeltaLogError, FileAlreadyExistsError, StorageError
-from deltalog.storage.base import FileInfo, refuse_commit_overwrite, split_dir
+from deltalog.errors import BulkDeleteError, DeltaLogError, FileAlreadyExistsError, StorageError
+from deltalog.storage.base import Capabilities, FileInfo, refuse_commit_overwrite, split_dir
 from deltalog.storage.bucket_paths import BucketPaths
-from deltalog.storage.options import scrub, secrets_of
-from deltalog.storage.redaction import redact_in_logs
+from deltalog.storage.bulk import chunked, missing
+from deltalog.storage.options import scrub
+from deltalog.storage.requests import instrument_botocore
 
 log = logging.getLogger(__name__)
 
@@ -101,6 +108,23 @@ def _client_error(exc: BaseException) -> botocore.exceptions.ClientError | None:
     return None
 
 
+#: keys per DeleteObjects request (S3's limit)
+DELETE_BATCH = 1000
+
+
+def batch_failures(answer: Mapping[str, Any]) -> list[tuple[str, str, str]]:
+    """(key, code, message) of each key a ``DeleteObjects`` answer (HTTP 200) says it did not delete.
+
+    ``NoSuchKey`` is not a failure: the key is gone, which is what was asked.
+    """
+    out = []
+    for err in answer.get("Errors") or ():
+        code = str(err.get("Code") or "")
+        if code != "NoSuchKey":
+            out.append((str(err.get("Key") or ""), code, str(err.get("Message") or "")))
+    return out
+
+
 def _code_status(exc: BaseException) -> tuple[str, int]:
     ce = _client_error(exc)
     if ce is None:
@@ -123,20 +147,17 @@ class S3LogStore(BucketPaths):
         secrets: tuple[str, ...] = (),
         fs: Any = None,
         allow_unsafe_commits: bool = False,
+        max_concurrency: int | None = None,
     ) -> None:
         problem = conditional_put_supported()
         if problem is not None:
             raise StorageError(f"cannot write safely to {scheme}://{bucket}: {problem}")
         self._bucket = bucket
-        self._bucket_name = bucket
-        self._prefix = prefix.strip("/")
-        self._display = f"{scheme}://{bucket}" + (f"/{self._prefix}" if self._prefix else "")
-        kwargs = dict(fs_kwargs or {})
-        self._secrets = tuple(secrets) + secrets_of(kwargs)
-        redact_in_logs(self._secrets, "s3")  # botocore's DEBUG records carry the session token verbatim
-        kwargs.setdefault("use_listings_cache", False)
+        kwargs = self._setup(bucket, prefix, f"{scheme}://{bucket}", fs_kwargs, secrets, max_concurrency, "s3")
+        config = dict(kwargs.get("config_kwargs") or {})
+        config.setdefault("max_pool_connections", self._concurrency)  # botocore's 10 would cap read_many
+        kwargs["config_kwargs"] = config
         self._fs = fs if fs is not None else s3fs.S3FileSystem(**kwargs)
-        #: only consulted by stores without atomic put-if-absent; kept for a uniform interface
         self.allow_unsafe_commits = allow_unsafe_commits
 
     # ------------------------------------------------------------------------------------------ errors
@@ -171,21 +192,36 @@ class S3LogStore(BucketPaths):
         label = f"{code} (HTTP {status})" if code else type(exc).__name__
         return StorageError(scrub(f"{where} failed: {label}: {detail}", self._secrets), path=path, retryable=retryable)
 
+    def _connect(self) -> None:
+        """Open s3fs's client (``fs.s3`` does, once) and record its requests, the first one included."""
+        instrument_botocore(self._fs.s3)
+
+    @property
+    def capabilities(self) -> Capabilities:
+        return Capabilities(atomic_put_if_absent=True, read_concurrency=self._concurrency, delete_batch=DELETE_BATCH)
+
     def _guard_once(self, op: str, path: str, call: Callable[[], Any]) -> Any:
         try:
+            self._connect()
             return call()
         except FileNotFoundError as exc:
             if _code_status(exc)[0] == "NoSuchBucket":
                 raise self._error(op, path, exc) from exc
-            raise
+            raise missing(path) from exc
         except DeltaLogError:  # already typed (a refused path, an error of ours)
             raise
         except Exception as exc:
             raise self._error(op, path, exc) from exc
 
     # ------------------------------------------------------------------------------------------ reads
-    def read(self, path: str) -> bytes:
-        return cast(bytes, self._guard("read", path, lambda: self._fs.cat_file(self._full(path))))
+    async def _get(self, path: str) -> bytes:
+        """One GetObject: the body, or FileNotFoundError (s3fs turns NoSuchKey into it)."""
+        answer = await self._fs._call_s3("get_object", Bucket=self._bucket, Key=self._key(path))
+        body = answer["Body"]
+        try:
+            return cast(bytes, await body.read())
+        finally:
+            body.close()
 
     def open(self, path: str) -> BinaryIO:
         return cast(BinaryIO, self._guard("open", path, lambda: self._open_file(path)))
@@ -287,6 +323,37 @@ class S3LogStore(BucketPaths):
                 "delete", path, lambda: self._fs.call_s3("delete_object", Bucket=self._bucket, Key=self._key(path))
             )
 
+    def delete_many(self, paths: list[str]) -> None:
+        """One ``DeleteObjects`` (quiet mode) per 1,000 keys, batches in order; see
+        :func:`deltalog.storage.bulk.delete_many`. Keys a batch names as failed are tried again within the
+        retry budget when their error may pass (throttling, internal errors), else reported."""
+        by_key = {self._key(p): p for p in paths}  # every name confined before the first request
+        for batch in chunked(list(by_key), DELETE_BATCH):
+            pending = list(batch)
+            for attempt in range(max(1, self.retry.attempts)):
+                failures = batch_failures(self._delete_objects(pending, by_key[pending[0]]))
+                if not failures:
+                    break
+                retryable = all(code in _RETRY_CODES for _, code, _ in failures)
+                if not retryable or attempt + 1 >= self.retry.attempts:
+                    raise self._batch_error(failures, by_key, retryable)
+                pending = [key for key, _, _ in failures]
+                self.retry.sleep(self.retry.delay(attempt))
+
+    def _delete_objects(self, keys: list[str], first: str) -> dict[str, Any]:
+        request = {"Objects": [{"Key": k} for k in keys], "Quiet": True}
+        call = functools.partial(self._fs.call_s3, "delete_objects", Bucket=self._bucket, Delete=request)
+        return cast(dict[str, Any], self._guard("delete", first, call))
+
+    def _batch_error(
+        self, failures: list[tuple[str, str, str]], by_key: dict[str, str], retryable: bool
+    ) -> BulkDeleteError:
+        failed = tuple(by_key.get(key, key) for key, _, _ in failures)
+        shown = "; ".join(f"{by_key.get(k, k)}: {code} {msg}".strip() for k, code, msg in failures[:5])
+        more = f" (and {len(failures) - 5} more)" if len(failures) > 5 else ""
+        msg = f"delete in {self._display} left {len(failures)} file(s): {shown}{more}"
+        return BulkDeleteError(scrub(msg, self._secrets), failed=failed, retryable=retryable)
+
     def __repr__(self) -> str:
         return f"S3LogStore({self._display!r})"
 
@@ -299,4 +366,4 @@ def _mtime_ms(value: Any) -> int:
     return 0
 
 
-__all__ = ["S3LogStore", "conditional_put_supported"]
+__all__ = ["DELETE_BATCH", "S3LogStore", "batch_failures", "conditional_put_supported"]

@@ -1,6 +1,7 @@
 """From a user's table location to a store: plain paths and ``file://`` go to the local store, ``s3://`` and
 ``s3a://`` to :class:`~deltalog.storage.s3.S3LogStore`, ``abfs://``, ``abfss://`` and ``az://`` to
-:class:`~deltalog.storage.azure.AzureLogStore`, anything else fsspec knows to the generic fsspec store.
+:class:`~deltalog.storage.azure.AzureLogStore`, ``gs://`` and ``gcs://`` to
+:class:`~deltalog.storage.gcs.GcsLogStore`, anything else fsspec knows to the generic fsspec store.
 
 ``storage_options`` take fsspec names or deltalake names (see :mod:`deltalog.storage.options`).
 """
@@ -20,6 +21,7 @@ if TYPE_CHECKING:
 
 S3_SCHEMES = ("s3", "s3a")
 AZURE_SCHEMES = ("abfs", "abfss", "az")
+GCS_SCHEMES = ("gs", "gcs")
 
 
 def _redact(uri: str) -> str:
@@ -45,22 +47,30 @@ def _parse_options(kind: str, storage_options: dict[str, Any] | None) -> StoreOp
     return parse_options(kind, storage_options)
 
 
-def _s3_store(loc: str, scheme: str, storage_options: dict[str, Any] | None) -> LogStore:
+def _bucket_store(loc: str, scheme: str, kind: str, storage_options: dict[str, Any] | None) -> LogStore:
+    """An S3 (``kind`` "s3") or GCS ("gcs") store: a bucket, a key prefix, the translated options."""
     parts = urlsplit(loc)
     if not parts.netloc:
         raise InvalidArgumentError(f"{scheme}:// location {loc!r} names no bucket (expected {scheme}://bucket/path)")
-    opts = _parse_options("s3", storage_options)
+    opts = _parse_options(kind, storage_options)
     try:
-        from deltalog.storage.s3 import S3LogStore
+        if kind == "s3":
+            from deltalog.storage.s3 import S3LogStore as Store
+        else:
+            from deltalog.storage.gcs import GcsLogStore as Store  # type: ignore[assignment]
     except ImportError as exc:
-        raise _missing_extra(scheme, "s3", exc) from None
-    return S3LogStore(
+        if kind == "gcs":
+            how = "a package that is not installed: pip install 'deltalog[gcs]'"
+            raise InvalidArgumentError(f"{scheme}:// tables need {how}") from None
+        raise _missing_extra(scheme, kind, exc) from None
+    return Store(
         parts.netloc,
         unquote(parts.path),
         opts.fs_kwargs,
         scheme=scheme,
         secrets=opts.secrets,
         allow_unsafe_commits=opts.allow_unsafe_commits,
+        max_concurrency=opts.max_concurrency,
     )
 
 
@@ -88,6 +98,7 @@ def _azure_store(loc: str, scheme: str, storage_options: dict[str, Any] | None) 
         display_root=display,
         secrets=opts.secrets,
         allow_unsafe_commits=opts.allow_unsafe_commits,
+        max_concurrency=opts.max_concurrency,
     )
 
 
@@ -125,9 +136,11 @@ def store_for(location: str | os.PathLike[str], storage_options: dict[str, Any] 
             loc = unquote(urlsplit(loc).path)
         return LocalLogStore(loc)
     if scheme in S3_SCHEMES:
-        return _s3_store(loc, scheme, storage_options)
+        return _bucket_store(loc, scheme, "s3", storage_options)
     if scheme in AZURE_SCHEMES:
         return _azure_store(loc, scheme, storage_options)
+    if scheme in GCS_SCHEMES:
+        return _bucket_store(loc, scheme, "gcs", storage_options)
     import fsspec
 
     from deltalog.storage.fsspec_store import FsspecLogStore
@@ -143,4 +156,4 @@ def store_for(location: str | os.PathLike[str], storage_options: dict[str, Any] 
     return store
 
 
-__all__ = ["AZURE_SCHEMES", "S3_SCHEMES", "store_for"]
+__all__ = ["AZURE_SCHEMES", "GCS_SCHEMES", "S3_SCHEMES", "store_for"]

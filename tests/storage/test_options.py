@@ -153,3 +153,38 @@ def test_uris_without_a_bucket_or_container_are_refused() -> None:
 
 def test_installed_s3fs_and_botocore_can_send_conditional_puts() -> None:
     assert conditional_put_supported() is None
+
+
+def test_an_http_azure_endpoint_stays_http() -> None:
+    """deltalake's ``azure_storage_endpoint`` + ``allow_http``: the http endpoint must be reached over http (adlfs's
+    ``account_host`` would make it https, and the store timed out)."""
+    opts = parse_options(
+        "azure",
+        {
+            "azure_storage_account_name": "devstoreaccount1",
+            "azure_storage_account_key": ACCOUNT_KEY,
+            "azure_storage_endpoint": "http://127.0.0.1:10000/devstoreaccount1/",
+            "allow_http": "true",
+        },
+    )
+    cs = opts.fs_kwargs["connection_string"]
+    assert "DefaultEndpointsProtocol=http;" in cs and "BlobEndpoint=http://127.0.0.1:10000/devstoreaccount1;" in cs
+    assert f"AccountKey={ACCOUNT_KEY};" in cs and "account_host" not in opts.fs_kwargs
+    assert ACCOUNT_KEY in opts.secrets
+    sas = parse_options("azure", {"account_name": "a", "sas_token": "?sv=1&sig=abc", "azure_endpoint": "http://h:1/a"})
+    assert "SharedAccessSignature=sv=1&sig=abc;" in sas.fs_kwargs["connection_string"]
+    https = parse_options("azure", {"account_name": "a", "azure_storage_endpoint": "https://gw.example:8443/a"})
+    assert https.fs_kwargs["account_host"] == "gw.example:8443/a"
+    with pytest.raises(InvalidArgumentError, match="https only"):
+        parse_options("azure", {"account_name": "a", "client_secret": "x" * 20, "azure_endpoint": "http://h:1/a"})
+
+
+def test_the_concurrency_switch() -> None:
+    opts = parse_options("s3", {"DELTALOG_MAX_CONCURRENCY": "200"})
+    assert (opts.max_concurrency, opts.fs_kwargs) == (200, {})
+    for bad in ("0", "-3", "many"):
+        with pytest.raises(InvalidArgumentError, match="positive integer"):
+            parse_options("s3", {"deltalog_max_concurrency": bad})
+    store = store_for("s3://b/t", {"deltalog_max_concurrency": "7", "AWS_ENDPOINT_URL": "http://127.0.0.1:1"})
+    assert store.capabilities.read_concurrency == 7
+    assert store.fs.config_kwargs["max_pool_connections"] == 7  # type: ignore[attr-defined]

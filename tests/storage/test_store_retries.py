@@ -36,11 +36,11 @@ def test_s3_reads_survive_transient_timeouts(moto_server: Server) -> None:
     uri = f"s3://{BUCKET}/{unique()}"
     real, prefix = created(uri, s3_options(moto_server.endpoint))
     assert isinstance(real, S3LogStore)
-    flaky = FlakyFs(real.fs, "cat_file", 2, lambda: botocore.exceptions.ReadTimeoutError(endpoint_url="http://x"))
+    flaky = FlakyFs(real.fs, "_call_s3", 2, lambda: botocore.exceptions.ReadTimeoutError(endpoint_url="http://x"))
     store = S3LogStore(BUCKET, prefix, fs=flaky)
     assert DeltaLog(store, store.root).snapshot().version == 0
     assert flaky.left == 0  # both timeouts happened, and were absorbed
-    stuck = FlakyFs(real.fs, "cat_file", 100, lambda: botocore.exceptions.ReadTimeoutError(endpoint_url="http://x"))
+    stuck = FlakyFs(real.fs, "_call_s3", 100, lambda: botocore.exceptions.ReadTimeoutError(endpoint_url="http://x"))
     store = S3LogStore(BUCKET, prefix, fs=stuck)
     with pytest.raises(StorageError) as info:
         store.read("_delta_log/00000000000000000000.json")
@@ -51,7 +51,7 @@ def test_s3_reads_survive_transient_timeouts(moto_server: Server) -> None:
 def test_azure_reads_survive_a_dropped_response(azurite_server: Server) -> None:
     real, prefix = created(f"abfs://{CONTAINER}/{unique()}", azure_options(azurite_server.endpoint))
     assert isinstance(real, AzureLogStore)
-    flaky = FlakyFs(real.fs, "cat_file", 1, lambda: az.ServiceResponseError("connection reset while reading"))
+    flaky = FlakyFs(real.fs, "service_client", 1, lambda: az.ServiceResponseError("connection reset while reading"))
     store = AzureLogStore(CONTAINER, prefix, fs=flaky)
     assert DeltaLog(store, store.root).snapshot().version == 0
     assert flaky.left == 0

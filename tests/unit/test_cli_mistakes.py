@@ -52,7 +52,9 @@ def table(tmp_path: Path) -> Path:
 
 @pytest.mark.parametrize("scheme", ["gs", "gcs"])
 def test_gcs_without_gcsfs_names_the_extra(monkeypatch: pytest.MonkeyPatch, scheme: str) -> None:
-    monkeypatch.setitem(sys.modules, "gcsfs", None)
+    for name in [m for m in sys.modules if m == "gcsfs" or m.startswith("gcsfs.")] + ["gcsfs"]:
+        monkeypatch.setitem(sys.modules, name, None)  # submodules too: an import finds "gcsfs.core" first
+    monkeypatch.delitem(sys.modules, "deltalog.storage.gcs", raising=False)  # imported by an earlier test
     assert one_line(["describe", f"{scheme}://bucket/table"], 1) == (
         f"error: {scheme}:// tables need a package that is not installed: pip install 'deltalog[gcs]'"
     )
