@@ -32,7 +32,7 @@ class _Value:
     def __eq__(self, other: object) -> bool:
         if other.__class__ is not self.__class__:
             return NotImplemented
-        return self._values() == other._values()  # type: ignore[attr-defined]
+        return self._values() == tuple([getattr(other, n) for n in self._names])
 
     def __hash__(self) -> int:
         return hash(self._values())

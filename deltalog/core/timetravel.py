@@ -10,9 +10,11 @@ from __future__ import annotations
 
 import bisect
 import datetime as dt
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 
 from deltalog.core.isotime import parse_datetime
+from deltalog.core.properties import get_bool
 from deltalog.errors import InvalidArgumentError, VersionNotFoundError
 
 _EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)
@@ -78,6 +80,38 @@ def version_at(timeline: Sequence[tuple[int, int]], ts_ms: int, allow_after_late
     return timeline[i - 1][0]
 
 
+@dataclass(frozen=True)
+class IctEnablement:
+    """Where in-commit timestamps start: commits from ``version`` on carry ``commitInfo.inCommitTimestamp``.
+
+    ``timestamp`` is the enablement's own (``None`` when the table does not record it, or records something
+    that is not a number); history then takes the first in-commit timestamp.
+    """
+
+    version: int
+    timestamp: int | None
+
+
+def ict_enablement(configuration: Mapping[str, str]) -> IctEnablement | None:
+    """The in-commit timestamp enablement of a table's properties; ``None`` when they are off.
+
+    Lenient, as readers must be: an enablement version that is not a number counts as 0 (every commit
+    carries one), an enablement timestamp that is not one is unknown.
+    """
+    if not get_bool(configuration, "delta.enableInCommitTimestamps"):
+        return None
+    try:
+        version = int(configuration.get("delta.inCommitTimestampEnablementVersion", "0"))
+    except ValueError:
+        version = 0
+    raw_ts = configuration.get("delta.inCommitTimestampEnablementTimestamp")
+    try:
+        ts = int(raw_ts) if raw_ts is not None else None
+    except ValueError:
+        ts = None
+    return IctEnablement(version, ts)
+
+
 def format_ms(ms: int) -> str:
     return (
         dt.datetime.fromtimestamp(ms / 1000, tz=dt.timezone.utc)
@@ -86,4 +120,4 @@ def format_ms(ms: int) -> str:
     )
 
 
-__all__ = ["format_ms", "monotonize", "to_epoch_ms", "version_at"]
+__all__ = ["IctEnablement", "format_ms", "ict_enablement", "monotonize", "to_epoch_ms", "version_at"]
