@@ -111,10 +111,16 @@ limit_option = click.option(
 table_argument = click.argument("table", metavar="TABLE")
 
 
-def open_snapshot(table: str, version: int | None, timestamp: str | None) -> Snapshot:
+def open_table(table: str, version: int | None, timestamp: str | None) -> tuple[DeltaLog, Snapshot]:
+    """The table and its snapshot at ``version`` or ``timestamp`` (the latest without either)."""
     if version is not None and timestamp is not None:
         raise click.UsageError("--version and --timestamp cannot be used together", click.get_current_context())
-    return DeltaLog.for_table(table).snapshot(version=version, timestamp=timestamp)
+    log = DeltaLog.for_table(table)
+    return log, log.snapshot(version=version, timestamp=timestamp)
+
+
+def open_snapshot(table: str, version: int | None, timestamp: str | None) -> Snapshot:
+    return open_table(table, version, timestamp)[1]
 
 
 def emit(
