@@ -74,7 +74,7 @@ class FileList:
         self._files = files
         self._load = load
         self._chain = chain
-        self._pending = Pending() if files is not None else pending
+        self._pending = pending
         self._reload = reload
 
     @classmethod
@@ -92,8 +92,12 @@ class FileList:
 
     @property
     def pending(self) -> Pending:
-        """The commits a load would replay (nothing once loaded)."""
-        return Pending() if self._files is not None else self._pending
+        """The commits a load would replay (nothing once loaded; a chain's own commits and what its anchor,
+        if not loaded meanwhile, would replay first)."""
+        files, chain = self._files, self._chain  # read without the lock, which a running load holds
+        if files is not None:
+            return Pending()
+        return self._pending if chain is None else chain.anchor.pending + self._pending
 
     def get(self) -> FileState:
         """The files, loaded now if they are not yet (once, whichever thread asks first)."""
@@ -136,15 +140,15 @@ class FileList:
         anchor when it is itself a chain, so the commits of many advances are replayed in one go.
         """
         more = tuple(commits)
-        with self._lock:
-            chain = self._chain if self._files is None else None
+        files, chain = self._files, self._chain  # without the lock: a load in progress need not be waited for
+        if files is not None:
+            chain = None
         if chain is not None:
             joined = _Chain(chain.anchor, chain.anchor_state, chain.commits + more, root)
-            pending = chain.anchor.pending + pending_of(joined.commits)
         else:
             joined = _Chain(self, state, more, root)
-            pending = self.pending + pending_of(more)
-        return FileList(chain=joined, pending=pending, reload=self._reload)
+        # a chain's own pending: its commits (its anchor's is asked for when needed, as it may load meanwhile)
+        return FileList(chain=joined, pending=pending_of(joined.commits), reload=self._reload)
 
 
 def replay_onto(files: FileState, state: VersionState, commits: Sequence[CommitData], root: str | None) -> FileState:
