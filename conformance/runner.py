@@ -13,9 +13,8 @@ import orjson
 
 from conformance import deviations
 from conformance.expectations import Layout, layout, table_error_class, version_error_class
-from deltalog import DeltaLog, DeltaLogError
+from deltalog import DeltaLog, DeltaLogError, Snapshot
 from deltalog.errors import CorruptLogError, UnsupportedFeatureError
-from deltalog.snapshot import Snapshot
 
 _NAMES_FILE = re.compile(r"_delta_log|\d{20}\.")
 

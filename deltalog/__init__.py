@@ -41,20 +41,20 @@ from deltalog.errors import (
     VersionNotFoundError,
 )
 from deltalog.log import DeltaLog
-from deltalog.snapshot import Snapshot
+from deltalog.table.snapshot import Snapshot
 
 if TYPE_CHECKING:
-    from deltalog.committer import RetryPolicy
-    from deltalog.history import HistoryEntry
-    from deltalog.transaction import CommitResult, Transaction
+    from deltalog.table.commit_loop import RetryPolicy
+    from deltalog.table.history import HistoryEntry
+    from deltalog.table.transaction import CommitResult, Transaction
 
 logging.getLogger(__name__).addHandler(logging.NullHandler())
 
 _LAZY = {
-    "CommitResult": "deltalog.transaction",
-    "Transaction": "deltalog.transaction",
-    "RetryPolicy": "deltalog.committer",
-    "HistoryEntry": "deltalog.history",
+    "CommitResult": "deltalog.table.transaction",
+    "Transaction": "deltalog.table.transaction",
+    "RetryPolicy": "deltalog.table.commit_loop",
+    "HistoryEntry": "deltalog.table.history",
 }
 
 

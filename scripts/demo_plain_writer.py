@@ -15,10 +15,9 @@ from urllib.parse import quote
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from deltalog import CommitResult, DeltaLog
+from deltalog import CommitResult, DeltaLog, Transaction
 from deltalog.actions import Add
 from deltalog.arrow.stats import stats_json
-from deltalog.transaction import Transaction
 
 CITIES = ("Lisbon", "Oslo", "Kyoto", "Lima", "Accra")
 #: the data columns as the Spark jobs write them; the partition column lives in the directory name

@@ -1,8 +1,13 @@
-"""Writing ``_last_checkpoint``: last, with the spec's checksum, and only ever forward.
+"""``_last_checkpoint``: the one reader (for listing) and the one writer (after a checkpoint).
 
-Overwrites are not atomic everywhere and two checkpoint writers can race, so the hint is only moved when
-it points at an older version, and after writing we look at the listing: if a newer complete checkpoint
-appeared meanwhile (a racing writer whose hint we may have just overwritten), the hint is pointed at it.
+Reading: the hint only says where to start listing, so anything doubtful (torn, malformed, a checksum
+that does not match, something that is not a readable file in its place) reads as "no hint", with a
+warning for a reader that will list the whole log instead; only a retryable storage error is raised.
+
+Writing: last, with the spec's checksum, and only ever forward. Overwrites are not atomic everywhere and
+two checkpoint writers can race, so the hint is only moved when it points at an older version, and after
+writing we look at the listing: if a newer complete checkpoint appeared meanwhile (a racing writer whose
+hint we may have just overwritten), the hint is pointed at it.
 """
 
 from __future__ import annotations
@@ -13,7 +18,7 @@ from typing import Any
 import orjson
 
 from deltalog.core import last_checkpoint as hints
-from deltalog.core.paths import LAST_CHECKPOINT, LOG_DIR, parse, version_prefix
+from deltalog.core.paths import LAST_CHECKPOINT, LOG_DIR, log_files, version_prefix
 from deltalog.core.segment import complete_checkpoints
 from deltalog.errors import StorageError
 from deltalog.storage.base import LogStore
@@ -30,15 +35,32 @@ def encode_hint(info: dict[str, Any]) -> bytes:
     return orjson.dumps(ordered)
 
 
-def current_hint(store: LogStore) -> hints.LastCheckpoint | None:
+def read_hint(store: LogStore, where: str | None = None) -> hints.LastCheckpoint | None:
+    """``_last_checkpoint`` if present and sound, else ``None``; a retryable storage error is raised.
+
+    ``where`` (the table's location) asks for a warning when a hint is there but unusable: a reader
+    about to list the whole log says why. The writer, about to replace such a hint, passes none.
+    """
     try:
-        return hints.parse(store.read(HINT))
-    except (FileNotFoundError, hints.HintError):
+        data = store.read(HINT)
+    except FileNotFoundError:
         return None
     except StorageError as exc:
         if exc.retryable:
             raise
-        return None  # not a readable file: the put below replaces it, or says why it cannot
+        # Only a hint: something that is not a readable file in its place (a directory, a FIFO) means list.
+        _ignored(where, exc)
+        return None
+    try:
+        return hints.parse(data)
+    except hints.HintError as exc:
+        _ignored(where, exc)
+        return None
+
+
+def _ignored(where: str | None, exc: Exception) -> None:
+    if where is not None:
+        log.warning("ignoring %s/%s: %s; listing the log instead", where, HINT, exc)
 
 
 def update_hint(store: LogStore, info: dict[str, Any]) -> bool:
@@ -46,7 +68,7 @@ def update_hint(store: LogStore, info: dict[str, Any]) -> bool:
     with the same number of parts (a hint naming the right version with the wrong ``parts`` sends readers
     that trust it to files that are not there)."""
     version = int(info["version"])
-    existing = current_hint(store)
+    existing = read_hint(store)  # an unusable hint is replaced below, or the put says why it cannot be
     if existing is not None and (
         existing.version > version or (existing.version == version and existing.parts == info.get("parts"))
     ):
@@ -60,8 +82,7 @@ def update_hint(store: LogStore, info: dict[str, Any]) -> bool:
         # The checkpoint is written and complete; without the hint readers list the log to find it.
         log.warning("could not write %s (%s); readers will find the checkpoint by listing", HINT, exc)
         return False
-    listed = [parse(f.name, f.size) for f in store.list_from(f"{LOG_DIR}/{version_prefix(version + 1)}")]
-    newer = complete_checkpoints(p for p in listed if p is not None)
+    newer = complete_checkpoints(log_files(store.list_from(f"{LOG_DIR}/{version_prefix(version + 1)}")))
     if newer:
         best = newer[-1]
         repaired: dict[str, Any] = {"version": best.version, "size": -1}
@@ -72,4 +93,4 @@ def update_hint(store: LogStore, info: dict[str, Any]) -> bool:
     return True
 
 
-__all__ = ["current_hint", "encode_hint", "update_hint"]
+__all__ = ["HINT", "encode_hint", "read_hint", "update_hint"]

@@ -1,6 +1,7 @@
-"""A snapshot's checkpoint rows as Arrow in checkpoint types: non-file actions, adds, tombstones.
+"""A version's checkpoint rows as Arrow in checkpoint types: non-file actions, adds, tombstones.
 
-The live adds of a snapshot loaded from a checkpoint are, row for row, that checkpoint's adds minus the
+Built from the version's state and files and a clock, never from a snapshot. The live adds of a file
+state loaded from a checkpoint are, row for row, that checkpoint's adds minus the
 masked-out ones, followed by the adds of later commits. :func:`streamed_adds` yields them in that order one
 batch at a time, re-reading the old checkpoint with its ``stats``, so a checkpoint of a million files never
 holds every stats string at once.
@@ -10,7 +11,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterator, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -20,11 +21,9 @@ from deltalog.checkpoint.reader import FileActions
 from deltalog.checkpoint.scan import BATCH_ROWS
 from deltalog.core import properties
 from deltalog.core.state.columns import array_of
+from deltalog.core.state.files import FileState
+from deltalog.core.version_state import VersionState
 from deltalog.errors import CheckpointError
-
-if TYPE_CHECKING:
-    from deltalog.core.state.files import FileState
-    from deltalog.snapshot import Snapshot
 
 log = logging.getLogger(__name__)
 
@@ -75,10 +74,10 @@ def _struct(rows: list[dict[str, Any]], t: pa.StructType) -> pa.Array:
     return nested_array(rows, t)
 
 
-def non_file_arrays(snapshot: Snapshot) -> list[tuple[str, pa.Array]]:
-    """Protocol, metaData, txns and domain metadata of ``snapshot``, one struct array per kind."""
-    p = snapshot.protocol
-    m = snapshot.metadata
+def non_file_arrays(state: VersionState, now_ms: int) -> list[tuple[str, pa.Array]]:
+    """Protocol, metaData, txns live at ``now_ms`` and domain metadata of ``state``, one struct array per kind."""
+    p = state.protocol
+    m = state.metadata
     protocol = {
         "minReaderVersion": p.min_reader_version,
         "minWriterVersion": p.min_writer_version,
@@ -96,20 +95,18 @@ def non_file_arrays(snapshot: Snapshot) -> list[tuple[str, pa.Array]]:
         "createdTime": m.created_time,
     }
     out = [("protocol", _struct([protocol], S.PROTOCOL)), ("metaData", _struct([metadata], S.METADATA))]
-    txns = [{"appId": t.app_id, "version": t.version, "lastUpdated": t.last_updated} for t in snapshot.txns.values()]
+    live = state.live_txns(now_ms).values()
+    txns = [{"appId": t.app_id, "version": t.version, "lastUpdated": t.last_updated} for t in live]
     if txns:
         out.append(("txn", _struct(txns, S.TXN)))
-    domains = [
-        {"domain": d.domain, "configuration": d.configuration, "removed": False}
-        for d in snapshot.domain_metadata.values()
-    ]
+    domains = [{"domain": d.domain, "configuration": d.configuration, "removed": False} for d in state.domains.values()]
     if domains:
         out.append(("domainMetadata", _struct(domains, S.DOMAIN)))
     return out
 
 
-def non_file_table(snapshot: Snapshot, schema: pa.Schema) -> pa.Table:
-    return pa.concat_tables([null_table(schema, col, arr) for col, arr in non_file_arrays(snapshot)])
+def non_file_table(state: VersionState, now_ms: int, schema: pa.Schema) -> pa.Table:
+    return pa.concat_tables([null_table(schema, col, arr) for col, arr in non_file_arrays(state, now_ms)])
 
 
 def _column(table: pa.Table, f: pa.Field) -> pa.Array:
@@ -138,27 +135,27 @@ def add_struct(
     return pa.StructArray.from_arrays(children, fields=list(add_t))
 
 
-def live_tombstones(snapshot: Snapshot) -> tuple[pa.Table, pa.Array]:
-    """Tombstones within the deleted-file retention, as a table and as the checkpoint's ``remove`` struct."""
-    retention = properties.deleted_file_retention_ms(snapshot.configuration)
-    tomb = snapshot.tombstones()
+def live_tombstones(state: VersionState, files: FileState, now_ms: int) -> tuple[pa.Table, pa.Array]:
+    """Tombstones within the deleted-file retention at ``now_ms``, as a table and as the checkpoint's
+    ``remove`` struct."""
+    retention = properties.deleted_file_retention_ms(state.configuration)
+    tomb = files.tombstones()
     if tomb.num_rows:
         ts = pc.fill_null(tomb.column("deletionTimestamp"), 0)
-        tomb = tomb.filter(pc.greater(ts, snapshot.log.now_ms() - retention))
+        tomb = tomb.filter(pc.greater(ts, now_ms - retention))
     if not tomb.num_rows:
         return tomb, pa.nulls(0, S.REMOVE)
     children = [false_array(tomb.num_rows) if f.name == "dataChange" else _column(tomb, f) for f in S.REMOVE]
     return tomb, pa.StructArray.from_arrays(children, fields=list(S.REMOVE))
 
 
-def streamed_adds(snapshot: Snapshot, stats: bool) -> Iterator[pa.Table] | None:
-    """The live adds of ``snapshot`` in ``raw_files`` order, batch by batch, or None if not streamable.
+def streamed_adds(files: FileState, stats: bool) -> Iterator[pa.Table] | None:
+    """The live adds of ``files`` in ``adds()`` order, batch by batch, or None if not streamable.
 
     Streamable means the file state's base came from a checkpoint read (its ``base_stats`` is that
     checkpoint's :class:`FileActions`): its rows are re-read with ``stats``, the live mask applied slice by
     slice, then the adds of later commits follow.
     """
-    files = snapshot.file_state()
     if not isinstance(files.base_stats, FileActions):
         return None
     return _stream(files, files.base_stats, stats)

@@ -11,10 +11,9 @@ import io
 import logging
 import time
 import uuid
-import zlib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -23,6 +22,7 @@ import pyarrow.parquet as pq
 from deltalog.checkpoint import schema as S
 from deltalog.checkpoint.hint import update_hint
 from deltalog.checkpoint.parsed import partition_values_parsed, stats_parsed
+from deltalog.checkpoint.parts import assign_parts
 from deltalog.checkpoint.reader import CheckpointReader, FileActions
 from deltalog.checkpoint.rows import (
     add_struct,
@@ -34,18 +34,14 @@ from deltalog.checkpoint.rows import (
 )
 from deltalog.checkpoint.scan import BATCH_ROWS, open_parquet
 from deltalog.core import properties
-from deltalog.core.paths import LOG_DIR, SIDECAR_DIR, Kind, checkpoint_name, multipart_name
+from deltalog.core.paths import LOG_DIR, SIDECAR_DIR, Kind, checkpoint_name, log_files, multipart_name, version_prefix
 from deltalog.core.segment import CheckpointRef, complete_checkpoints
 from deltalog.core.state import BaseState
 from deltalog.core.state.columns import array_of
-from deltalog.core.state.files import key_column
+from deltalog.core.state.files import FileState, key_column
+from deltalog.core.version_state import VersionState
 from deltalog.errors import CheckpointError, CorruptLogError, FileAlreadyExistsError, InvalidArgumentError
-from deltalog.log_listing import list_log
-from deltalog.storage.local import LocalLogStore
-
-if TYPE_CHECKING:
-    from deltalog.snapshot import Snapshot
-    from deltalog.storage.base import LogStore
+from deltalog.storage.base import LogStore, list_between
 
 log = logging.getLogger(__name__)
 
@@ -78,16 +74,31 @@ class _Sections:
 
 
 class CheckpointWriter:
-    def __init__(self, store: LogStore, snapshot: Snapshot, progress: Progress | None = None) -> None:
+    """Writes the checkpoint of one version from its state and files (never from a snapshot or a log).
+
+    ``now_ms`` is the clock that decides which tombstones and txns are still within their retention, and
+    the time sidecars are stamped with.
+    """
+
+    def __init__(
+        self,
+        store: LogStore,
+        state: VersionState,
+        files: FileState,
+        now_ms: int,
+        progress: Progress | None = None,
+    ) -> None:
         self.store = store
-        self.snapshot = snapshot
+        self.state = state
+        self.files = files
+        self.now_ms = now_ms
         self.progress = progress
-        conf = snapshot.configuration
+        conf = state.configuration
         self.stats_json = properties.get_bool(conf, "delta.checkpoint.writeStatsAsJson", True)
         # The spec's default is false (Delta Spark's is true); unset means the spec's default here.
         self.stats_struct = properties.get_bool(conf, "delta.checkpoint.writeStatsAsStruct", False)
         self.compression = conf.get("delta.parquet.compression.codec", "snappy").lower()
-        self.v2 = "v2Checkpoint" in snapshot.features
+        self.v2 = "v2Checkpoint" in state.features
 
     # ------------------------------------------------------------------------------------------ assembly
     def _tick(self, stage: str, done: int, total: int) -> None:
@@ -95,35 +106,32 @@ class CheckpointWriter:
             self.progress(stage, done, total)
 
     def _add_type(self, adds: pa.Table) -> tuple[pa.StructType, pa.Array | None, pa.Array | None]:
-        snap = self.snapshot
-        mode = snap.column_mapping_mode
+        state = self.state
+        mode = state.column_mapping_mode
         sp = pvp = None
         sp_type = pv_type = None
         if self.stats_struct:
-            sp_type = S.stats_parsed_type(snap.schema_json, mode, snap.partition_columns)
+            schema = state.schema_json()
+            columns = list(state.metadata.partition_columns)
+            sp_type = S.stats_parsed_type(schema, mode, columns)
             sp = stats_parsed(adds.column("stats"), sp_type)
-            pv_type = S.partition_values_parsed_type(snap.schema_json, mode, snap.partition_columns)
+            pv_type = S.partition_values_parsed_type(schema, mode, columns)
             if pv_type is not None:
                 pvp = partition_values_parsed(
-                    adds.column("partitionValues"),
-                    snap.schema_json,
-                    snap.physical_names,
-                    snap.partition_columns,
-                    pv_type,
+                    adds.column("partitionValues"), schema, state.physical_names(schema), columns, pv_type
                 )
         t = S.add_type(self.stats_json, sp_type if sp is not None else None, pv_type if pvp is not None else None)
         return t, sp, pvp
 
     def sections(self, keys: bool = False) -> tuple[_Sections, pa.StructType]:
         """Every row in memory: for multi-part and V2 checkpoints and the parsed stats columns."""
-        snap = self.snapshot
-        adds = snap.raw_files(stats=self.stats_json or self.stats_struct)
+        adds = self.files.adds(stats=self.stats_json or self.stats_struct)
         add_t, sp, pvp = self._add_type(adds)
-        tomb, remove_array = live_tombstones(snap)
+        tomb, remove_array = live_tombstones(self.state, self.files, self.now_ms)
         schema = S.checkpoint_schema(add_t, v2=self.v2)
         root = self.store.root
         sections = _Sections(
-            non_file=non_file_table(snap, schema),
+            non_file=non_file_table(self.state, self.now_ms, schema),
             adds=add_struct(adds, add_t, sp, pvp),
             removes=remove_array,
             add_keys=key_column(adds, root) if keys and adds.num_rows else None,
@@ -151,7 +159,7 @@ class CheckpointWriter:
                     done += t.num_rows
                     self._tick(stage, done, total)
         buf = sink.getvalue()
-        if isinstance(self.store, LocalLogStore):
+        if self.store.capabilities.local:
             return memoryview(buf)  # type: ignore[return-value]  # written with os.write: no copy of the file
         return buf.to_pybytes()
 
@@ -193,7 +201,7 @@ class CheckpointWriter:
         kept = self._keep_existing(started, classic=not (multipart or self.v2))
         if kept is not None:
             return kept
-        streamed = None if self.stats_struct or self.v2 or multipart else streamed_adds(self.snapshot, self.stats_json)
+        streamed = None if self.stats_struct or self.v2 or multipart else streamed_adds(self.files, self.stats_json)
         if streamed is not None:
             files, sizes, wrote, num_actions, num_adds = self._write_streamed(streamed)
             return self._finish("classic", files, sizes, wrote, num_actions, num_adds, started)
@@ -223,7 +231,7 @@ class CheckpointWriter:
         started: float,
     ) -> CheckpointResult:
         """Move ``_last_checkpoint`` forward to the files just written (or found)."""
-        version = self.snapshot.version
+        version = self.state.version
         hint: dict[str, Any] = {"version": version, "size": num_actions}
         if kind == "multipart":
             hint["parts"] = len(files)
@@ -246,11 +254,10 @@ class CheckpointWriter:
 
         Only one batch of adds with stats is in memory at a time, besides the encoded file.
         """
-        snap = self.snapshot
         add_t = S.add_type(self.stats_json, None, None)
         schema = S.checkpoint_schema(add_t)
-        non_file = non_file_table(snap, schema)
-        _, removes = live_tombstones(snap)
+        non_file = non_file_table(self.state, self.now_ms, schema)
+        _, removes = live_tombstones(self.state, self.files, self.now_ms)
         num_adds = 0
 
         def tables() -> Iterator[pa.Table]:
@@ -262,9 +269,9 @@ class CheckpointWriter:
             for start in range(0, len(removes), BATCH_ROWS):
                 yield null_table(schema, "remove", removes.slice(start, BATCH_ROWS))
 
-        total = non_file.num_rows + snap.num_files + len(removes)
+        total = non_file.num_rows + self.files.num_files + len(removes)
         data = self._encode(schema, tables(), total, "write")
-        path = f"{LOG_DIR}/{checkpoint_name(snap.version)}"
+        path = f"{LOG_DIR}/{checkpoint_name(self.state.version)}"
         wrote = self._publish(path, data)
         return [path], [len(data)], wrote, non_file.num_rows + num_adds + len(removes), num_adds
 
@@ -272,15 +279,15 @@ class CheckpointWriter:
         schema = S.checkpoint_schema(add_t)
         total = sec.non_file.num_rows + len(sec.adds) + len(sec.removes)
         data = self._encode(schema, _chain([sec.non_file], self._file_rows(schema, sec, None, None)), total, "write")
-        path = f"{LOG_DIR}/{checkpoint_name(self.snapshot.version)}"
+        path = f"{LOG_DIR}/{checkpoint_name(self.state.version)}"
         wrote = self._publish(path, data)
         return [path], [len(data)], wrote
 
     def _write_multipart(self, sec: _Sections, add_t: pa.StructType, parts: int) -> tuple[list[str], list[int], bool]:
         """Parts by a stable hash of (path, DV id), so racing writers produce byte-identical assignments."""
         schema = S.checkpoint_schema(add_t)
-        add_part = _assign(sec.add_keys, parts)
-        rm_part = _assign(sec.remove_keys, parts)
+        add_part = assign_parts(sec.add_keys, parts)
+        rm_part = assign_parts(sec.remove_keys, parts)
         files, sizes, wrote_any = [], [], False
         total = sec.non_file.num_rows + len(sec.adds) + len(sec.removes)
         for i in range(parts):
@@ -294,14 +301,14 @@ class CheckpointWriter:
                 rm_idx if rm_idx is not None else pa.nulls(0, pa.int64()),
             )
             data = self._encode(schema, _chain(first, rows), total, f"part {i + 1}/{parts}")
-            path = f"{LOG_DIR}/{multipart_name(self.snapshot.version, i + 1, parts)}"
+            path = f"{LOG_DIR}/{multipart_name(self.state.version, i + 1, parts)}"
             wrote_any |= self._publish(path, data)
             files.append(path)
             sizes.append(len(data))
         return files, sizes, wrote_any
 
     def _write_v2(self, sec: _Sections, add_t: pa.StructType) -> tuple[list[str], list[int], bool]:
-        version = self.snapshot.version
+        version = self.state.version
         schema = S.checkpoint_schema(add_t, v2=True)
         n_file = len(sec.adds) + len(sec.removes)
         sidecar_rows: list[dict[str, Any]] = []
@@ -328,7 +335,7 @@ class CheckpointWriter:
                     {
                         "path": name,
                         "sizeInBytes": len(data),
-                        "modificationTime": self.snapshot.log.now_ms(),
+                        "modificationTime": self.now_ms,
                         "tags": None,
                     }
                 )
@@ -360,8 +367,11 @@ class CheckpointWriter:
         when it is a single classic file under the very name about to be written (a torn copy); any other
         damaged one is a :class:`CheckpointError` naming it, since writing beside it is what must not happen.
         """
-        version = self.snapshot.version
-        refs = [c for c in complete_checkpoints(list_log(self.store, version, version)) if c.version == version]
+        version = self.state.version
+        listed = log_files(
+            list_between(self.store, f"{LOG_DIR}/{version_prefix(version)}", version_prefix(version + 1))
+        )
+        refs = [c for c in complete_checkpoints(listed) if c.version == version]
         damaged: list[tuple[CheckpointRef, CorruptLogError]] = []
         for ref in reversed(refs):  # the layout readers prefer first
             try:
@@ -386,7 +396,7 @@ class CheckpointWriter:
         """The result for a complete checkpoint found at this version, with the hint moved to it if behind."""
         files = [f"{LOG_DIR}/{p.name}" for p in ref.files]
         num_adds = base.adds.num_rows
-        live = self.snapshot.num_files
+        live = self.files.num_files
         if num_adds != live:
             raise CheckpointError(
                 f"{files[0]} already checkpoints version {ref.version} but holds {num_adds} live files where the "
@@ -440,17 +450,17 @@ def _chain(first: list[pa.Table], rest: Iterator[pa.Table]) -> Iterator[pa.Table
     yield from rest
 
 
-def _assign(keys: pa.Array | None, parts: int) -> pa.Array | None:
-    if keys is None:
-        return None
-    return array_of([zlib.crc32(k.encode()) % parts for k in keys.to_pylist()], pa.int64())
-
-
 def write_checkpoint(
-    store: LogStore, snapshot: Snapshot, parts: int | None = None, progress: Progress | None = None
+    store: LogStore,
+    state: VersionState,
+    files: FileState,
+    now_ms: int,
+    parts: int | None = None,
+    progress: Progress | None = None,
 ) -> CheckpointResult:
-    """Checkpoint ``snapshot`` (whose version must be committed) and move ``_last_checkpoint`` forward."""
-    return CheckpointWriter(store, snapshot, progress).write(parts)
+    """Checkpoint the version ``state`` and ``files`` describe (it must be committed) and move
+    ``_last_checkpoint`` forward; ``now_ms`` judges tombstone and txn retention."""
+    return CheckpointWriter(store, state, files, now_ms, progress).write(parts)
 
 
 __all__ = ["CheckpointResult", "CheckpointWriter", "write_checkpoint"]

@@ -136,7 +136,7 @@ def describe(snap: Snapshot) -> Document:
     meta = snap.metadata
     schema = snap.schema_json
     return {
-        "table": snap.log.location,
+        "table": snap.context.location,
         "version": snap.version,
         "protocol": protocol_document(snap.protocol, snap.features),
         "metadata": {
@@ -225,7 +225,7 @@ def files(snap: Snapshot, where: Mapping[str, str], stats: bool, limit: int | No
             row["stats"] = _stats_value(r["stats"])
         rows.append(row)
     return {
-        "table": snap.log.location,
+        "table": snap.context.location,
         "version": snap.version,
         "partition_columns": snap.partition_columns,
         "where": dict(where),
@@ -244,11 +244,12 @@ def commit_time(log: DeltaLog, version: int) -> int | None:
     return dict(timeline).get(version)
 
 
-def snapshot(snap: Snapshot) -> Document:
+def snapshot(snap: Snapshot, log: DeltaLog) -> Document:
+    """``snap`` summarised; ``log`` (the table it came from) gives its commit time as time travel sees it."""
     return {
-        "table": snap.log.location,
+        "table": snap.context.location,
         "version": snap.version,
-        **_instant("timestamp", commit_time(snap.log, snap.version)),
+        **_instant("timestamp", commit_time(log, snap.version)),
         "num_files": snap.num_files,
         "total_size": _total_size(snap.files()),
         "protocol": protocol_document(snap.protocol, snap.features),

@@ -2,7 +2,7 @@
 
 Registered on the main group by :mod:`deltalog.cli.main`. Read-only: it lists ``_delta_log/_intents`` and
 judges each file's age by this machine's clock against the intent's own timeout (writers judge by the
-store's clock, see :mod:`deltalog.intents`, so a skewed clock here can show an intent a writer would still
+store's clock, see :mod:`deltalog.table.intents`, so a skewed clock here can show an intent a writer would still
 honour as stale, or the reverse). ``deltalog cleanup --apply`` deletes intents stale by more than a margin.
 """
 
@@ -18,7 +18,7 @@ from deltalog.cli.documents import Document, iso_ms
 from deltalog.cli.layout import Column, Screen
 from deltalog.cli.options import emit, limit_option, open_log, output_format
 from deltalog.core import intents as core
-from deltalog.intents import list_intents
+from deltalog.table.intents import list_intents
 
 
 def intents_document(log: DeltaLog) -> Document:

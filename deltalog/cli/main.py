@@ -41,6 +41,7 @@ from deltalog.cli.options import (
     limit_option,
     open_log,
     open_snapshot,
+    open_table,
     output_format,
     parse_where,
     table_argument,
@@ -224,7 +225,8 @@ def files(
 @json_flag
 def snapshot(table: str, version: int | None, timestamp: str | None, fmt: str) -> None:
     """Short summary of TABLE at one version."""
-    emit(documents.snapshot(open_snapshot(table, version, timestamp)), fmt, render.snapshot)
+    log, snap = open_table(table, version, timestamp)
+    emit(documents.snapshot(snap, log), fmt, render.snapshot)
 
 
 def main() -> None:

@@ -117,10 +117,16 @@ def open_log(table: str, **kwargs: Any) -> DeltaLog:
     return DeltaLog.for_table(table, given_storage_options(), **kwargs)
 
 
-def open_snapshot(table: str, version: int | None, timestamp: str | None) -> Snapshot:
+def open_table(table: str, version: int | None, timestamp: str | None) -> tuple[DeltaLog, Snapshot]:
+    """The table and its snapshot at ``version`` or ``timestamp`` (the latest without either)."""
     if version is not None and timestamp is not None:
         raise click.UsageError("--version and --timestamp cannot be used together", click.get_current_context())
-    return open_log(table).snapshot(version=version, timestamp=timestamp)
+    log = open_log(table)
+    return log, log.snapshot(version=version, timestamp=timestamp)
+
+
+def open_snapshot(table: str, version: int | None, timestamp: str | None) -> Snapshot:
+    return open_table(table, version, timestamp)[1]
 
 
 def emit(
@@ -146,6 +152,7 @@ __all__ = [
     "open_log",
     "output_format",
     "open_snapshot",
+    "open_table",
     "parse_json_object",
     "parse_read_where",
     "parse_where",

@@ -11,6 +11,13 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from deltalog.core import actions as A
+from deltalog.core.feature_gate import check_writable
+from deltalog.core.features import (
+    check_configuration_honoured,
+    required_features,
+    supported_features,
+    upgrade_protocol,
+)
 from deltalog.core.field_types import type_errors
 from deltalog.core.partitions import PartitionValueError, check_serialized, parse_value
 from deltalog.core.pathkeys import dv_id_of, file_key
@@ -69,6 +76,102 @@ def validate_new_metadata(metadata: A.Metadata, previous: A.Metadata | None) -> 
     )
     check_changed(previous.configuration if previous is not None else {}, metadata.configuration)
     return schema
+
+
+def prepare_commit(
+    actions: Sequence[A.Action],
+    read_protocol: A.Protocol | None,
+    read_metadata: A.Metadata | None,
+    read_schema: Mapping[str, Any] | None,
+    source: str,
+) -> list[A.Action]:
+    """The actions a transaction commits on top of the version it read, checked by every rule of a commit.
+
+    ``read_*`` describe the read version, all ``None`` for the commit that creates the table (which must
+    then hold a protocol and a metaData). A metaData is checked for what it changes (the table's own fields
+    and values are not re-checked), and the features its schema and properties need are added to the
+    protocol in this same commit (in the place of a staged protocol, else appended). The protocol may not be
+    downgraded nor drop features; the table must be one deltalog can write. ``source`` names the table in
+    errors.
+    """
+    metas = [a for a in actions if isinstance(a, A.Metadata)]
+    protocols = [a for a in actions if isinstance(a, A.Protocol)]
+    metadata = metas[-1] if metas else read_metadata
+    protocol = protocols[-1] if protocols else read_protocol
+    if metadata is None or protocol is None:
+        raise InvalidCommitError("the commit that creates a table holds its protocol and metaData", rule="create")
+    schema: Mapping[str, Any] = read_schema or {}
+    if metas:
+        schema = validate_new_metadata(metadata, read_metadata)
+        old = read_metadata.configuration if read_metadata is not None else {}
+        changed = {k: v for k, v in metadata.configuration.items() if old.get(k) != v}
+        check_configuration_honoured(changed, schema, source, previous_schema=read_schema)
+        upgraded = upgrade_protocol(protocol, required_features(metadata.configuration, schema))
+        if upgraded != protocol and len(protocols) <= 1:
+            staged = [upgraded if isinstance(a, A.Protocol) else a for a in actions]
+            actions = staged if protocols else [*actions, upgraded]
+            protocols, protocol = [upgraded], upgraded
+    mode = column_mapping_mode(metadata.configuration)
+    validate_actions(actions, metadata, mode, previous=read_metadata if metas else None)
+    if protocols and read_protocol is not None:
+        check_protocol_change(read_protocol, protocol)
+    check_writable(protocol, metadata.configuration, schema, source)
+    return list(actions)
+
+
+def commit_info_of(
+    actions: Sequence[A.Action],
+    *,
+    operation: str,
+    parameters: Mapping[str, Any] | None,
+    read_version: int,
+    isolation: str,
+    blind_append: bool,
+    metrics: Mapping[str, str] | None,
+    engine_info: str,
+    txn_id: str,
+    user_metadata: str | None,
+    now_ms: int,
+) -> A.CommitInfo:
+    """The commitInfo of a commit of ``actions`` (already prepared). ``metrics`` replaces the file counts
+    other engines show by default (an empty one writes none, as for a create); ``read_version`` -1 (a
+    create) writes no ``readVersion``. The ``txnId`` is how a lost response is recognised as ours."""
+    if metrics is None:
+        adds = [a for a in actions if isinstance(a, A.Add)]
+        removes = [a for a in actions if isinstance(a, A.Remove)]
+        metrics = {
+            "numAddedFiles": str(len(adds)),
+            "numRemovedFiles": str(len(removes)),
+            "numAddedBytes": str(sum(a.size for a in adds)),
+            "numRemovedBytes": str(sum(r.size or 0 for r in removes)),
+        }
+    return A.CommitInfo(
+        timestamp=now_ms,
+        operation=operation,
+        operation_parameters=dict(parameters or {}),
+        read_version=read_version if read_version >= 0 else None,
+        isolation_level=isolation,
+        is_blind_append=blind_append,
+        operation_metrics=dict(metrics) or None,
+        engine_info=engine_info,
+        txn_id=txn_id,
+        user_metadata=user_metadata,
+    )
+
+
+def check_protocol_change(old: A.Protocol, new: A.Protocol) -> None:
+    """A commit may not downgrade the protocol, nor drop a feature the old one supported."""
+    if new.min_reader_version < old.min_reader_version or new.min_writer_version < old.min_writer_version:
+        raise InvalidCommitError("a protocol may not be downgraded by a commit", rule="no-protocol-downgrade")
+    # Legacy versions count with the features they imply: (1,2) -> (1,7) must still list appendOnly and
+    # invariants, or the upgrade silently drops them.
+    dropped = supported_features(old) - supported_features(new)
+    if dropped:
+        raise InvalidCommitError(
+            f"a commit may not drop table features {sorted(dropped)} (a protocol listing features must keep "
+            "those its legacy versions implied)",
+            rule="no-feature-drop",
+        )
 
 
 def validate_actions(
@@ -198,4 +301,11 @@ def _check_partition_types(
         checked.add((key, value, strict))
 
 
-__all__ = ["validate_actions", "validate_metadata", "validate_new_metadata"]
+__all__ = [
+    "check_protocol_change",
+    "commit_info_of",
+    "prepare_commit",
+    "validate_actions",
+    "validate_metadata",
+    "validate_new_metadata",
+]

@@ -8,8 +8,10 @@ Anything that does not match is :data:`None`: listed, then ignored.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 from enum import Enum
+from typing import Protocol
 
 LOG_DIR = "_delta_log"
 LAST_CHECKPOINT = "_last_checkpoint"
@@ -106,8 +108,32 @@ def parse(name: str, size: int = 0, mtime: int = 0) -> LogPath | None:
     return None
 
 
+class Listed(Protocol):
+    """One entry of a directory listing, as a store reports it (storage's ``FileInfo`` is one)."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def size(self) -> int: ...
+
+    @property
+    def mtime(self) -> int: ...
+
+
+def log_files(listed: Iterable[Listed]) -> list[LogPath]:
+    """The log files of a ``_delta_log`` listing, parsed, in listing order; every other name is skipped."""
+    out = []
+    for info in listed:
+        p = parse(info.name, info.size, info.mtime)
+        if p is not None:
+            out.append(p)
+    return out
+
+
 __all__ = [
     "LAST_CHECKPOINT",
+    "Listed",
     "LOG_DIR",
     "SIDECAR_DIR",
     "Kind",
@@ -115,6 +141,7 @@ __all__ = [
     "checkpoint_name",
     "commit_name",
     "crc_name",
+    "log_files",
     "multipart_name",
     "parse",
     "version_prefix",

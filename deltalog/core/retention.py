@@ -71,7 +71,7 @@ _NO_COLUMNS = {"type": "struct", "fields": []}
 def check_maintainable(protocol: Protocol, source: str) -> None:
     """The writer protocol check for operations that delete files but commit nothing (cleanup, VACUUM).
 
-    :func:`~deltalog.core.features.check_writable` also refuses a table that *uses* a feature whose
+    :func:`~deltalog.core.feature_gate.check_writable` also refuses a table that *uses* a feature whose
     commit-time duties deltalog does not implement (writing deletion vectors, change data, generated
     values). Deleting expired log files or unreferenced data files creates none of those duties; what
     must hold is that deltalog knows every feature that decides which files are referenced, which is the

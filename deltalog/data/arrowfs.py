@@ -26,8 +26,12 @@ class StoreHandler(pafs.FileSystemHandler):
         self._store = store
         self._sizes = dict(sizes or {})
 
+    @property
+    def store(self) -> LogStore:
+        return self._store
+
     def __eq__(self, other: object) -> bool:
-        return isinstance(other, StoreHandler) and other._store is self._store
+        return isinstance(other, StoreHandler) and other.store is self._store
 
     def __ne__(self, other: object) -> bool:
         return not self == other

@@ -12,7 +12,6 @@ import dataclasses
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 from urllib.parse import unquote
 
 import orjson
@@ -21,6 +20,7 @@ import pyarrow.parquet as pq
 
 from deltalog.checkpoint.reader import CheckpointReader
 from deltalog.core import properties
+from deltalog.core.ict import ict_enablement
 from deltalog.core.jsonlines import objects
 from deltalog.core.paths import LAST_CHECKPOINT, LOG_DIR, SIDECAR_DIR, Kind, LogPath, parse
 from deltalog.core.retention import (
@@ -35,12 +35,12 @@ from deltalog.core.retention import (
 )
 from deltalog.core.segment import complete_checkpoints
 from deltalog.errors import CorruptLogError
-from deltalog.intents import expired_intents
 from deltalog.maintenance.deletion import delete_in_order
-
-if TYPE_CHECKING:
-    from deltalog.log import DeltaLog
-    from deltalog.snapshot import Snapshot
+from deltalog.storage.base import LogStore
+from deltalog.table.context import TableContext
+from deltalog.table.history import commit_info
+from deltalog.table.intents import expired_intents
+from deltalog.table.snapshot import Snapshot
 
 log = logging.getLogger(__name__)
 
@@ -57,7 +57,7 @@ class CleanupResult:
     plan: CleanupPlan
     dry_run: bool
     deleted: tuple[str, ...]
-    #: expired intent files (``_delta_log/_intents/*.json``, :mod:`deltalog.intents`) deleted, or to delete
+    #: expired intent files (``_delta_log/_intents/*.json``, :mod:`deltalog.table.intents`) deleted, or to delete
     intents: tuple[str, ...] = ()
 
     @property
@@ -70,38 +70,41 @@ class CleanupResult:
         return tuple(f"{LOG_DIR}/{d.path}" for d in self.plan.deletions)
 
 
-def cleanup(log_: DeltaLog, retention: Retention | None = None, dry_run: bool = True) -> CleanupResult:
-    """Plan (and unless ``dry_run``, carry out) the deletion of expired log files of ``log_``'s table.
+def cleanup(
+    ctx: TableContext, snap: Snapshot, retention: Retention | None = None, dry_run: bool = True
+) -> CleanupResult:
+    """Plan (and unless ``dry_run``, carry out) the deletion of expired log files of the table, whose latest
+    snapshot is ``snap``.
 
     ``retention`` overrides ``delta.logRetentionDuration`` (default 30 days): milliseconds, a timedelta or
     an interval string (``"30d"``, ``"interval 30 days"``). Cleanup is a write, so the writer protocol
     check runs first on the latest protocol (:func:`~deltalog.core.retention.check_maintainable`).
     """
-    snap = log_.snapshot()
-    check_maintainable(snap.protocol, f"{log_.location}/{LOG_DIR}")
+    check_maintainable(snap.protocol, f"{ctx.location}/{LOG_DIR}")
     retention_ms = resolve_retention(retention, snap.configuration, LOG_RETENTION_KEY, properties.DEFAULT_LOG_RETENTION)
-    now = log_.now_ms()
-    paths, others = _list_log(log_)
-    plan = _verified_plan(log_, paths, others, now, retention_ms)
-    sidecars = [LogFile(f.name, f.size, f.mtime) for f in log_.store.list_from(f"{LOG_DIR}/{SIDECAR_DIR}/")]
+    now = ctx.now_ms()
+    store = ctx.store
+    paths, others = _list_log(store)
+    plan = _verified_plan(ctx, paths, others, now, retention_ms)
+    sidecars = [LogFile(f.name, f.size, f.mtime) for f in store.list_from(f"{LOG_DIR}/{SIDECAR_DIR}/")]
     if sidecars:
-        plan = add_sidecars(plan, sidecars, _sidecar_references(log_, paths, plan.remaining_checkpoints))
-    plan = _with_ict_horizon(log_, snap, plan)
-    expired = tuple(o.path for o in expired_intents(log_.store, now))
+        plan = add_sidecars(plan, sidecars, _sidecar_references(store, paths, plan.remaining_checkpoints))
+    plan = _with_ict_horizon(ctx, snap, plan)
+    expired = tuple(o.path for o in expired_intents(store, now))
     if dry_run:
         return CleanupResult(plan, True, (), expired)
     # log files first, then the intents of writers that died (older than their timeout plus a margin for skew)
-    deleted = delete_in_order(log_.store, [f"{LOG_DIR}/{d.path}" for d in plan.deletions] + list(expired), "cleanup")
+    deleted = delete_in_order(store, [f"{LOG_DIR}/{d.path}" for d in plan.deletions] + list(expired), "cleanup")
     if deleted:
-        log.info("cleanup of %s deleted %d files; earliest version now %s", log_.location, len(deleted), plan.horizon)
+        log.info("cleanup of %s deleted %d files; earliest version now %s", ctx.location, len(deleted), plan.horizon)
     return CleanupResult(plan, False, tuple(deleted), expired)
 
 
-def _list_log(log_: DeltaLog) -> tuple[list[LogPath], list[LogFile]]:
+def _list_log(store: LogStore) -> tuple[list[LogPath], list[LogFile]]:
     """Version files (parsed) and every other file directly in ``_delta_log`` (never ``_last_checkpoint``)."""
     paths: list[LogPath] = []
     others: list[LogFile] = []
-    for info in log_.store.list_from(f"{LOG_DIR}/"):
+    for info in store.list_from(f"{LOG_DIR}/"):
         parsed = parse(info.name, info.size, info.mtime)
         if parsed is not None:
             paths.append(parsed)
@@ -111,7 +114,7 @@ def _list_log(log_: DeltaLog) -> tuple[list[LogPath], list[LogFile]]:
 
 
 def _verified_plan(
-    log_: DeltaLog, paths: Sequence[LogPath], others: Sequence[LogFile], now: int, retention_ms: int
+    ctx: TableContext, paths: Sequence[LogPath], others: Sequence[LogFile], now: int, retention_ms: int
 ) -> CleanupPlan:
     """A plan whose boundary checkpoint reads back with protocol and metadata.
 
@@ -121,7 +124,7 @@ def _verified_plan(
     follows automatic checkpoints) costs a listing and nothing more.
     """
     unusable: set[str] = set()
-    reader = CheckpointReader(log_.store)
+    reader = CheckpointReader(ctx.store)
     while True:
         plan = plan_cleanup(paths, now, retention_ms, other_files=others, unusable_checkpoints=unusable)
         if plan.boundary is None or not any(d.version is not None for d in plan.deletions):
@@ -134,13 +137,13 @@ def _verified_plan(
             if base.protocol is None or base.metadata is None:
                 raise CorruptLogError(f"{ref.files[0].name} has no protocol or metaData row", path=ref.files[0].name)
         except CorruptLogError as exc:
-            log.warning("cleanup of %s will not rely on checkpoint %s: %s", log_.location, ref.files[0].name, exc)
+            log.warning("cleanup of %s will not rely on checkpoint %s: %s", ctx.location, ref.files[0].name, exc)
             unusable.add(ref.files[0].name)
             continue
         return plan
 
 
-def _sidecar_references(log_: DeltaLog, paths: Sequence[LogPath], remaining: Sequence[str]) -> frozenset[str] | None:
+def _sidecar_references(store: LogStore, paths: Sequence[LogPath], remaining: Sequence[str]) -> frozenset[str] | None:
     """Bare names of the sidecars the remaining checkpoints reference; None when one cannot be read.
 
     Multi-part checkpoints are V1 only and have no sidecars; 0-byte files hold nothing. Any other
@@ -154,7 +157,7 @@ def _sidecar_references(log_: DeltaLog, paths: Sequence[LogPath], remaining: Seq
             continue
         path = f"{LOG_DIR}/{name}"
         try:
-            found = _sidecars_in_json(log_, path) if name.endswith(".json") else _sidecars_in_parquet(log_, path)
+            found = _sidecars_in_json(store, path) if name.endswith(".json") else _sidecars_in_parquet(store, path)
         except (OSError, ValueError, pa.ArrowException, orjson.JSONDecodeError) as exc:
             log.warning("cleanup keeps every sidecar: cannot read the sidecar list of %s (%s)", path, exc)
             return None
@@ -168,9 +171,9 @@ def _sidecar_name(raw: object) -> str | None:
     return unquote(raw).rstrip("/").rsplit("/", 1)[-1]
 
 
-def _sidecars_in_json(log_: DeltaLog, path: str) -> list[str]:
+def _sidecars_in_json(store: LogStore, path: str) -> list[str]:
     out = []
-    for _, obj in objects(log_.store.read(path), path):
+    for _, obj in objects(store.read(path), path):
         body = obj.get("sidecar")
         name = _sidecar_name(body.get("path") if isinstance(body, dict) else None)
         if name:
@@ -178,8 +181,8 @@ def _sidecars_in_json(log_: DeltaLog, path: str) -> list[str]:
     return out
 
 
-def _sidecars_in_parquet(log_: DeltaLog, path: str) -> list[str]:
-    with log_.store.open(path) as handle:
+def _sidecars_in_parquet(store: LogStore, path: str) -> list[str]:
+    with store.open(path) as handle:
         pf = pq.ParquetFile(handle)
         if "sidecar" not in pf.schema_arrow.names:
             return []
@@ -188,19 +191,13 @@ def _sidecars_in_parquet(log_: DeltaLog, path: str) -> list[str]:
     return [n for n in (_sidecar_name(v) for v in flat) if n]
 
 
-def _with_ict_horizon(log_: DeltaLog, snap: Snapshot, plan: CleanupPlan) -> CleanupPlan:
+def _with_ict_horizon(ctx: TableContext, snap: Snapshot, plan: CleanupPlan) -> CleanupPlan:
     """The horizon's time as time travel will see it: its in-commit timestamp when the table has them."""
     h = plan.horizon
-    conf = snap.configuration
-    if h is None or h.timestamp is None or not properties.get_bool(conf, "delta.enableInCommitTimestamps"):
+    enablement = ict_enablement(snap.configuration, snap.protocol)
+    if h is None or h.timestamp is None or enablement is None or h.version < enablement.version:
         return plan
-    try:
-        enabled_from = int(conf.get("delta.inCommitTimestampEnablementVersion", "0"))
-    except ValueError:
-        enabled_from = 0
-    if h.version < enabled_from:
-        return plan
-    ict = log_._commit_info(h.version).get("inCommitTimestamp")
+    ict = commit_info(ctx, h.version).get("inCommitTimestamp")
     if not isinstance(ict, int) or isinstance(ict, bool):
         return plan
     return dataclasses.replace(plan, horizon=Horizon(h.version, ict))

@@ -7,6 +7,11 @@ table at or above ``min_commits`` gets a checkpoint of its latest version; the o
 One table's failure (a corrupt log, a protocol deltalog cannot write, a storage error) is recorded in its
 result and the job moves on: a fleet job that stops at the first bad table leaves every later table
 uncheckpointed. The caller decides what a failure means (the CLI exits 1 after printing every result).
+
+:func:`checkpoint_snapshot` is the one way a checkpoint of a snapshot is written (the job's, and
+``DeltaLog.checkpoint``'s): the writer protocol check, the checkpoint properties, and a committed version.
+The job opens each table as a :class:`~deltalog.table.context.TableContext`, not a ``DeltaLog``: it holds no
+cache and runs no hooks, so a checkpoint here never triggers anything else.
 """
 
 from __future__ import annotations
@@ -19,10 +24,15 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
-from deltalog.checkpoint.writer import CheckpointResult
-from deltalog.core.paths import LOG_DIR
-from deltalog.errors import DeltaLogError, InvalidArgumentError
-from deltalog.log import DeltaLog
+from deltalog.checkpoint.writer import CheckpointResult, Progress, write_checkpoint
+from deltalog.core import properties
+from deltalog.core.feature_gate import check_writable
+from deltalog.core.paths import LOG_DIR, commit_name
+from deltalog.errors import CheckpointError, DeltaLogError, InvalidArgumentError, PropertyError, VersionNotFoundError
+from deltalog.storage.uri import store_for
+from deltalog.table import load
+from deltalog.table.context import TableContext
+from deltalog.table.snapshot import Snapshot
 
 log = logging.getLogger(__name__)
 
@@ -117,6 +127,63 @@ def _discover_fsspec(prefix: str, storage_options: dict[str, Any] | None) -> lis
     return sorted(base + p[len(root) :] if p.startswith(root) else fs.unstrip_protocol(p) for p in found)
 
 
+def checkpoint_snapshot(
+    ctx: TableContext, snap: Snapshot, parts: int | None = None, progress: Progress | None = None
+) -> CheckpointResult:
+    """Write a checkpoint of ``snap`` and move ``_last_checkpoint`` forward.
+
+    Writing a checkpoint is a write: the writer protocol check runs first, then the checkpoint properties
+    (a value deltalog cannot honour is a :class:`~deltalog.errors.PropertyError` naming it); only a
+    committed version is checkpointed. A checkpoint file the snapshot's files are still read from that log
+    cleanup deleted meanwhile is read again from the log (:meth:`Snapshot.reading`).
+    """
+    check_writable(snap.protocol, snap.configuration, snap.schema_json, f"{ctx.location}/{LOG_DIR}")
+    properties.check_checkpoint_properties(snap.configuration)
+    if not ctx.store.exists(f"{LOG_DIR}/{commit_name(snap.version)}") and snap.segment.commits:
+        raise CheckpointError(f"version {snap.version} has no commit file: only committed versions are checkpointed")
+    return snap.reading(
+        lambda: write_checkpoint(ctx.store, snap.state, snap.file_state(), ctx.now_ms(), parts=parts, progress=progress)
+    )
+
+
+def checkpoint_when_due(
+    ctx: TableContext, version: int, snapshot: Callable[..., Snapshot], cached: Snapshot | None = None
+) -> None:
+    """After the commit of ``version``: checkpoint it when it is a multiple of ``delta.checkpointInterval``
+    (as Delta Spark does), then clean up expired log files unless ``delta.enableExpiredLogCleanup`` is off.
+
+    ``snapshot(version=...)`` gives a version's snapshot, checked against the log (``snapshot()`` the
+    latest); ``cached``, the snapshot of ``version`` the commit advanced a cache to, answers whether one is
+    due without a listing. Never raises: the commit has landed. A failure is logged; a table property that
+    stops either step is a WARNING naming the property, its value and the fix, every time.
+    """
+    from deltalog.maintenance.cleanup import cleanup
+
+    try:
+        conf = (cached if cached is not None and cached.version == version else snapshot(version=version)).configuration
+        if version % properties.checkpoint_interval(conf) != 0:
+            return
+        checkpoint_snapshot(ctx, snapshot(version=version))
+    except PropertyError as exc:
+        log.warning("automatic checkpoint of version %s not written (the commit succeeded): %s", version, exc)
+        return
+    except VersionNotFoundError as exc:
+        # Another writer checkpointed a later version and cleanup removed this one first: nothing to do.
+        log.info("no automatic checkpoint of version %s: %s", version, exc)
+        return
+    except Exception:
+        log.exception("automatic checkpoint of version %s failed; the commit itself succeeded", version)
+        return
+    try:
+        if properties.get_strict_bool(conf, "delta.enableExpiredLogCleanup", True):
+            properties.log_retention_ms(conf)
+            cleanup(ctx, snapshot(), dry_run=False)
+    except PropertyError as exc:
+        log.warning("automatic log cleanup after version %s skipped (the commit succeeded): %s", version, exc)
+    except Exception:
+        log.exception("automatic log cleanup after version %s failed; the commit itself succeeded", version)
+
+
 def compact_table(
     location: str,
     min_commits: int = 10,
@@ -131,15 +198,16 @@ def compact_table(
     last: int | None = None
     since: int | None = None
     try:
-        dlog = DeltaLog.for_table(location, storage_options, auto_checkpoint=False)
-        snap = dlog.snapshot()
+        store = store_for(location, storage_options)
+        ctx = TableContext(store, store.root)
+        snap = load.snapshot_at(ctx)
         version = snap.version
         last = snap.segment.checkpoint.version if snap.segment.checkpoint is not None else None
         since = version - (last if last is not None else -1)
         if since < min_commits:
             return TableCompaction(location, SKIPPED, version, last, since, seconds=time.monotonic() - started)
         tick = None if progress is None else (lambda stage, done, total: progress(location, stage, done, total))
-        result = dlog.checkpoint(version=version, parts=parts, progress=tick)
+        result = checkpoint_snapshot(ctx, snap, parts=parts, progress=tick)
         return TableCompaction(location, CHECKPOINTED, version, last, since, result, seconds=time.monotonic() - started)
     except Exception as exc:
         if not isinstance(exc, (DeltaLogError, OSError)):
@@ -194,6 +262,8 @@ __all__ = [
     "SKIPPED",
     "TableCompaction",
     "TableProgress",
+    "checkpoint_snapshot",
+    "checkpoint_when_due",
     "compact_table",
     "compact_tables",
     "discover_tables",

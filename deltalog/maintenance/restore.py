@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from deltalog.core import actions as A
 from deltalog.core import properties
@@ -28,10 +28,11 @@ from deltalog.core.retention import resolve_retention
 from deltalog.core.timetravel import format_ms, to_epoch_ms
 from deltalog.core.vacuum_plan import FileRef, inside_files
 from deltalog.errors import InvalidArgumentError, RestoreFilesMissingError
-
-if TYPE_CHECKING:
-    from deltalog.log import DeltaLog
-    from deltalog.transaction import CommitResult
+from deltalog.storage.base import LogStore
+from deltalog.table import history, listing
+from deltalog.table.context import TableContext
+from deltalog.table.snapshot import Snapshot
+from deltalog.table.transaction import CommitResult, Transaction
 
 OPERATION = "RESTORE"
 
@@ -54,109 +55,129 @@ class RestoreResult:
     skipped_missing: tuple[str, ...] = ()  # files left out under ignore_missing_files: gone from storage
 
 
-def missing_files(log_: DeltaLog, adds: Iterable[A.Add]) -> list[str]:
+def missing_files(store: LogStore, adds: Iterable[A.Add]) -> list[str]:
     """Store-relative data and DV files of ``adds`` that the store no longer has (vacuumed, lost).
 
     Files outside the table root cannot be checked through the table's store and are not reported; a path
     that climbs out of the root through ``..`` is refused (:class:`~deltalog.errors.PathOutsideRootError`)
     rather than probed.
     """
-    root = log_.store.root
+    root = store.root
     missing: list[str] = []
     for a in adds:
         dv = a.deletion_vector
         ref = FileRef(a.path, dv.storage_type if dv else None, dv.path_or_inline_dv if dv else None)
         for key in inside_files(ref, root, strict=True):
-            if key not in missing and not log_.store.exists(key):
+            if key not in missing and not store.exists(key):
                 missing.append(key)
     return missing
 
 
-def _commit_time(log_: DeltaLog, version: int) -> int:
+def _commit_time(ctx: TableContext, latest: history.Latest, version: int) -> int:
     """The version's commit time as time travel sees it; a version whose commit file is gone (only its
     checkpoint is left) is as old as that checkpoint, which is what Delta Spark's snapshot timestamp says."""
-    for v, ts in log_.commit_timeline():
+    for v, ts in history.commit_timeline(ctx, latest):
         if v == version:
             return ts
-    checkpoint = log_.segment(version).checkpoint
+    checkpoint = listing.segment(ctx, version).checkpoint
     assert checkpoint is not None  # a reconstructable version without its commit has a checkpoint
     return checkpoint.files[0].mtime
 
 
-def _check_retention(log_: DeltaLog, configuration: Mapping[str, str], target_version: int) -> None:
+def _check_retention(
+    ctx: TableContext, latest: history.Latest, configuration: Mapping[str, str], target_version: int
+) -> None:
     """Refuse a target older than the deleted-file retention: VACUUM may have deleted its files, and
     Delta Spark's time travel refuses it for the same reason."""
     key = "delta.deletedFileRetentionDuration"
     retention_ms = resolve_retention(None, configuration, key, properties.DEFAULT_DELETED_FILE_RETENTION)
-    committed = _commit_time(log_, target_version)
-    now = log_.now_ms()
+    committed = _commit_time(ctx, latest, target_version)
+    now = ctx.now_ms()
     if committed < now - retention_ms:
         raise InvalidArgumentError(
-            f"cannot restore {log_.location} to version {target_version}: it was committed at {format_ms(committed)}, "
+            f"cannot restore {ctx.location} to version {target_version}: it was committed at {format_ms(committed)}, "
             f"more than {key} ({retention_ms} ms) before now ({format_ms(now)}), so VACUUM may have deleted its "
             "files; pass force=True (--force) to restore it anyway"
         )
 
 
-def _present(log_: DeltaLog, adds: Iterable[A.Add], target_version: int, ignore_missing: bool) -> list[A.Add]:
+def _present(ctx: TableContext, adds: Iterable[A.Add], target_version: int, ignore_missing: bool) -> list[A.Add]:
     """``adds`` whose data and DV files the store still has; a gone file is refused unless ``ignore_missing``,
     which leaves it out: committing it would make the table unreadable for every engine."""
     adds = list(adds)
-    gone = missing_files(log_, adds)
+    gone = missing_files(ctx.store, adds)
     if not gone:
         return adds
     if not ignore_missing:
         shown = ", ".join(gone[:5]) + (f" and {len(gone) - 5} more" if len(gone) > 5 else "")
         raise RestoreFilesMissingError(
-            f"cannot restore {log_.location} to version {target_version}: {len(gone)} file(s) it needs are "
+            f"cannot restore {ctx.location} to version {target_version}: {len(gone)} file(s) it needs are "
             f"gone from storage (vacuumed?): {shown}; pass ignore_missing_files=True (--ignore-missing-files) "
             "to restore without them",
             version=target_version,
             paths=tuple(gone),
         )
-    return [a for a in adds if not missing_files(log_, [a])]
+    return [a for a in adds if not missing_files(ctx.store, [a])]
+
+
+def resolve_target(ctx: TableContext, txn: Transaction, version: int | None, timestamp: Any) -> int:
+    """The version a restore by ``txn`` (a transaction on the latest snapshot that nothing else has used)
+    goes back to: ``version``, or the version as of ``timestamp`` (exactly one of them).
+
+    The first half of a restore, before its target is loaded: the table must be writable, the transaction
+    reads the whole table (so any concurrent file change conflicts with the restore), and the target must be
+    older than the latest version (:class:`InvalidArgumentError`).
+    """
+    check_arguments(version, timestamp)
+    current = txn.snapshot
+    source = f"{ctx.location}/{LOG_DIR} (version {current.version})"
+    check_writable(current.protocol, current.configuration, current.schema_json, source)
+    txn.read()  # the whole table: any concurrent file change conflicts
+    if version is not None:
+        target = version
+    else:
+        target = history.version_at(ctx, lambda: current, timestamp, allow_after_latest=True)
+    if target >= current.version:
+        raise InvalidArgumentError(
+            f"cannot restore to version {target}: a restore target must be older than the latest "
+            f"version, {current.version}"
+        )
+    return target
 
 
 def restore(
-    log_: DeltaLog,
+    ctx: TableContext,
+    txn: Transaction,
+    target: Snapshot,
+    *,
     version: int | None = None,
     timestamp: Any = None,
-    *,
     force: bool = False,
     ignore_missing_files: bool = False,
 ) -> RestoreResult:
-    """Restore the table to ``version`` or to the version as of ``timestamp`` (exactly one of them).
+    """Make ``target`` current again as the commit of ``txn``, whose target version :func:`resolve_target`
+    chose (``version`` and ``timestamp`` are what the caller asked for, recorded in the commit).
 
-    Refusals, all before anything is written: :class:`InvalidArgumentError` for a bad target (not older
-    than the latest version, or outside ``delta.deletedFileRetentionDuration`` unless ``force``, or across
-    a column mapping mode change); :class:`~deltalog.errors.RestoreFilesMissingError` when a file to
-    re-add is gone, unless ``ignore_missing_files`` (then those files are left out);
-    :class:`~deltalog.errors.VersionNotFoundError` for a target the log cannot reconstruct;
-    :class:`~deltalog.errors.UnsupportedFeatureError` for a table deltalog cannot write.
+    Refusals, all before anything is written: :class:`InvalidArgumentError` for a bad target (outside
+    ``delta.deletedFileRetentionDuration`` unless ``force``, or across a column mapping mode change);
+    :class:`~deltalog.errors.RestoreFilesMissingError` when a file to re-add is gone, unless
+    ``ignore_missing_files`` (then those files are left out). :func:`resolve_target` refuses the rest (a
+    target not older than the latest version, a table deltalog cannot write), and loading the target a
+    version the log cannot reconstruct (:class:`~deltalog.errors.VersionNotFoundError`).
     """
-    if (version is None) == (timestamp is None):
-        raise InvalidArgumentError("restore needs exactly one of version or timestamp")
-    if version is not None and (isinstance(version, bool) or not isinstance(version, int) or version < 0):
-        raise InvalidArgumentError(f"version must be a non-negative integer, not {version!r}")
-    txn = log_.start_transaction()
     current = txn.snapshot
-    source = f"{log_.location}/{LOG_DIR} (version {current.version})"
-    check_writable(current.protocol, current.configuration, current.schema_json, source)
-    txn.read()  # the whole table: any concurrent file change conflicts
-    target_version = version if version is not None else log_.version_at(timestamp, allow_after_latest=True)
-    if target_version >= current.version:
-        raise InvalidArgumentError(
-            f"cannot restore to version {target_version}: a restore target must be older than the latest "
-            f"version, {current.version}"
-        )
-    target = log_.snapshot(version=target_version)
+    target_version = target.version
+
+    def latest() -> Snapshot:
+        return current
+
     if not force:
-        _check_retention(log_, current.configuration, target_version)
+        _check_retention(ctx, latest, current.configuration, target_version)
     metadata = plan.restored_metadata(target.metadata, current.metadata, target_version)
     protocol = plan.merged_protocol(target.protocol, current.protocol)
-    root = log_.store.root
+    root = ctx.store.root
     changes = plan.file_changes(current.add_actions(), target.add_actions(), root)
-    present = _present(log_, changes.to_add, target_version, ignore_missing_files)
+    present = _present(ctx, changes.to_add, target_version, ignore_missing_files)
     skipped = [a for a in changes.to_add if a not in present]
     changes = plan.FileChanges(changes.to_remove, tuple(present))
     after = list(target.add_actions())
@@ -169,7 +190,7 @@ def restore(
     if not plan.same_metadata(metadata, current.metadata):
         actions.append(metadata)
     actions += plan.restored_domains(target.domain_metadata, target.protocol, current.domain_metadata)
-    actions += plan.restore_actions(changes, log_.now_ms())
+    actions += plan.restore_actions(changes, ctx.now_ms())
     params: dict[str, Any] = {
         "version": version,
         "timestamp": None if timestamp is None else format_ms(to_epoch_ms(timestamp)),
@@ -192,4 +213,12 @@ def restore(
     )
 
 
-__all__ = ["OPERATION", "RestoreResult", "missing_files", "restore"]
+def check_arguments(version: int | None, timestamp: Any) -> None:
+    """Exactly one of ``version`` (a non-negative integer) and ``timestamp``; refused before any work."""
+    if (version is None) == (timestamp is None):
+        raise InvalidArgumentError("restore needs exactly one of version or timestamp")
+    if version is not None and (isinstance(version, bool) or not isinstance(version, int) or version < 0):
+        raise InvalidArgumentError(f"version must be a non-negative integer, not {version!r}")
+
+
+__all__ = ["OPERATION", "RestoreResult", "check_arguments", "missing_files", "resolve_target", "restore"]

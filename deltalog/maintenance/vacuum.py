@@ -11,7 +11,6 @@ import logging
 import os
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -29,10 +28,9 @@ from deltalog.core.vacuum_plan import (
 )
 from deltalog.errors import CorruptLogError, InvalidArgumentError
 from deltalog.maintenance.deletion import delete_in_order
-
-if TYPE_CHECKING:
-    from deltalog.log import DeltaLog
-    from deltalog.snapshot import Snapshot
+from deltalog.storage.base import LogStore
+from deltalog.table.context import TableContext
+from deltalog.table.snapshot import Snapshot
 
 log = logging.getLogger(__name__)
 
@@ -57,13 +55,15 @@ class VacuumResult:
 
 
 def vacuum(
-    log_: DeltaLog,
+    ctx: TableContext,
+    snap: Snapshot,
     retention: Retention | None = None,
     dry_run: bool = True,
     force: bool = False,
     progress: VacuumProgress | None = None,
 ) -> VacuumResult:
-    """Plan (and unless ``dry_run``, carry out) the deletion of unreferenced files older than the retention.
+    """Plan (and unless ``dry_run``, carry out) the deletion of unreferenced files older than the retention,
+    judged from ``snap``, the table's latest snapshot.
 
     ``retention`` defaults to ``delta.deletedFileRetentionDuration`` (1 week); a shorter one is an
     :class:`InvalidArgumentError` unless ``force``, because it can delete files that time travel within
@@ -73,8 +73,7 @@ def vacuum(
     (:func:`refuse_distrusted`): the plan is what a person or a script acts on, and ``force`` does not
     lift it.
     """
-    snap = log_.snapshot()
-    check_maintainable(snap.protocol, f"{log_.location}/{LOG_DIR}")
+    check_maintainable(snap.protocol, f"{ctx.location}/{LOG_DIR}")
     refuse_distrusted(snap, "vacuum")
     table_ms = resolve_retention(
         None, snap.configuration, DELETED_FILE_RETENTION_KEY, properties.DEFAULT_DELETED_FILE_RETENTION
@@ -88,33 +87,32 @@ def vacuum(
             f"({table_ms} ms): files that time travel or running writers still need could be deleted; "
             "pass force=True (--force) if that is intended"
         )
-    now = log_.now_ms()
+    now = ctx.now_ms()
+    store = ctx.store
     tick = progress or (lambda stage, done, total: None)
     partition_names = _partition_names(snap)
-    keys = protected_keys(_references(snap, now - retention_ms), log_.store.root, _root_aliases(log_))
-    listed = list(_listing(log_, partition_names, tick))
+    keys = protected_keys(_references(snap, now - retention_ms), store.root, _root_aliases(store))
+    listed = list(_listing(store, partition_names, tick))
     plan = plan_vacuum(listed, keys, now, retention_ms, partition_names)
     if dry_run:
         return VacuumResult(plan, True, (), snap.version)
     total = len(plan.deletions)
     tick("delete", 0, total)
-    deleted = delete_in_order(
-        log_.store, [f.path for f in plan.deletions], "vacuum", lambda n: tick("delete", n, total)
-    )
+    deleted = delete_in_order(store, [f.path for f in plan.deletions], "vacuum", lambda n: tick("delete", n, total))
     if deleted:
-        log.info("vacuum of %s deleted %d files (%d bytes)", log_.location, len(deleted), plan.total_bytes)
+        log.info("vacuum of %s deleted %d files (%d bytes)", ctx.location, len(deleted), plan.total_bytes)
     return VacuumResult(plan, False, tuple(deleted), snap.version)
 
 
-def _root_aliases(log_: DeltaLog) -> tuple[str, ...]:
+def _root_aliases(store: LogStore) -> tuple[str, ...]:
     """Other spellings of a local root: the same directory without symbolic links.
 
     A writer that resolved the links wrote absolute paths the listing (made through the links) shows under
     the root; such a file must still count as referenced.
     """
-    if not log_.store.capabilities.local:
+    if not store.capabilities.local:
         return ()
-    root = log_.store.root
+    root = store.root
     real = os.path.realpath(root)
     return (real,) if real != root else ()
 
@@ -132,7 +130,7 @@ def refuse_distrusted(snap: Snapshot, operation: str) -> None:
         return
     first = f"{LOG_DIR}/{skipped[0]}"
     raise CorruptLogError(
-        f"{operation} refused on {snap.log.location}: version {snap.version} was rebuilt without the unreadable "
+        f"{operation} refused on {snap.context.location}: version {snap.version} was rebuilt without the unreadable "
         f"checkpoint {', '.join(skipped)}, so its file list cannot be trusted to protect live files; delete or "
         "repair that checkpoint, or write a new checkpoint once the table reads as expected",
         path=first,
@@ -145,12 +143,12 @@ def _partition_names(snap: Snapshot) -> frozenset[str]:
     return frozenset(logical | {snap.physical_names.get(c, c) for c in logical})
 
 
-def _listing(log_: DeltaLog, partition_names: frozenset[str], tick: VacuumProgress) -> Iterator[ListedFile]:
+def _listing(store: LogStore, partition_names: frozenset[str], tick: VacuumProgress) -> Iterator[ListedFile]:
     def skip(directory: str) -> bool:
         return is_hidden_path(directory, partition_names)
 
     n = 0
-    for info in log_.store.walk("", skip=skip):
+    for info in store.walk("", skip=skip):
         n += 1
         if n % _LIST_TICK == 0:
             tick("list", n, 0)

@@ -9,7 +9,6 @@ reconciled rows of each part into ``<v>.checkpoint.<k>.<p>.parquet`` with the ch
 from __future__ import annotations
 
 import io
-import zlib
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
@@ -18,6 +17,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from deltalog.checkpoint import schema as S
+from deltalog.checkpoint.parts import part_of
 from deltalog.core.jsonlines import objects
 from deltalog.core.pathkeys import dv_id_of, file_key
 from deltalog.core.paths import LOG_DIR, checkpoint_name, multipart_name
@@ -48,11 +48,6 @@ PART_RESULT_SCHEMA = pa.schema(
 PART_RESULT_DDL = "part long, path string, rows long, adds long, size long"
 KINDS = ("add", "remove", "metaData", "protocol", "txn", "domainMetadata")
 _BATCH = 8192
-
-
-def part_of(key: str, parts: int) -> int:
-    """The part (0-based) a file action goes to: the local writer's ``_assign`` (crc32 of the key mod parts)."""
-    return zlib.crc32(key.encode()) % parts
 
 
 def _row(kind: str, body: Mapping[str, Any], version: int, order: int, root: str) -> dict[str, Any]:
@@ -224,4 +219,4 @@ def write_parts(
         yield pa.RecordBatch.from_pylist([row], schema=PART_RESULT_SCHEMA)
 
 
-__all__ = ["ACTIONS_DDL", "PART_RESULT_DDL", "non_file_arrays", "part_of", "read_log_files", "write_parts"]
+__all__ = ["ACTIONS_DDL", "PART_RESULT_DDL", "non_file_arrays", "read_log_files", "write_parts"]

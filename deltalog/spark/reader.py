@@ -24,7 +24,7 @@ from deltalog.log import DeltaLog, Timestamp
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
-    from deltalog.snapshot import Snapshot
+    from deltalog.table.snapshot import Snapshot
 
 
 def _check_supported(snap: Snapshot, location: str) -> None:

@@ -28,9 +28,8 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
 
-from deltalog import DeltaLog
+from deltalog import CommitResult, DeltaLog, Transaction
 from deltalog import actions as A
-from deltalog.transaction import CommitResult, Transaction
 
 
 class HarnessError(AssertionError):

@@ -19,8 +19,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from deltalog import DeltaLog
-from deltalog.snapshot import Snapshot
+from deltalog import DeltaLog, Snapshot
 from deltalog.storage.local import LocalLogStore
 from tests.corpus import table_path
 

@@ -26,13 +26,12 @@ import pyarrow.parquet as pq
 import pytest
 
 import deltalog.checkpoint.writer as writer
-from deltalog import DeltaLog
+from deltalog import DeltaLog, Snapshot
 from deltalog import actions as A
 from deltalog.core import last_checkpoint as hints
 from deltalog.core.paths import LOG_DIR, Kind, checkpoint_name, commit_name, multipart_name, parse
 from deltalog.core.segment import complete_checkpoints
 from deltalog.errors import CheckpointError, CorruptLogError, DeltaLogError, StorageError
-from deltalog.snapshot import Snapshot
 from deltalog.storage.faults import FaultyStore, Outcome, SimulatedCrash, crash, fail_before, server_error, slow
 from deltalog.storage.local import LocalLogStore
 

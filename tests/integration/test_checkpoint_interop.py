@@ -25,13 +25,12 @@ import pytest
 from deltalake import CommitProperties, DeltaTable, Transaction, write_deltalake
 
 import deltalog.checkpoint.writer as writer
-from deltalog import DeltaLog
+from deltalog import DeltaLog, Snapshot
 from deltalog import actions as A
 from deltalog.core.feature_gate import check_writable
 from deltalog.core.paths import Kind, parse
 from deltalog.errors import DeltaLogError, UnsupportedFeatureError
-from deltalog.snapshot import Snapshot
-from deltalog.table_setup import protocol_for
+from deltalog.table.ddl import protocol_for
 from tests.corpus import corpus_entries, table_path
 
 pytestmark = pytest.mark.interop

@@ -27,11 +27,10 @@ from deltalake import DeltaTable
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from deltalog import DeltaLog, InvalidArgumentError, UnsupportedFeatureError, VersionNotFoundError
+from deltalog import DeltaLog, InvalidArgumentError, Snapshot, UnsupportedFeatureError, VersionNotFoundError
 from deltalog import actions as A
 from deltalog.cli.main import cli
 from deltalog.core.retention import truncate_to_day
-from deltalog.snapshot import Snapshot
 from tests.corpus import corpus_entries, table_path
 from tests.unit.logkit import Y2026, protocol
 from tests.unit.logwriter import make_table

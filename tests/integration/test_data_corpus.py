@@ -35,14 +35,13 @@ import pyarrow.parquet as pq
 import pytest
 from deltalake import DeltaTable, QueryBuilder
 
-from deltalog import DeltaLog
+from deltalog import DeltaLog, Snapshot
 from deltalog.actions import DeletionVector
 from deltalog.core.codec import decode_dv
 from deltalog.core.pathkeys import dv_file_key
 from deltalog.data.dv import decode_bitmap, read_deletion_vector, unframe
 from deltalog.data.read import DataFile, read_file, read_schema
 from deltalog.errors import CorruptDataError, DeltaLogError, UnsupportedFeatureError
-from deltalog.snapshot import Snapshot
 from tests.corpus import corpus_dir, corpus_entries
 from tests.peers import duckdb_connection
 

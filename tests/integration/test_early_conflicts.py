@@ -18,11 +18,10 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from deltalog import ConcurrentAppendError, ConcurrentModificationError, DeltaLog
+from deltalog import ConcurrentAppendError, ConcurrentModificationError, DeltaLog, Transaction
 from deltalog import actions as A
-from deltalog.intents import list_intents
 from deltalog.storage.local import LocalLogStore
-from deltalog.transaction import Transaction
+from deltalog.table.intents import list_intents
 
 SCHEMA = pa.schema([("id", pa.int64()), ("day", pa.string())])
 P, Q = "2026-01-01", "2026-01-02"
@@ -169,7 +168,7 @@ def test_compactions_yield_to_data_writes(tmp_path: Path) -> None:
 def test_killed_writers_intent_expires_after_its_timeout_and_blocks_nobody(tmp_path: Path) -> None:
     root = make_table(tmp_path / "t")
     killed = declared(root, P, clock=1000.0, heartbeat_s=10, timeout_s=60)
-    handle = killed._declared
+    handle = killed.intent
     assert handle is not None and handle.running
     handle.stop()  # the process dies: the heartbeat stops, the file stays
     assert not handle.running and f"{killed.txn_id}.json" in intent_files(root)
@@ -179,9 +178,9 @@ def test_killed_writers_intent_expires_after_its_timeout_and_blocks_nobody(tmp_p
 
     now = [0.0]
     survivor = declared(root, P, clock=2000.0)
-    assert survivor._declared is not None
-    survivor._declared.monotonic = lambda: now[0]
-    survivor._declared.beat()  # the survivor's own heartbeat, at monotonic 0
+    assert survivor.intent is not None
+    survivor.intent.monotonic = lambda: now[0]
+    survivor.intent.beat()  # the survivor's own heartbeat, at monotonic 0
     with pytest.raises(ConcurrentAppendError, match=killed.txn_id):
         survivor.check_early()  # 30 s old: still live, declared first
     now[0] = 31.0  # 31 s later by the survivor's clock, so the killed intent is 61 s old on the store
@@ -240,7 +239,7 @@ def test_refused_and_successful_commits_remove_the_intent(tmp_path: Path) -> Non
     assert DeltaLog.for_table(root).start_transaction().commit([write_file(root, P, "w")]).version == 1
     with pytest.raises(ConcurrentAppendError):
         loser.commit([write_file(root, P, "l")])
-    assert loser._declared is not None and not loser._declared.running
+    assert loser.intent is not None and not loser.intent.running
     assert intent_files(root) == set()
 
 

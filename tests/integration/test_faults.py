@@ -18,7 +18,7 @@ import orjson
 import pyarrow as pa
 import pytest
 
-from deltalog import DeltaLog, RetryPolicy
+from deltalog import CommitResult, DeltaLog, RetryPolicy
 from deltalog import actions as A
 from deltalog.errors import CommitStateUnknownError, StorageError
 from deltalog.storage.faults import (
@@ -39,7 +39,6 @@ from deltalog.storage.faults import (
     transient,
 )
 from deltalog.storage.local import LocalLogStore
-from deltalog.transaction import CommitResult
 
 SCHEMA = pa.schema([("id", pa.int64()), ("name", pa.string())])
 #: the engine's backoff sleeps through time.sleep (Transaction offers no way to inject it): make it 0

@@ -26,8 +26,7 @@ import pytest
 from deltalake import CommitProperties, DeltaTable, TableFeatures, Transaction, write_deltalake
 from deltalake.exceptions import TableNotFoundError as LakeTableNotFoundError
 
-from deltalog import DeltaLog, VersionNotFoundError
-from deltalog.snapshot import Snapshot
+from deltalog import DeltaLog, Snapshot, VersionNotFoundError
 
 pytestmark = pytest.mark.interop
 

@@ -43,7 +43,7 @@ def test_a_table_recreated_shorter_is_reloaded_before_the_next_commit(
     other.create(OTHER_SCHEMA)
     other.start_transaction().commit([data_file(tmp_path, "new")])
 
-    with caplog.at_level(logging.WARNING, logger="deltalog.log"):
+    with caplog.at_level(logging.WARNING, logger="deltalog.table.refresh"):
         result = log.start_transaction().commit([data_file(tmp_path, "after")])
     assert result.version == 2  # on top of the new table, not at 6 after a gap
     assert any("was replaced" in r.getMessage() for r in caplog.records)

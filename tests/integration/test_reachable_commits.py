@@ -14,9 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from deltalog import CommitNotReachableError, CommitStateUnknownError, DeltaLog
+from deltalog import CommitNotReachableError, CommitStateUnknownError, DeltaLog, Transaction
 from deltalog.storage.local import LocalLogStore
-from deltalog.transaction import Transaction
 from tests.integration.datafiles import SCHEMA, assert_peers_agree, data_file, live_paths, log_files
 
 DAY_S = 86_400

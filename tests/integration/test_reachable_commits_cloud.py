@@ -71,7 +71,7 @@ def test_warm_appends_trust_their_own_commits(
     location, options = new_location()
     log = DeltaLog.for_table(location, options, auto_checkpoint=False)
     log.create(SCHEMA)
-    with caplog.at_level(logging.INFO, logger="deltalog.log"):
+    with caplog.at_level(logging.INFO, logger="deltalog.table.refresh"):
         for i in range(4):
             txn = log.start_transaction()
             assert txn.read_version == i

@@ -27,11 +27,11 @@ from deltalog import (
     DeltaLog,
     InvalidArgumentError,
     InvalidCommitError,
+    Snapshot,
     VersionNotFoundError,
 )
 from deltalog.cli.main import cli
 from deltalog.errors import RestoreFilesMissingError
-from deltalog.snapshot import Snapshot
 from tests.integration.restore_kit import (
     DAY,
     T0,

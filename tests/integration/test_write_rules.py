@@ -345,7 +345,7 @@ def test_a_table_holding_a_bad_isolation_level_stays_writable_and_repairable(
     root = tmp_path / "t"
     DeltaLog.for_table(root).create(IDS)
     foreign_commit(root, {"delta.isolationLevel": "snapshot"})
-    with caplog.at_level(logging.WARNING, logger="deltalog.transaction"):
+    with caplog.at_level(logging.WARNING, logger="deltalog.table.transaction"):
         append(root, pa.table({"id": [1]}))  # committed as Serializable, the strictest level
     assert any("delta.isolationLevel='snapshot'" in r.getMessage() for r in caplog.records)
     log = DeltaLog.for_table(root)
@@ -366,7 +366,7 @@ def test_maintenance_reports_a_bad_retention_by_name_until_it_is_repaired(
     append(root, pa.table({"id": [1]}))
     foreign_commit(root, {"delta.deletedFileRetentionDuration": "interval 1 month"})  # version 2
     key = "delta.deletedFileRetentionDuration"
-    with caplog.at_level(logging.WARNING, logger="deltalog.log"):
+    with caplog.at_level(logging.WARNING, logger="deltalog.maintenance.compaction"):
         assert append(root, pa.table({"id": [2]})) == 3  # the commit lands; its automatic checkpoint cannot
     warned = [r for r in caplog.records if r.levelno == logging.WARNING and key in r.getMessage()]
     assert warned and "interval 1 month" in warned[0].getMessage() and "set_properties" in warned[0].getMessage()
@@ -379,7 +379,7 @@ def test_maintenance_reports_a_bad_retention_by_name_until_it_is_repaired(
     assert log.checkpoint().version == 4
     foreign_commit(root, {"delta.logRetentionDuration": "interval 1 year"})  # version 5
     caplog.clear()
-    with caplog.at_level(logging.WARNING, logger="deltalog.log"):
+    with caplog.at_level(logging.WARNING, logger="deltalog.maintenance.compaction"):
         assert append(root, pa.table({"id": [3]})) == 6  # checkpointed; the cleanup after it cannot run
     assert (root / "_delta_log" / f"{6:020d}.checkpoint.parquet").exists()
     assert any("delta.logRetentionDuration='interval 1 year'" in r.getMessage() for r in caplog.records)

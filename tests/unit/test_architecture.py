@@ -130,11 +130,7 @@ def test_the_data_plane_sits_below_the_table_layer() -> None:
     """``data/`` reads and writes files through a store and never commits: no log, snapshot or transaction."""
     above = (
         "deltalog.log",
-        "deltalog.snapshot",
-        "deltalog.transaction",
-        "deltalog.committer",
-        "deltalog.table_setup",
-        "deltalog.loading",
+        "deltalog.table",
         "deltalog.maintenance",
         "deltalog.cli",
         "deltalog.spark",
@@ -145,3 +141,36 @@ def test_the_data_plane_sits_below_the_table_layer() -> None:
         for mod in _imports(path):
             assert not mod.startswith(above), f"data/{path.name} imports {mod}"
             assert not mod.startswith("pyspark"), f"data/{path.name} imports {mod}"
+
+
+def _all_imports(path: Path, package: str) -> set[str]:
+    """Every module ``path`` imports, top-level, in functions or under ``TYPE_CHECKING``, relative ones resolved."""
+    out: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            out.update(a.name for a in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = package.rsplit(".", node.level - 1)[0] if node.level else ""
+            module = ".".join(p for p in (base, node.module or "") if p)
+            out.add(module)
+            out.update(f"{module}.{a.name}" for a in node.names)
+    return out
+
+
+def test_the_table_layer_never_reaches_up_to_the_facade_or_maintenance() -> None:
+    """``table/`` is what ``log.py`` and maintenance are built on: an import back up, even a deferred or
+    type-only one, would make the layers one cycle again."""
+    above = ("deltalog.log", "deltalog.maintenance", "deltalog.cli", "deltalog.spark")
+    modules = sorted((PKG / "table").glob("*.py"))
+    assert modules
+    for path in modules:
+        for mod in _all_imports(path, "deltalog.table"):
+            assert not mod.startswith(above), f"table/{path.name} imports {mod}"
+            assert mod != "deltalog", f"table/{path.name} imports the package (and with it the facade)"
+
+
+def test_checkpoints_and_the_data_plane_sit_below_the_table_layer() -> None:
+    for folder in ("checkpoint", "data"):
+        for path in sorted((PKG / folder).glob("*.py")):
+            for mod in _all_imports(path, f"deltalog.{folder}"):
+                assert not mod.startswith(("deltalog.table", "deltalog.log")), f"{folder}/{path.name} imports {mod}"

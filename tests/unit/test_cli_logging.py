@@ -30,7 +30,7 @@ from deltalog.cli.main import cli
 from tests.peers import deltalake_view, duckdb_view
 from tests.unit.cli_terminal import in_terminal
 
-WARNING = "WARNING deltalog.log_listing: ignoring "
+WARNING = "WARNING deltalog.checkpoint.hint: ignoring "
 
 
 @pytest.fixture
@@ -73,9 +73,9 @@ def test_verbose_levels(table: Path) -> None:
     assert "INFO deltalog.checkpoint.writer: version 10 already has a complete classic checkpoint" in err
     assert "DEBUG" not in err
     _, _, err = run("snapshot", table, "--version", "3", "-vv", "--json")
-    assert f"DEBUG deltalog.log_listing: listed versions 0..3 of {table} to rebuild version 3" in err
+    assert f"DEBUG deltalog.table.listing: listed versions 0..3 of {table} to rebuild version 3" in err
     _, _, err = run("snapshot", table, "--version", "3", "--log-level", "debug", "--json")
-    assert "DEBUG deltalog.log_listing" in err
+    assert "DEBUG deltalog.table.listing" in err
     _, _, err = run("snapshot", table, "--log-level", "ERROR", "--json")
     assert err == ""
 

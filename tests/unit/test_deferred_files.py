@@ -73,8 +73,7 @@ def test_a_chain_of_deferred_advances_replays_onto_the_last_loaded_files(tmp_pat
         log.start_transaction().commit([_add(f"p=a/more-{i}.parquet")])
     appended = log.snapshot()
     assert not appended.files_loaded
-    assert appended._anchor is not None and appended._anchor[0] is loaded  # one replay of the five commits
-    assert len(appended._anchor[1]) == 5
+    assert appended.pending.commits == 5  # one replay of the five commits, onto the loaded files
     txn = log.start_transaction()
     txn.remove_files(["p=a/1.parquet"])  # reads the files: resolves the chain
     assert appended.files_loaded

@@ -20,9 +20,10 @@ NOT_ON_IMPORT = (
     "deltalog.cli",
     "deltalog.maintenance",
     "deltalog.checkpoint.writer",
-    "deltalog.committer",
-    "deltalog.transaction",
-    "deltalog.intents",
+    "deltalog.table.commit_loop",
+    "deltalog.table.transaction",
+    "deltalog.table.intents",
+    "deltalog.table.ddl",
     "deltalog.core.conflicts",
     "fsspec",
     "s3fs",
@@ -53,7 +54,7 @@ def offenders(loaded: list[str]) -> list[str]:
 
 def test_import_deltalog_leaves_backends_spark_cli_and_writers_unloaded() -> None:
     loaded = modules_after("import deltalog")
-    assert "deltalog.log" in loaded and "deltalog.snapshot" in loaded  # the read path is there
+    assert "deltalog.log" in loaded and "deltalog.table.snapshot" in loaded  # the read path is there
     assert offenders(loaded) == []
 
 
@@ -61,10 +62,11 @@ def test_the_writing_api_is_still_importable_from_the_package() -> None:
     loaded = modules_after(
         "import deltalog\n"
         "from deltalog import CommitResult, RetryPolicy, Transaction\n"
-        "assert Transaction.__module__ == 'deltalog.transaction' and RetryPolicy.__module__ == 'deltalog.committer'\n"
+        "assert Transaction.__module__ == 'deltalog.table.transaction'\n"
+        "assert RetryPolicy.__module__ == 'deltalog.table.commit_loop'\n"
         "assert CommitResult is deltalog.CommitResult and 'Transaction' in dir(deltalog)"
     )
-    assert "deltalog.transaction" in loaded and "deltalog.committer" in loaded
+    assert "deltalog.table.transaction" in loaded and "deltalog.table.commit_loop" in loaded
 
 
 def test_an_unknown_attribute_is_still_an_attribute_error() -> None:

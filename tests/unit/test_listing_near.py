@@ -6,13 +6,14 @@ from pathlib import Path
 
 import pytest
 
-from deltalog import DeltaLog, log_listing
+from deltalog import DeltaLog
 from deltalog.core.paths import LOG_DIR, multipart_name
 from deltalog.core.segment import LogSegment, build_segment
 from deltalog.errors import CorruptLogError, VersionNotFoundError
-from deltalog.log_listing import list_log, listing_near
 from deltalog.storage.base import FileInfo
 from deltalog.storage.local import LocalLogStore
+from deltalog.table import listing as log_listing
+from deltalog.table.listing import list_log, listing_near
 
 from .logwriter import basic_table, log_dir, paths_of
 

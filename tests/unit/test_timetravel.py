@@ -9,6 +9,7 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
+from deltalog.core.ict import IctEnablement, ict_enablement
 from deltalog.core.timetravel import format_ms, monotonize, to_epoch_ms, version_at
 from deltalog.errors import InvalidArgumentError, VersionNotFoundError
 
@@ -193,3 +194,24 @@ def test_to_epoch_ms_round_trips_format_ms(ms: int) -> None:
     """Any commit time printed by the engine must resolve back to that same millisecond."""
     assert to_epoch_ms(format_ms(ms)) == ms
     assert to_epoch_ms(EPOCH + dt.timedelta(milliseconds=ms)) == ms
+
+
+# ---------------------------------------------------------------------------------------------- ICT enablement
+ICT = "delta.enableInCommitTimestamps"
+ICT_VERSION = "delta.inCommitTimestampEnablementVersion"
+ICT_TS = "delta.inCommitTimestampEnablementTimestamp"
+
+
+@pytest.mark.parametrize(
+    ("conf", "expected"),
+    [
+        ({}, None),
+        ({ICT: "false", ICT_VERSION: "3"}, None),
+        ({ICT: "yes"}, None),  # only true is true
+        ({ICT: "true"}, IctEnablement(0, None)),  # enabled at creation: every commit has one
+        ({ICT: " TRUE ", ICT_VERSION: "5", ICT_TS: "1700000000000"}, IctEnablement(5, 1_700_000_000_000)),
+        ({ICT: "true", ICT_VERSION: "five", ICT_TS: "soon"}, IctEnablement(0, None)),  # lenient, as readers are
+    ],
+)
+def test_ict_enablement_is_read_leniently_from_the_properties(conf: dict[str, str], expected: object) -> None:
+    assert ict_enablement(conf) == expected

@@ -64,7 +64,7 @@ class BaseState:
 
 
 @dataclass(frozen=True)
-class VersionState:
+class ReplayedState:
     """Everything of a version but its files: the protocol and metadata in force (with the file each came
     from, for errors), the txn per app id, the live domains, and the last commit's raw commitInfo."""
 
@@ -101,7 +101,7 @@ StatsAt = Callable[[np.ndarray], Callable[[], pa.Array]]
 class Parsed:
     """What a parser read from a run of commits: the state after it and its raw file actions."""
 
-    state: VersionState
+    state: ReplayedState
     actions: FileActions
     #: set when the parse left the adds' ``stats`` unread (:class:`StatsAt`)
     stats_at: StatsAt | None = None
@@ -109,9 +109,9 @@ class Parsed:
 
 @dataclass(frozen=True)
 class ReplayResult:
-    """A replayed version: its :class:`VersionState`, and its files unless they were left unread."""
+    """A replayed version: its :class:`ReplayedState`, and its files unless they were left unread."""
 
-    state: VersionState
+    state: ReplayedState
     files: FileState | None  # None for a replay that skipped the file actions (``state_only``)
 
     @property
@@ -154,5 +154,5 @@ __all__ = [
     "Parsed",
     "ReplayResult",
     "StatsAt",
-    "VersionState",
+    "ReplayedState",
 ]

@@ -22,7 +22,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from deltalog.core.state import BaseState, FileActions, StatsAt, VersionState
+from deltalog.core.state import BaseState, FileActions, ReplayedState, StatsAt
 from deltalog.core.state.columns import as_numpy, bool_array
 from deltalog.core.state.files import FileState, conform_partition_values, key_column
 from deltalog.core.state.small import version_partition_keys
@@ -71,7 +71,7 @@ def _base_mask(base: BaseState, touched: Keys, root: str | None) -> pa.Array | N
 
 
 def reconcile(
-    base: BaseState, state: VersionState, actions: FileActions, root: str | None, stats_at: StatsAt | None = None
+    base: BaseState, state: ReplayedState, actions: FileActions, root: str | None, stats_at: StatsAt | None = None
 ) -> FileState:
     """The file state of ``state``'s version: ``base`` with the run's ``actions`` reconciled onto it.
 

@@ -19,7 +19,7 @@ from deltalog.core.features import supported_features
 from deltalog.core.jsonlines import last_commit_info, objects
 from deltalog.core.properties import column_mapping_mode
 from deltalog.core.schema import SchemaError, parse_schema, physical_names
-from deltalog.core.state import BaseState, CommitData, VersionState
+from deltalog.core.state import BaseState, CommitData, ReplayedState
 from deltalog.errors import CorruptLogError
 
 #: the non-file actions that make up table state (commitInfo, cdc, sidecars and unknown actions do not)
@@ -93,11 +93,11 @@ class SmallState:
                 if key in STATE_KEYS:
                     self.take_body(key, body, commit.path, line)
 
-    def freeze(self, commits: Sequence[CommitData]) -> VersionState:
+    def freeze(self, commits: Sequence[CommitData]) -> ReplayedState:
         """The state after ``commits`` (the run applied onto the base) as a value, with the last commit's
         commitInfo."""
         last = commits[-1] if commits else None
-        return VersionState(
+        return ReplayedState(
             version=self.base_version if last is None else last.version,
             protocol=self.protocol,
             protocol_source=self.protocol_source,
@@ -109,7 +109,7 @@ class SmallState:
         )
 
 
-def version_partition_keys(state: VersionState | SmallState) -> tuple[str, ...] | None:
+def version_partition_keys(state: ReplayedState | SmallState) -> tuple[str, ...] | None:
     """:func:`partition_keys` of a version's protocol and metadata, or None when it has no metadata."""
     if state.metadata is None:
         return None

@@ -1,5 +1,10 @@
 """Creating tables and changing their metadata; each change is an ordinary transaction.
 
+Creating a table too: a transaction that read version -1, committed through the same loop as every other
+version (:mod:`deltalog.table.commit_loop`), so a lost response is recovered by ``txnId`` and every
+per-commit rule applies to version 0 as to any other. The functions that change a table take ``begin``,
+which starts the transaction on the latest snapshot once the request itself has been checked.
+
 Protocol requests in the configuration follow Delta Spark's spelling (``delta.minReaderVersion``,
 ``delta.minWriterVersion``, ``delta.feature.<name> = supported``): they become the protocol action and are
 removed from the stored configuration.
@@ -8,24 +13,18 @@ removed from the stored configuration.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import orjson
 import pyarrow as pa
 
-from deltalog._version import ENGINE_INFO
 from deltalog.arrow_schema import delta_field, from_arrow_schema
-from deltalog.committer import Committer, RetryPolicy
 from deltalog.core import actions as A
-from deltalog.core.codec import encode_actions
-from deltalog.core.commit_rules import validate_actions, validate_new_metadata
-from deltalog.core.feature_gate import check_writable
 from deltalog.core.features import (
     check_configuration_honoured,
     feature_name,
-    required_features,
     upgrade_protocol,
 )
 from deltalog.core.paths import LOG_DIR
@@ -38,10 +37,13 @@ from deltalog.core.property_rules import (
 )
 from deltalog.core.schema import SchemaError, parse_schema, top_level_fields
 from deltalog.errors import InvalidArgumentError, TableAlreadyExistsError
+from deltalog.table.commit_loop import RetryPolicy
+from deltalog.table.context import TableContext
+from deltalog.table.listing import list_log
+from deltalog.table.transaction import CommitResult, Committed, Transaction
 
-if TYPE_CHECKING:
-    from deltalog.log import DeltaLog
-    from deltalog.transaction import CommitResult
+#: starts a transaction on the table's latest snapshot
+Begin = Callable[[], Transaction]
 
 #: a new table's protocol when the configuration asks for no versions: Delta Spark's default
 DEFAULT_PROTOCOL = A.Protocol(1, 2)
@@ -77,7 +79,7 @@ def requested_protocol(request: ProtocolRequest, base: A.Protocol | None) -> A.P
 
 
 def create_table(
-    log: DeltaLog,
+    ctx: TableContext,
     schema: pa.Schema | str | Mapping[str, Any],
     partition_columns: Sequence[str] = (),
     configuration: Mapping[str, str] | None = None,
@@ -86,20 +88,19 @@ def create_table(
     retry: RetryPolicy | None = None,
     *,
     allow_unknown_properties: bool = False,
+    on_committed: Callable[[Committed], None] | None = None,
 ) -> CommitResult:
-    """Version 0. Every rule a later commit must meet is checked first (schema, partitioning, properties,
-    protocol), so a refused create writes nothing."""
-    from deltalog.transaction import CommitResult
-
+    """Version 0, committed by a transaction on read version -1. Every rule a later commit must meet is
+    checked first (schema, partitioning, properties, protocol), so a refused create writes nothing; a
+    table already there, or created by another writer first, is :class:`TableAlreadyExistsError`."""
     if isinstance(partition_columns, str):
         raise InvalidArgumentError(f"partition_columns is a list of column names, not the string {partition_columns!r}")
-    if any(True for _ in log.list_log(0)):
-        raise TableAlreadyExistsError(f"a Delta table already exists at {log.location}")
+    if list_log(ctx.store, 0):
+        raise TableAlreadyExistsError(f"a Delta table already exists at {ctx.location}")
     schema_json = schema_json_of(schema)
     request, rest = split_protocol_requests(configuration or {})
     conf = validate_updates(rest, allow_unknown=allow_unknown_properties)
-    source = f"{log.location}/{LOG_DIR} (new table)"
-    now = log.now_ms()
+    now = ctx.now_ms()
     metadata = A.Metadata(
         id=str(uuid.uuid4()),
         name=name,
@@ -109,52 +110,21 @@ def create_table(
         configuration=conf,
         created_time=now,
     )
-    validate_new_metadata(metadata, None)
-    check_configuration_honoured(metadata.configuration, schema_json, source)
-    protocol = upgrade_protocol(requested_protocol(request, None), required_features(conf, schema_json))
-    validate_actions([protocol, metadata], metadata)
-    check_writable(protocol, metadata.configuration, schema_json, source)
-    txn_id = str(uuid.uuid4())
-    info = A.CommitInfo(
-        timestamp=now,
-        operation="CREATE TABLE",
-        operation_parameters={
-            "partitionBy": list(partition_columns),
-            "description": description,
-            "properties": conf,
-        },
-        isolation_level="Serializable",
-        is_blind_append=False,
-        engine_info=ENGINE_INFO,
-        txn_id=txn_id,
-    )
-    data = encode_actions([info, protocol, metadata])
-    # The commit loop's put resolves a lost response by our txnId, so a retried create never trips on itself.
-    if Committer(log.store, retry or RetryPolicy()).put(0, data, txn_id) == "taken":
-        raise TableAlreadyExistsError(
-            f"a Delta table already exists at {log.location} (another writer created version 0 first)"
-        )
-    result = CommitResult(
-        version=0,
-        attempts=1,
-        winners=(),
-        txn_id=txn_id,
-        operation="CREATE TABLE",
-        actions=(protocol, metadata),
-        read_version=-1,
-        isolation_level="Serializable",
-    )
-    log._notify(result)
-    return result
+    # The transaction checks schema, partitioning, properties and protocol as for every commit, and adds
+    # the features the schema and properties need to the requested protocol.
+    txn = Transaction(ctx, None, retry=retry, on_committed=on_committed)
+    params = {"partitionBy": list(partition_columns), "description": description, "properties": conf}
+    protocol = requested_protocol(request, None)
+    return txn.commit([protocol, metadata], operation="CREATE TABLE", operation_parameters=params, operation_metrics={})
 
 
-def add_columns(log: DeltaLog, fields: Iterable[pa.Field | Mapping[str, Any]]) -> CommitResult:
+def add_columns(begin: Begin, fields: Iterable[pa.Field | Mapping[str, Any]]) -> CommitResult:
     """Add nullable columns at the end of the schema (what Spark's mergeSchema does for new columns).
 
     The commit checks the new columns as a create checks its schema, and adds the features their types
     need (``timestampNtz``, ``variantType``) to the protocol in the same version.
     """
-    txn = log.start_transaction()
+    txn = begin()
     snap = txn.snapshot
     schema = dict(snap.schema_json)
     existing = {f["name"].lower() for f in top_level_fields(schema)}
@@ -172,7 +142,7 @@ def add_columns(log: DeltaLog, fields: Iterable[pa.Field | Mapping[str, Any]]) -
     return txn.commit([metadata], operation="ADD COLUMNS", operation_parameters={"columns": new_fields})
 
 
-def set_properties(log: DeltaLog, props: Mapping[str, str], *, allow_unknown_properties: bool = False) -> CommitResult:
+def set_properties(begin: Begin, props: Mapping[str, str], *, allow_unknown_properties: bool = False) -> CommitResult:
     """Set table properties as Delta Spark's ALTER TABLE SET TBLPROPERTIES does (keys in canonical spelling,
     values checked; see :mod:`deltalog.core.property_rules`); protocol requests upgrade the protocol.
 
@@ -181,11 +151,11 @@ def set_properties(log: DeltaLog, props: Mapping[str, str], *, allow_unknown_pro
     """
     request, rest = split_protocol_requests(props)
     updates = validate_updates(rest, allow_unknown=allow_unknown_properties)
-    txn = log.start_transaction()
+    txn = begin()
     snap = txn.snapshot
     replaced = {old for key in updates for old in keys_matching(snap.configuration, key)}
     conf = {**{k: v for k, v in snap.configuration.items() if k not in replaced}, **updates}
-    check_configuration_honoured(updates, {"type": "struct", "fields": []}, f"{log.location}/{LOG_DIR}")
+    check_configuration_honoured(updates, {"type": "struct", "fields": []}, f"{txn.context.location}/{LOG_DIR}")
     protocol = requested_protocol(request, snap.protocol)
     actions: list[A.Action] = [replace(snap.metadata, configuration=conf)]
     if protocol != snap.protocol:
@@ -193,7 +163,7 @@ def set_properties(log: DeltaLog, props: Mapping[str, str], *, allow_unknown_pro
     return txn.commit(actions, operation="SET TBLPROPERTIES", operation_parameters={"properties": dict(props)})
 
 
-def unset_properties(log: DeltaLog, keys: Iterable[str], if_exists: bool = True) -> CommitResult:
+def unset_properties(begin: Begin, keys: Iterable[str], if_exists: bool = True) -> CommitResult:
     """Remove table properties; ``delta.*`` keys match regardless of case (every stored spelling goes).
 
     Keys the engine maintains are refused (:func:`~deltalog.core.property_rules.check_unset`); any other
@@ -201,7 +171,7 @@ def unset_properties(log: DeltaLog, keys: Iterable[str], if_exists: bool = True)
     """
     keys = [keys] if isinstance(keys, str) else list(keys)
     check_unset(keys)
-    txn = log.start_transaction()
+    txn = begin()
     snap = txn.snapshot
     matched = {k: keys_matching(snap.configuration, k) for k in keys}
     missing = [k for k, found in matched.items() if not found]
@@ -216,9 +186,9 @@ def unset_properties(log: DeltaLog, keys: Iterable[str], if_exists: bool = True)
     )
 
 
-def enable_feature(log: DeltaLog, feature: str) -> CommitResult:
+def enable_feature(begin: Begin, feature: str) -> CommitResult:
     """Upgrade the protocol so it supports ``feature`` (table features protocol: writer 7, reader 3 if needed)."""
-    txn = log.start_transaction()
+    txn = begin()
     snap = txn.snapshot
     protocol, _ = protocol_for({f"delta.feature.{feature}": "supported"}, snap.protocol)
     if protocol == snap.protocol:
@@ -227,6 +197,7 @@ def enable_feature(log: DeltaLog, feature: str) -> CommitResult:
 
 
 __all__ = [
+    "Begin",
     "add_columns",
     "DEFAULT_PROTOCOL",
     "create_table",

@@ -8,6 +8,11 @@ put-if-absent alone would also "win" a version that log cleanup freed below a ne
 after a gap. Retrying an unknown outcome at the *same* version is safe: if our first write lands later,
 the retry finds it and sees our ``txnId``; if another writer took the version, our first write can never
 land.
+
+The loop has three parts: :meth:`Committer.put` (one version, its unknown outcome resolved by ``txnId``),
+reading the winners of a version taken by another writer (:meth:`Committer.winners_after`, and inside
+:meth:`Committer.commit`), and the retry on top of the last winner. Creating a table is the same loop with
+read version -1: version 0 taken by anyone else is :class:`~deltalog.errors.TableAlreadyExistsError`.
 """
 
 from __future__ import annotations
@@ -25,7 +30,7 @@ import orjson
 from deltalog.core import actions as A
 from deltalog.core.codec import decode_commit
 from deltalog.core.conflicts import Intent, Winner, check_winner
-from deltalog.core.paths import LOG_DIR, Kind, LogPath, commit_name
+from deltalog.core.paths import LOG_DIR, Kind, LogPath, commit_name, parse
 from deltalog.core.reachability import Tip, Verdict, holds, judge, moved_on, tip_in
 from deltalog.core.state import CommitData
 from deltalog.errors import (
@@ -34,10 +39,12 @@ from deltalog.errors import (
     FileAlreadyExistsError,
     MaxCommitAttemptsError,
     StorageError,
+    TableAlreadyExistsError,
 )
-from deltalog.log_listing import list_log
 from deltalog.storage.base import LogStore
 from deltalog.storage.options import UNSAFE_OPT_IN, unsafe_commits_allowed
+from deltalog.table.listing import list_log
+from deltalog.table.snapshot import Snapshot
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -69,6 +76,52 @@ class Outcome:
     ours_found_after_unknown: bool = False
     #: our commit as the listing that proved it reachable showed it (size and the store's modification time)
     listed: LogPath | None = None
+
+    def commits(self, data: bytes) -> list[CommitData]:
+        """The winners read on the way and our own commit (``data``), in version order: what a snapshot of
+        the read version advances by to become our version's.
+
+        Our commit carries the time the listing showed; without one (it was not listed) the time is
+        unknown, and a refresh that compares it with the log will not trust it and load again.
+        """
+        name = commit_name(self.version)
+        listed = self.listed
+        if listed is None or listed.name != name or listed.size != len(data):
+            listed = parse(name, len(data))
+        assert listed is not None
+        return [*self.winner_data, CommitData(self.version, f"{LOG_DIR}/{name}", data, listed.mtime)]
+
+
+@dataclass(frozen=True)
+class CommitResult:
+    """What a commit did. ``version`` is None only when an exactly-once commit was skipped."""
+
+    version: int | None
+    attempts: int
+    winners: tuple[int, ...]
+    txn_id: str
+    operation: str
+    actions: tuple[A.Action, ...]
+    read_version: int
+    isolation_level: str
+    skipped: bool = False
+    elapsed_s: float = 0.0
+    recovered_unknown_outcome: bool = False
+
+
+@dataclass(frozen=True)
+class Committed:
+    """What a transaction hands its ``on_committed`` callback after a commit landed."""
+
+    #: the snapshot the transaction read (``None`` for the commit that created the table)
+    read: Snapshot | None
+    #: the versions after it, in order: the winners the commit moved past, then ours
+    commits: tuple[CommitData, ...]
+    result: CommitResult
+
+
+#: the tip a create is attempted on: the table has no version yet, so there is nothing to have moved on
+NO_TABLE = Tip(-1, ())
 
 
 def _read_winner(store: LogStore, version: int, mtime: int = 0) -> tuple[Winner, CommitData]:
@@ -185,7 +238,7 @@ class Committer:
     def winners_after(self, version: int) -> list[Winner]:
         """Every commit after ``version`` that exists now, read as the commit loop reads winners.
 
-        For early conflict checks (:meth:`deltalog.transaction.Transaction.check_early`): the caller runs
+        For early conflict checks (:meth:`deltalog.table.transaction.Transaction.check_early`): the caller runs
         :func:`~deltalog.core.conflicts.check_winner` on each, as :meth:`commit` does.
         """
         commits = _commits(self._transient("listing the log", partial(list_log, self.store, version + 1)))
@@ -201,6 +254,8 @@ class Committer:
         version is attempted on top of a tip, and acknowledged only once a listing after the write proves it
         reachable (:func:`~deltalog.core.reachability.judge`). A transaction whose read version is gone
         (log cleanup, a recreated table) raises :class:`CommitNotReachableError`, having written nothing.
+        ``read_version`` -1 creates the table: ``tip`` is :data:`NO_TABLE`, and version 0 taken by another
+        writer is :class:`TableAlreadyExistsError` (ours, found by ``txnId`` after a lost response, is ours).
         """
         start = time.monotonic()
         attempt_version = read_version + 1
@@ -212,6 +267,10 @@ class Committer:
             listing = self._transient("listing the log", partial(list_log, self.store, max(attempt_version - 1, 0)))
             if written != "taken":
                 return self._acknowledge(attempt_version, tip, listing, outcome, txn_id, written == "recovered")
+            if read_version < 0:
+                raise TableAlreadyExistsError(
+                    f"a Delta table already exists at {self.store.root} (another writer created version 0 first)"
+                )
             if not holds(tip, listing):
                 raise CommitNotReachableError(
                     f"cannot commit to {self.store.root}: {moved_on(tip, self._whole_log())} since this transaction "
@@ -292,4 +351,4 @@ class Committer:
         return True
 
 
-__all__ = ["Committer", "Outcome", "RetryPolicy"]
+__all__ = ["NO_TABLE", "CommitResult", "Committed", "Committer", "Outcome", "RetryPolicy"]

@@ -4,6 +4,11 @@ A transaction binds one snapshot for its whole life. What it reads through :meth
 :meth:`~Transaction.read_files` and :meth:`~Transaction.app_version` becomes its read set, the thing other
 writers' commits are checked against; reading directly from ``snapshot`` is not recorded, on purpose, for
 callers that know a read does not matter to correctness.
+
+Every version goes through here and the commit loop (:mod:`deltalog.table.commit_loop`): data writes,
+metadata changes, restores, and creating the table (a transaction with no snapshot, read version -1). So
+the rules every commit must meet live in one place. What happens after a commit (advancing a cached
+snapshot, hooks, automatic checkpoints) is the caller's: it hands an ``on_committed`` callback.
 """
 
 from __future__ import annotations
@@ -11,19 +16,15 @@ from __future__ import annotations
 import logging
 import time
 import uuid
-from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any
 
 import pyarrow as pa
 
-from deltalog import intents as _intents
 from deltalog._version import ENGINE_INFO
-from deltalog.committer import Committer, RetryPolicy
 from deltalog.core import actions as A
-from deltalog.core import properties
 from deltalog.core.codec import encode_actions
-from deltalog.core.commit_rules import validate_actions, validate_new_metadata
+from deltalog.core.commit_rules import commit_info_of, prepare_commit
 from deltalog.core.conflicts import (
     ISOLATION_LEVELS,
     SERIALIZABLE,
@@ -35,58 +36,43 @@ from deltalog.core.conflicts import (
     is_blind_append,
 )
 from deltalog.core.feature_gate import check_writable
-from deltalog.core.features import (
-    check_configuration_honoured,
-    required_features,
-    supported_features,
-    upgrade_protocol,
-)
 from deltalog.core.partitions import PartitionValueError, conditions_from_where, typed_conditions
 from deltalog.core.pathkeys import file_key
 from deltalog.core.schema import top_level_fields
-from deltalog.errors import CommitStateUnknownError, InvalidArgumentError, InvalidCommitError
-
-if TYPE_CHECKING:
-    from deltalog.log import DeltaLog
-    from deltalog.snapshot import Snapshot
+from deltalog.errors import CommitStateUnknownError, InvalidArgumentError
+from deltalog.table import intents
+from deltalog.table.commit_loop import NO_TABLE, CommitResult, Committed, Committer, RetryPolicy
+from deltalog.table.context import TableContext
+from deltalog.table.snapshot import Snapshot
 
 log = logging.getLogger(__name__)
 
 
-@dataclass(frozen=True)
-class CommitResult:
-    """What a commit did. ``version`` is None only when an exactly-once commit was skipped."""
-
-    version: int | None
-    attempts: int
-    winners: tuple[int, ...]
-    txn_id: str
-    operation: str
-    actions: tuple[A.Action, ...]
-    read_version: int
-    isolation_level: str
-    skipped: bool = False
-    elapsed_s: float = 0.0
-    recovered_unknown_outcome: bool = False
-
-
 class Transaction:
-    """One optimistic transaction against ``snapshot``; create it with :meth:`DeltaLog.start_transaction`."""
+    """One optimistic transaction against ``snapshot``; create it with :meth:`DeltaLog.start_transaction`.
+
+    ``snapshot`` ``None`` creates the table (read version -1). ``on_committed`` is called once after a
+    commit lands; an error in it is logged, never raised (a commit that landed is never reported as failed).
+    """
 
     def __init__(
         self,
-        log: DeltaLog,
-        snapshot: Snapshot,
+        context: TableContext,
+        snapshot: Snapshot | None,
         isolation: str | None = None,
         app_id: str | None = None,
         app_version: int | None = None,
         retry: RetryPolicy | None = None,
+        *,
+        on_committed: Callable[[Committed], None] | None = None,
     ) -> None:
-        self._log = log
+        self._context = context
         self._snapshot = snapshot
+        self._on_committed = on_committed
         if isolation is not None and isolation not in ISOLATION_LEVELS:
             raise InvalidArgumentError(f"isolation level {isolation!r} is not one of {ISOLATION_LEVELS}")
-        self.isolation: str = isolation or _table_isolation(snapshot.configuration)
+        conf = snapshot.configuration if snapshot is not None else {}
+        self.isolation: str = isolation or _table_isolation(conf)
         self.retry = retry or RetryPolicy()
         self.txn_id = str(uuid.uuid4())
         self._predicates: list[ReadPredicate] = []
@@ -94,8 +80,8 @@ class Transaction:
         self._app_ids: set[str] = set()
         self._staged: list[A.Action] = []
         self._done = False
-        self._declared: _intents.IntentHandle | None = None  # see declare_intent
-        self._early_through = snapshot.version
+        self._declared: intents.IntentHandle | None = None  # see declare_intent
+        self._early_through = self.read_version
         self.app_id = app_id
         self.app_target = app_version
         self.already_committed = False
@@ -107,12 +93,25 @@ class Transaction:
 
     # ------------------------------------------------------------------------------------------ reading
     @property
+    def context(self) -> TableContext:
+        return self._context
+
+    @property
     def snapshot(self) -> Snapshot:
+        """The snapshot this transaction reads; a transaction that creates the table has none."""
+        if self._snapshot is None:
+            raise InvalidArgumentError("this transaction creates the table: there is no snapshot to read")
         return self._snapshot
 
     @property
     def read_version(self) -> int:
-        return self._snapshot.version
+        """The version read: -1 for the transaction that creates the table."""
+        return self._snapshot.version if self._snapshot is not None else -1
+
+    @property
+    def intent(self) -> intents.IntentHandle | None:
+        """The intent :meth:`declare_intent` published, until commit or abort releases it (then stopped)."""
+        return self._declared
 
     def read(self, where: Mapping[str, Any] | None = None) -> pa.Table:
         """The live files matching ``where`` (all files without it), recorded as read.
@@ -123,7 +122,7 @@ class Transaction:
         ``trackReadPredicates`` does, they are left out of the recorded predicate and the partition conditions
         kept (a read by data columns only is thus a read of every partition).
         """
-        files = self._snapshot.files(where=where)  # validates columns and values
+        files = self.snapshot.files(where=where)  # validates columns and values
         self._predicates.append(self._predicate(where))
         self._read_files.update(self._key(p) for p in files.column("path").to_pylist())
         return files
@@ -135,13 +134,15 @@ class Transaction:
     def app_version(self, app_id: str) -> int | None:
         """The committed version of ``app_id``, recorded so a concurrent commit of that app conflicts."""
         self._app_ids.add(app_id)
-        return self._snapshot.app_version(app_id)
+        return self._snapshot.app_version(app_id) if self._snapshot is not None else None
 
     def _key(self, path: str) -> str:
-        return file_key(path, None, self._log.store.root)
+        return file_key(path, None, self._context.store.root)
 
     def _partition_schema(self) -> PartitionSchema:
         snap = self._snapshot
+        if snap is None:
+            return PartitionSchema(types={}, physical={})
         cols = {f["name"]: f["type"] for f in top_level_fields(snap.schema_json)}
         return PartitionSchema(
             types={c: cols[c] for c in snap.partition_columns if c in cols},
@@ -168,7 +169,7 @@ class Transaction:
         timeout_s: float = 60.0,
         is_compaction: bool = False,
         operation: str = "WRITE",
-    ) -> _intents.IntentHandle:
+    ) -> intents.IntentHandle:
         """Record the read of ``where`` (and ``files``) as :meth:`read` does and publish it as a live intent
         until commit or abort, so declared writers can stop early; it binds no commit (:mod:`deltalog.core.intents`)."""
         if self._done or self._declared is not None:
@@ -176,10 +177,10 @@ class Transaction:
         self.read(where)
         if files is not None:
             self.read_files(files)
-        files_read, now = sorted(self._read_files), self._log.now_ms()
+        files_read, now = sorted(self._read_files), self._context.now_ms()
         what = {"operation": operation, "is_compaction": is_compaction, "heartbeat_s": heartbeat_s}
-        self._declared = _intents.declare(
-            self._log.store, self.txn_id, self.read_version, self._predicates, files_read, now, timeout_s, **what
+        self._declared = intents.declare(
+            self._context.store, self.txn_id, self.read_version, self._predicates, files_read, now, timeout_s, **what
         )
         return self._declared
 
@@ -192,8 +193,8 @@ class Transaction:
         isolation = effective_isolation(self.isolation, staged, operation) if staged else self.isolation
         intent = self._intent(staged, isolation)
         types = self._partition_schema().types
-        self._early_through = _intents.check_early(
-            self._log.store, intent, self._early_through, self._check_winner_protocol, self._declared, types
+        self._early_through = intents.check_early(
+            self._context.store, intent, self._early_through, self._check_winner_protocol, self._declared, types
         )
 
     def _release_intent(self) -> None:
@@ -215,7 +216,8 @@ class Transaction:
         partition columns are allowed: the log cannot tell which rows of a file match a data column, and
         removing whole files on such a condition would delete rows that do not match.
         """
-        partition = set(self._snapshot.partition_columns)
+        snap = self.snapshot
+        partition = set(snap.partition_columns)
         data_columns = sorted(k for k in (where or {}) if k not in partition)
         if data_columns:
             raise InvalidArgumentError(
@@ -223,16 +225,16 @@ class Transaction:
                 "the log knows files, not rows"
             )
         self.read(where)
-        now = self._log.now_ms()
-        removes = [a.remove(now, data_change) for a in self._snapshot.add_actions(where)]
+        now = self._context.now_ms()
+        removes = [a.remove(now, data_change) for a in snap.add_actions(where)]
         self._staged.extend(removes)
         return removes
 
     def remove_files(self, paths: Iterable[str], data_change: bool = True) -> list[A.Remove]:
         """Stage removes of specific live files (paths as in the log); they are recorded as read."""
         wanted = {self._key(p) for p in paths}
-        now = self._log.now_ms()
-        removes = [a.remove(now, data_change) for a in self._snapshot.add_actions() if self._key(a.path) in wanted]
+        now = self._context.now_ms()
+        removes = [a.remove(now, data_change) for a in self.snapshot.add_actions() if self._key(a.path) in wanted]
         found = {self._key(r.path) for r in removes}
         missing = wanted - found
         if missing:
@@ -302,14 +304,27 @@ class Transaction:
             )
         if self.app_id is not None and self.app_target is not None:
             all_actions = [a for a in all_actions if not (isinstance(a, A.Txn) and a.app_id == self.app_id)]
-            all_actions.append(A.Txn(self.app_id, self.app_target, self._log.now_ms()))
+            all_actions.append(A.Txn(self.app_id, self.app_target, self._context.now_ms()))
         prepared = self._prepare(all_actions)
         isolation = effective_isolation(self.isolation, prepared, operation)
         intent = self._intent(prepared, isolation)
-        commit_info = self._commit_info(prepared, operation, params, isolation, intent, meta, metrics)
+        commit_info = commit_info_of(
+            prepared,
+            operation=operation,
+            parameters=params,
+            read_version=self.read_version,
+            isolation=isolation,
+            blind_append=intent.is_blind_append,
+            metrics=metrics,
+            engine_info=ENGINE_INFO,
+            txn_id=self.txn_id,
+            user_metadata=meta,
+            now_ms=self._context.now_ms(),
+        )
         data = encode_actions([commit_info, *prepared])
-        committer = Committer(self._log.store, self.retry, self._check_winner_protocol)
-        outcome = committer.commit(self.read_version, data, intent, self.txn_id, self._snapshot.tip)
+        committer = Committer(self._context.store, self.retry, self._check_winner_protocol)
+        tip = self._snapshot.tip if self._snapshot is not None else NO_TABLE
+        outcome = committer.commit(self.read_version, data, intent, self.txn_id, tip)
         self._done = True
         result = CommitResult(
             version=outcome.version,
@@ -323,7 +338,11 @@ class Transaction:
             elapsed_s=time.monotonic() - started,
             recovered_unknown_outcome=outcome.ours_found_after_unknown,
         )
-        self._log._committed(self._snapshot, outcome, data, result)
+        if self._on_committed is not None:
+            try:
+                self._on_committed(Committed(self._snapshot, tuple(outcome.commits(data)), result))
+            except Exception:  # the commit has landed: a failing callback must not report it as failed
+                log.exception("the post-commit callback failed after version %s", result.version)
         return result
 
     def abort(self) -> None:
@@ -333,46 +352,18 @@ class Transaction:
 
     def _prepare(self, actions: Sequence[A.Action]) -> list[A.Action]:
         snap = self._snapshot
-        metas = [a for a in actions if isinstance(a, A.Metadata)]
-        protocols = [a for a in actions if isinstance(a, A.Protocol)]
-        metadata = metas[-1] if metas else snap.metadata
-        protocol = protocols[-1] if protocols else snap.protocol
-        source = f"{self._log.location}/_delta_log (version {snap.version})"
-        schema = snap.schema_json
-        if metas:
-            # The rules for what this metadata changes (the table's own fields and values are not
-            # re-checked), and the features it needs, added to the protocol in this same commit.
-            schema = validate_new_metadata(metadata, snap.metadata)
-            changed = {k: v for k, v in metadata.configuration.items() if snap.configuration.get(k) != v}
-            check_configuration_honoured(changed, schema, source, previous_schema=snap.schema_json)
-            upgraded = upgrade_protocol(protocol, required_features(metadata.configuration, schema))
-            if upgraded != protocol and len(protocols) <= 1:
-                actions = [*(a for a in actions if not isinstance(a, A.Protocol)), upgraded]
-                protocols, protocol = [upgraded], upgraded
-        mode = properties.column_mapping_mode(metadata.configuration)
-        validate_actions(actions, metadata, mode, previous=snap.metadata if metas else None)
-        if protocols:
-            self._check_protocol_change(snap.protocol, protocol)
-        check_writable(protocol, metadata.configuration, schema, source)
-        return list(actions)
-
-    @staticmethod
-    def _check_protocol_change(old: A.Protocol, new: A.Protocol) -> None:
-        if new.min_reader_version < old.min_reader_version or new.min_writer_version < old.min_writer_version:
-            raise InvalidCommitError("a protocol may not be downgraded by a commit", rule="no-protocol-downgrade")
-        # Legacy versions count with the features they imply: (1,2) -> (1,7) must still list appendOnly and
-        # invariants, or the upgrade silently drops them.
-        dropped = supported_features(old) - supported_features(new)
-        if dropped:
-            raise InvalidCommitError(
-                f"a commit may not drop table features {sorted(dropped)} (a protocol listing features must keep "
-                "those its legacy versions implied)",
-                rule="no-feature-drop",
-            )
+        where = f"version {snap.version}" if snap is not None else "new table"
+        return prepare_commit(
+            actions,
+            snap.protocol if snap is not None else None,
+            snap.metadata if snap is not None else None,
+            snap.schema_json if snap is not None else None,
+            f"{self._context.location}/_delta_log ({where})",
+        )
 
     def _check_winner_protocol(self, protocol: A.Protocol) -> None:
-        snap = self._snapshot
-        check_writable(protocol, snap.configuration, snap.schema_json, f"{self._log.location}/_delta_log")
+        snap = self.snapshot
+        check_writable(protocol, snap.configuration, snap.schema_json, f"{self._context.location}/_delta_log")
 
     def _intent(self, actions: Sequence[A.Action], isolation: str) -> Intent:
         read_set = ReadSet(tuple(self._predicates), frozenset(self._read_files), frozenset(self._app_ids))
@@ -380,49 +371,14 @@ class Transaction:
             read_set=read_set,
             isolation=isolation,
             partition_schema=self._partition_schema(),
-            root=self._log.store.root,
+            root=self._context.store.root,
             changes_metadata=any(isinstance(a, A.Metadata) for a in actions),
             changes_protocol=any(isinstance(a, A.Protocol) for a in actions),
             removed=frozenset(self._key(a.path) for a in actions if isinstance(a, A.Remove)),
             domains=frozenset(a.domain for a in actions if isinstance(a, A.DomainMetadata)),
             is_blind_append=is_blind_append(actions, read_set),
             txn_id=self.txn_id,
-            read_protocol=self._snapshot.protocol,
-        )
-
-    def _commit_info(
-        self,
-        actions: Sequence[A.Action],
-        operation: str,
-        parameters: Mapping[str, Any] | None,
-        isolation: str,
-        intent: Intent,
-        user_metadata: str | None,
-        given_metrics: Mapping[str, str] | None = None,
-    ) -> A.CommitInfo:
-        adds = [a for a in actions if isinstance(a, A.Add)]
-        removes = [a for a in actions if isinstance(a, A.Remove)]
-        metrics = (
-            dict(given_metrics)
-            if given_metrics is not None
-            else {
-                "numAddedFiles": str(len(adds)),
-                "numRemovedFiles": str(len(removes)),
-                "numAddedBytes": str(sum(a.size for a in adds)),
-                "numRemovedBytes": str(sum(r.size or 0 for r in removes)),
-            }
-        )
-        return A.CommitInfo(
-            timestamp=self._log.now_ms(),
-            operation=operation,
-            operation_parameters=dict(parameters or {}),
-            read_version=self.read_version if self.read_version >= 0 else None,
-            isolation_level=isolation,
-            is_blind_append=intent.is_blind_append,
-            operation_metrics=metrics,
-            engine_info=ENGINE_INFO,
-            txn_id=self.txn_id,
-            user_metadata=user_metadata,
+            read_protocol=self._snapshot.protocol if self._snapshot is not None else None,
         )
 
 
@@ -445,4 +401,4 @@ def _table_isolation(configuration: Mapping[str, str]) -> str:
     return level
 
 
-__all__ = ["CommitResult", "RetryPolicy", "Transaction"]
+__all__ = ["CommitResult", "Committed", "RetryPolicy", "Transaction"]

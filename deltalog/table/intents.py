@@ -22,12 +22,12 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from deltalog.committer import Committer, RetryPolicy
 from deltalog.core import intents as core
 from deltalog.core.conflicts import Intent, ReadPredicate, check_winner
 from deltalog.core.intents import INTENTS_DIR, IntentRecord, ObservedIntent
 from deltalog.errors import DeltaLogError
 from deltalog.storage.base import LogStore
+from deltalog.table.commit_loop import Committer, RetryPolicy
 
 log = logging.getLogger(__name__)
 

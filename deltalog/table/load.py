@@ -1,38 +1,52 @@
-"""Turning a log segment into a snapshot: read the files, replay, vet, fall back past bad checkpoints."""
+"""Turning a log segment into a snapshot: read the files, replay, vet, fall back past bad checkpoints.
+
+:func:`load` loads a version with its file list; :func:`load_state` defers the file list (a blind append
+needs protocol, metadata and txns only). Either way the file list is owned by its loader, which also knows
+how to load it again from the log when a checkpoint it is read from was deleted (:func:`reload_files`).
+Keeping a cached snapshot current is :mod:`deltalog.table.refresh`.
+"""
 
 from __future__ import annotations
 
 import dataclasses
+import functools
 import logging
-from typing import TYPE_CHECKING
 
 from deltalog.checkpoint.columns import missing_required
 from deltalog.checkpoint.reader import CheckpointReader
 from deltalog.core import engine_safety
 from deltalog.core.features import check_readable
 from deltalog.core.jsonlines import objects
-from deltalog.core.paths import LOG_DIR, SIDECAR_DIR, LogPath, commit_name
+from deltalog.core.paths import LOG_DIR, SIDECAR_DIR, LogPath, commit_name, parse
+from deltalog.core.reachability import Tip
 from deltalog.core.schema import SchemaError, parse_schema
 from deltalog.core.segment import CheckpointRef, LogSegment, build_segment
 from deltalog.core.state import BaseState, CommitData, ReplayResult
 from deltalog.core.state.files import FileState
 from deltalog.core.state.replay import replay, state_only
-from deltalog.errors import CorruptLogError, DeltaLogError
-from deltalog.snapshot import Snapshot
-
-if TYPE_CHECKING:
-    from deltalog.log import DeltaLog
+from deltalog.core.version_state import VersionState, of_replay
+from deltalog.errors import CorruptLogError, DeltaLogError, VersionNotFoundError
+from deltalog.table import listing
+from deltalog.table.context import TableContext
+from deltalog.table.file_list import FileList, Pending, Reload
+from deltalog.table.snapshot import Snapshot
 
 log = logging.getLogger(__name__)
 
+#: the commits after a checkpoint that a deferred load still parses (checkpoint intervals keep it small)
+LAZY_TAIL_BYTES = 4 << 20
 
-def read_commits(dlog: DeltaLog, segment: LogSegment, cache: dict[int, CommitData] | None = None) -> list[CommitData]:
+
+# ---------------------------------------------------------------------------------------------- reading
+def read_commits(
+    ctx: TableContext, segment: LogSegment, cache: dict[int, CommitData] | None = None
+) -> list[CommitData]:
     """The segment's commit files; object stores are read in parallel (latency, not bandwidth, dominates).
 
     ``cache`` holds commits already read by an earlier attempt at the same version (a fallback past a bad
     checkpoint): they are not read again, so every commit costs one request however many attempts it takes.
     """
-    store = dlog.store
+    store = ctx.store
     wanted = [p for p in segment.commits if cache is None or p.version not in cache]
     paths = [f"{LOG_DIR}/{p.name}" for p in wanted]
 
@@ -49,9 +63,9 @@ def read_commits(dlog: DeltaLog, segment: LogSegment, cache: dict[int, CommitDat
             datas = list(pool.map(read, paths))
     else:
         datas = [read(p) for p in paths]
-    if engine_safety.relevant(dlog.location):
+    if engine_safety.relevant(ctx.location):
         versions = [p.version for p in wanted]
-        dlog._warn_unsafe_engine(engine_safety.first_unsafe(dlog.location, zip(versions, datas, strict=True)))
+        ctx.warn_engine_risk(engine_safety.first_unsafe(ctx.location, zip(versions, datas, strict=True)))
     fresh = {
         p.version: CommitData(p.version, path, d, p.mtime) for p, path, d in zip(wanted, paths, datas, strict=True)
     }
@@ -61,8 +75,18 @@ def read_commits(dlog: DeltaLog, segment: LogSegment, cache: dict[int, CommitDat
     return [cache[p.version] for p in segment.commits]
 
 
-def load(dlog: DeltaLog, segment: LogSegment) -> Snapshot:
-    """Replay ``segment``; an unreadable checkpoint falls back to an older one or to the commits.
+# ---------------------------------------------------------------------------------------------- loading
+def load(ctx: TableContext, segment: LogSegment, tip: Tip | None = None) -> Snapshot:
+    """Replay ``segment`` with its file list; an unreadable checkpoint falls back to an older one or to the commits.
+
+    ``tip`` is how the listing showed the version's files when that is more than the segment says.
+    """
+    used, state, files = _load_files(ctx, segment)
+    return Snapshot(ctx, used, state, FileList.loaded(files, _reloader(ctx)), tip)
+
+
+def _load_files(ctx: TableContext, segment: LogSegment) -> tuple[LogSegment, VersionState, FileState]:
+    """The segment actually used, the version state and the files of ``segment``'s version.
 
     A torn or truncated checkpoint (a crashed writer, a bad copy) must not make a table unreadable when
     the log still holds what is needed without it. The fallback is logged with the file it skipped; only
@@ -76,22 +100,25 @@ def load(dlog: DeltaLog, segment: LogSegment) -> Snapshot:
     cache: dict[int, CommitData] = {}
     skipped: set[str] = set()
     distrusted: list[str] = []
-    listing: list[LogPath] | None = None
+    paths: list[LogPath] | None = None
     current = segment
     while True:
         try:
-            return _load_once(dlog, current, cache, tuple(distrusted))
+            state, files = _load_once(ctx, current, cache)
+            if distrusted:
+                files = dataclasses.replace(files, distrusted=tuple(distrusted))
+            return current, state, files
         except CorruptLogError as exc:
             cp = current.checkpoint
             if cp is None or not _in_checkpoint(exc, cp):
                 raise
             skipped.update(p.name for p in cp.files)
             distrusted.append(cp.files[0].name)
-            if listing is None:
-                listing = dlog.list_log(0)
+            if paths is None:
+                paths = listing.list_log(ctx.store, 0)
             try:
                 current = build_segment(
-                    [p for p in listing if p.name not in skipped], segment.version, where=f"{dlog.location}/{LOG_DIR}"
+                    [p for p in paths if p.name not in skipped], segment.version, where=f"{ctx.location}/{LOG_DIR}"
                 )
             except DeltaLogError:
                 raise _no_fallback(exc, distrusted) from None
@@ -119,23 +146,20 @@ def _no_fallback(exc: CorruptLogError, distrusted: list[str]) -> CorruptLogError
     return CorruptLogError(f"{exc} (checkpoints skipped before it: {earlier})", path=exc.path, line=exc.line)
 
 
-def _load_once(
-    dlog: DeltaLog, segment: LogSegment, cache: dict[int, CommitData], distrusted: tuple[str, ...]
-) -> Snapshot:
+def _load_once(ctx: TableContext, segment: LogSegment, cache: dict[int, CommitData]) -> tuple[VersionState, FileState]:
     if segment.checkpoint is not None:
-        base = CheckpointReader(dlog.store).read_base(segment.checkpoint)
+        base = CheckpointReader(ctx.store).read_base(segment.checkpoint)
     else:
         base = BaseState(version=-1, source=f"{LOG_DIR}/{commit_name(0)}")
-    commits = read_commits(dlog, segment, cache)
-    result = _vet(dlog, segment, replay(base, commits, dlog.store.root))
-    if result.files is not None:
-        _check_file_actions(result.files, commits)
-        if distrusted:
-            result = dataclasses.replace(result, files=dataclasses.replace(result.files, distrusted=distrusted))
-    return Snapshot(dlog, segment, result, now_ms=dlog.now_ms())
+    commits = read_commits(ctx, segment, cache)
+    result = replay(base, commits, ctx.store.root)
+    state = _vet(ctx, segment, result)
+    assert result.files is not None
+    _check_file_actions(result.files, commits)
+    return state, result.files
 
 
-def load_state(dlog: DeltaLog, segment: LogSegment) -> Snapshot:
+def load_state(ctx: TableContext, segment: LogSegment, tip: Tip | None = None) -> Snapshot:
     """A snapshot holding protocol, metadata, txns and domains now and its file list on first use.
 
     For a blind append on a large table: the checkpoint's few non-file rows and the small commits after
@@ -145,23 +169,31 @@ def load_state(dlog: DeltaLog, segment: LogSegment) -> Snapshot:
     """
     commits_bytes = sum(p.size for p in segment.commits)
     if segment.checkpoint is None or commits_bytes > LAZY_TAIL_BYTES:
-        return load(dlog, segment)
+        return load(ctx, segment, tip)
     try:
-        base = CheckpointReader(dlog.store).read_non_file(segment.checkpoint)
-        result = _vet(dlog, segment, state_only(base, read_commits(dlog, segment)))
+        base = CheckpointReader(ctx.store).read_non_file(segment.checkpoint)
+        state = _vet(ctx, segment, state_only(base, read_commits(ctx, segment)))
     except CorruptLogError:
-        return load(dlog, segment)
-    return Snapshot(dlog, segment, result, now_ms=dlog.now_ms(), files=lambda: load(dlog, segment)._files)
+        return load(ctx, segment, tip)
+    pending = pending_of_segment(segment)
+    files = FileList.deferred(lambda: _load_files(ctx, segment)[2], pending, _reloader(ctx))
+    return Snapshot(ctx, segment, state, files, tip)
 
 
-#: the commits after a checkpoint that a deferred load still parses (checkpoint intervals keep it small)
-LAZY_TAIL_BYTES = 4 << 20
+def pending_of_segment(segment: LogSegment) -> Pending:
+    """What a deferred load of ``segment`` replays beyond its checkpoint."""
+    return Pending(len(segment.commits), sum(p.size for p in segment.commits))
 
 
-def _vet(dlog: DeltaLog, segment: LogSegment, result: ReplayResult) -> ReplayResult:
-    where = f"{dlog.location}/{LOG_DIR} ({segment.describe()})"
+def snapshot_at(ctx: TableContext, version: int | None = None) -> Snapshot:
+    """The table at ``version`` (the latest by default), loaded from the log as it is now."""
+    return load(ctx, listing.segment(ctx, version))
+
+
+def _vet(ctx: TableContext, segment: LogSegment, result: ReplayResult) -> VersionState:
+    where = f"{ctx.location}/{LOG_DIR} ({segment.describe()})"
     if result.protocol is not None:
-        check_readable(result.protocol, f"{dlog.location}/{result.protocol_source}")
+        check_readable(result.protocol, f"{ctx.location}/{result.protocol_source}")
     if result.protocol is None:
         raise CorruptLogError(f"no protocol action found in {where}: version {segment.version} is unreadable")
     if result.metadata is None:
@@ -172,9 +204,7 @@ def _vet(dlog: DeltaLog, segment: LogSegment, result: ReplayResult) -> ReplayRes
         # Checked here, not on first use, so that a damaged schema in a checkpoint is a checkpoint to skip.
         source = result.metadata_source
         raise CorruptLogError(f"{source or where}: {exc}", path=source) from None
-    if result.version == segment.version:
-        return result
-    return dataclasses.replace(result, state=dataclasses.replace(result.state, version=segment.version))
+    return of_replay(result, segment.version)
 
 
 def _check_file_actions(files: FileState, commits: list[CommitData]) -> None:
@@ -203,4 +233,52 @@ def _locate_missing(commits: list[CommitData], kind: str, name: str) -> CorruptL
     return CorruptLogError(f"a {kind} action in {span} has no {name!r}, which is required")
 
 
-__all__ = ["load", "load_state", "read_commits"]
+# ---------------------------------------------------------------------------------------------- reloading
+def _reloader(ctx: TableContext) -> Reload:
+    return functools.partial(reload_files, ctx)
+
+
+def reload_files(ctx: TableContext, version: int, exc: CorruptLogError) -> FileState | None:
+    """The files of ``version`` loaded again from the log, when ``exc`` says a checkpoint (or sidecar) they
+    were read from was deleted; ``None`` when ``exc`` is about anything else.
+
+    A deleted checkpoint is what log cleanup leaves behind a long-lived snapshot; the version itself is
+    usually still there to be rebuilt from a newer checkpoint, and when it is not, the error says so.
+    """
+    if not _source_deleted(ctx, exc):
+        return None
+    log.info(
+        "%s: %s, which the file list of version %d is read from, was deleted (log cleanup); "
+        "loading version %d again from the log",
+        ctx.location,
+        exc.path,
+        version,
+        version,
+    )
+    try:
+        return _load_files(ctx, listing.segment(ctx, version))[2]
+    except (VersionNotFoundError, CorruptLogError) as err:
+        raise VersionNotFoundError(
+            f"version {version} of {ctx.location} can no longer be read: {exc.path}, which its "
+            f"file list is read from, was deleted by log cleanup, and the log cannot rebuild it ({err})",
+            earliest=getattr(err, "earliest", None),
+            latest=getattr(err, "latest", None),
+        ) from None
+
+
+def _source_deleted(ctx: TableContext, exc: CorruptLogError) -> bool:
+    path = exc.path or ""
+    name = path.rsplit("/", 1)[-1]
+    parsed = parse(name)
+    is_source = path.startswith(f"{LOG_DIR}/{SIDECAR_DIR}/") or (
+        path == f"{LOG_DIR}/{name}" and parsed is not None and parsed.is_checkpoint
+    )
+    if not is_source:
+        return False
+    try:
+        return not ctx.store.exists(path)
+    except (DeltaLogError, OSError):
+        return False
+
+
+__all__ = ["LAZY_TAIL_BYTES", "load", "load_state", "pending_of_segment", "read_commits", "reload_files", "snapshot_at"]

@@ -1,0 +1,71 @@
+"""What every operation on one table needs besides the core: its store, its location and its clock.
+
+Why a value and not the :class:`~deltalog.log.DeltaLog`: listing, loading, committing and maintenance use
+nothing else of the facade, and taking the facade made every one of them a spoke that called back into
+the hub. A context is cheap to make (a compaction job makes one per table) and safe to share.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from deltalog.core.engine_safety import EngineRisk
+from deltalog.storage.base import LogStore
+
+log = logging.getLogger(__name__)
+
+
+class WarnOnce:
+    """A sink that logs the first engine risk it is given and drops the rest.
+
+    One warning per table handle is what an operator needs to act; a long-lived writer that reads the
+    offending commits again on every refresh must not repeat it.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._warned = False
+
+    @property
+    def warned(self) -> bool:
+        return self._warned
+
+    def engine_risk(self, risk: EngineRisk | None, location: str) -> None:
+        if risk is None:
+            return
+        with self._lock:
+            if self._warned:
+                return
+            self._warned = True
+        log.warning("%s", risk.message(location))
+
+
+@dataclass(frozen=True)
+class TableContext:
+    """A table's store, its location (for messages) and the clock its retention and timestamps use."""
+
+    store: LogStore
+    location: str
+    clock: Callable[[], float] = time.time
+    #: where engine risks found while reading commits are reported, once per context
+    warnings: WarnOnce = field(default_factory=WarnOnce, compare=False, repr=False)
+
+    @classmethod
+    def of(cls, store: LogStore, clock: Callable[[], float] = time.time) -> TableContext:
+        """A context named by the store's own root."""
+        return cls(store, store.root, clock)
+
+    def now_ms(self) -> int:
+        """The clock in epoch milliseconds: what retention, intents and tombstones are judged by."""
+        return int(self.clock() * 1000)
+
+    def warn_engine_risk(self, risk: EngineRisk | None) -> None:
+        """Log, once for this context, that an engine which cannot share this store safely committed here."""
+        self.warnings.engine_risk(risk, self.location)
+
+
+__all__ = ["TableContext", "WarnOnce"]
