@@ -30,7 +30,7 @@ from deltalog.table.snapshot import Snapshot
 
 if TYPE_CHECKING:
     from deltalog.checkpoint.writer import CheckpointResult, Progress
-    from deltalog.core.retention import Retention
+    from deltalog.core.cleanup_plan import Retention
     from deltalog.maintenance.cleanup import CleanupResult
     from deltalog.maintenance.restore import RestoreResult
     from deltalog.maintenance.vacuum import VacuumProgress, VacuumResult
@@ -234,7 +234,7 @@ class DeltaLog:
         ``v2Checkpoint`` feature get a V2 checkpoint (UUID manifest plus sidecars). Writing a checkpoint is
         a write: the writer protocol check runs first.
         """
-        from deltalog.maintenance.compaction import checkpoint_snapshot
+        from deltalog.maintenance.checkpoint_job import checkpoint_snapshot
 
         return checkpoint_snapshot(self.context, self.snapshot(version=version), parts=parts, progress=progress)
 
@@ -261,7 +261,7 @@ class DeltaLog:
             except Exception:
                 log.exception("post-commit hook %r failed for version %s", hook, result.version)
         if self.auto_checkpoint and version:
-            from deltalog.maintenance.compaction import checkpoint_when_due
+            from deltalog.maintenance.checkpoint_job import checkpoint_when_due
 
             checkpoint_when_due(self.context, version, self.snapshot, cached=self._latest)
 

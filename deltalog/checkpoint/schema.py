@@ -12,7 +12,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from deltalog.arrow_schema import arrow_type
+from deltalog.arrow.schema import arrow_type
 from deltalog.core.schema import PHYSICAL_NAME, top_level_fields
 from deltalog.core.state.columns import ADD_FIELDS, REMOVE_FIELDS, STRING_MAP
 

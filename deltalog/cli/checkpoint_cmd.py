@@ -1,7 +1,7 @@
 """The ``checkpoint`` and ``compact`` verbs.
 
 ``checkpoint`` writes one checkpoint now; ``compact`` is the compaction job over many tables
-(:mod:`deltalog.maintenance.compaction`). Both feed the checkpoint writer's progress to a bar on stderr.
+(:mod:`deltalog.maintenance.checkpoint_job`). Both feed the checkpoint writer's progress to a bar on stderr.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from deltalog.cli.documents import Document
 from deltalog.cli.layout import Column, Screen
 from deltalog.cli.options import emit, json_flag, limit_option, open_log, output_format, table_argument
 from deltalog.cli.store_options import given_storage_options
-from deltalog.maintenance.compaction import (
+from deltalog.maintenance.checkpoint_job import (
     TableCompaction,
     TableProgress,
     compact_tables,

@@ -86,7 +86,7 @@ class ReadSet:
 
 
 @dataclass(frozen=True)
-class Intent:
+class TxnSummary:
     """What this transaction read and is about to write, as the checker needs it."""
 
     read_set: ReadSet
@@ -169,11 +169,11 @@ def _matches(pred: ReadPredicate, add: A.Add, schema: PartitionSchema) -> bool:
 
 
 def check_winner(
-    intent: Intent,
+    summary: TxnSummary,
     winner: Winner,
     check_protocol: Callable[[A.Protocol], None] | None = None,
 ) -> None:
-    """Raise the typed conflict error if ``winner`` invalidates ``intent``; return quietly otherwise.
+    """Raise the typed conflict error if ``winner`` invalidates ``summary``; return quietly otherwise.
 
     ``check_protocol`` re-runs the read and write protocol checks on a winner's new protocol (the caller
     knows which features the engine honours); it raises :class:`~deltalog.errors.UnsupportedFeatureError`.
@@ -187,26 +187,26 @@ def check_winner(
     removes = [a for a in winner.actions if isinstance(a, A.Remove)]
 
     if protocols:
-        _check_protocol(intent, winner, protocols[0], check_protocol, where, common)
+        _check_protocol(summary, winner, protocols[0], check_protocol, where, common)
     # 2. metadata
     if metadata:
         raise MetadataChangedError(f"the table metadata was changed concurrently by {where}", **common)
     # 3. domain metadata
     for dm in (a for a in winner.actions if isinstance(a, A.DomainMetadata)):
-        if dm.domain in intent.domains:
+        if dm.domain in summary.domains:
             raise ConcurrentTransactionError(f"domain {dm.domain!r} was also written by {where}", **common)
     # 4. application transactions this transaction read
     for txn in (a for a in winner.actions if isinstance(a, A.Txn)):
-        if txn.app_id in intent.read_set.app_ids:
+        if txn.app_id in summary.read_set.app_ids:
             raise ConcurrentTransactionError(
                 f"application {txn.app_id!r} committed version {txn.version} concurrently in {where}", **common
             )
     # 5. files added that we should have read (a winner's cdc files are not adds: Spark ignores them)
-    _check_appends(intent, winner, adds, where, common)
+    _check_appends(summary, winner, adds, where, common)
     # 6. files removed that we read (CC:1171-1221 compare paths only)
-    read = intent.read_set
+    read = summary.read_set
     for rm in removes:
-        k = file_key(rm.path, None, intent.root)
+        k = file_key(rm.path, None, summary.root)
         if read.reads_whole_table or k in read.files:
             raise ConcurrentDeleteReadError(
                 f"{where} removed {rm.path}, which this transaction read",
@@ -216,7 +216,7 @@ def check_winner(
             )
     # 7. files removed that we also remove
     for rm in removes:
-        if file_key(rm.path, None, intent.root) in intent.removed:
+        if file_key(rm.path, None, summary.root) in summary.removed:
             raise ConcurrentDeleteDeleteError(
                 f"{where} also removed {rm.path}",
                 conflicting_file=rm.path,
@@ -226,7 +226,7 @@ def check_winner(
 
 
 def _check_protocol(
-    intent: Intent,
+    summary: TxnSummary,
     winner: Winner,
     protocol: A.Protocol,
     check_protocol: Callable[[A.Protocol], None] | None,
@@ -254,15 +254,15 @@ def _check_protocol(
                 path=exc.path,
                 version=winner.version,
             ) from exc
-    if intent.changes_protocol:
+    if summary.changes_protocol:
         raise ProtocolChangedError(f"the protocol was changed concurrently by {where}", **common)
-    if intent.read_protocol is not None:
-        dropped = supported_features(intent.read_protocol) - supported_features(protocol)
+    if summary.read_protocol is not None:
+        dropped = supported_features(summary.read_protocol) - supported_features(protocol)
         if dropped:
             raise ProtocolChangedError(f"{where} dropped table features {sorted(dropped)}", **common)
 
 
-def _check_appends(intent: Intent, winner: Winner, adds: list[A.Add], where: str, common: dict[str, Any]) -> None:
+def _check_appends(summary: TxnSummary, winner: Winner, adds: list[A.Add], where: str, common: dict[str, Any]) -> None:
     """Spark's ``checkForAddedFilesThatShouldHaveBeenReadByCurrentTxn`` and ``getFirstFileMatchingPartitionPredicates``.
 
     Which of the winner's adds count depends on our level: none at SnapshotIsolation; under WriteSerializable
@@ -271,11 +271,11 @@ def _check_appends(intent: Intent, winner: Winner, adds: list[A.Add], where: str
     read) is unpartitioned or we read all of it, whatever else we recorded (a non-blind transaction that only
     read or removes files included); otherwise the first one a recorded partition predicate matches.
     """
-    if intent.is_blind_append or intent.isolation == SNAPSHOT_ISOLATION:
+    if summary.is_blind_append or summary.isolation == SNAPSHOT_ISOLATION:
         return
-    if intent.isolation == WRITE_SERIALIZABLE and not intent.changes_metadata and winner.is_blind_append:
+    if summary.isolation == WRITE_SERIALIZABLE and not summary.changes_metadata and winner.is_blind_append:
         return  # only the writes need a serial order: a concurrent blind append could have come after us
-    hit = _first_add_read(intent, adds)
+    hit = _first_add_read(summary, adds)
     if hit is not None:
         partition = dict(hit.partition_values)
         part = f" in partition {partition}" if partition else ""
@@ -287,11 +287,11 @@ def _check_appends(intent: Intent, winner: Winner, adds: list[A.Add], where: str
         )
 
 
-def _first_add_read(intent: Intent, adds: list[A.Add]) -> A.Add | None:
-    schema = intent.partition_schema
-    if not schema.partitioned or intent.read_set.reads_whole_table:
+def _first_add_read(summary: TxnSummary, adds: list[A.Add]) -> A.Add | None:
+    schema = summary.partition_schema
+    if not schema.partitioned or summary.read_set.reads_whole_table:
         return adds[0] if adds else None
-    for pred in intent.read_set.predicates:
+    for pred in summary.read_set.predicates:
         for add in adds:
             if _matches(pred, add, schema):
                 return add
@@ -305,7 +305,7 @@ __all__ = [
     "SERIALIZABLE",
     "SNAPSHOT_ISOLATION",
     "WRITE_SERIALIZABLE",
-    "Intent",
+    "TxnSummary",
     "PartitionSchema",
     "ReadPredicate",
     "ReadSet",

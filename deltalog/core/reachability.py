@@ -8,7 +8,7 @@ commits is chosen from a :class:`Tip`: the file(s) of version ``v - 1`` as a lis
 size, modification time), and the listing made just after the write decides (:func:`judge`):
 
 * **The tip still holds** (same files, same sizes and times): the commit is reachable. Log cleanup deletes
-  in ascending version order (``v - 1`` before ``v``, see :func:`deltalog.core.retention.plan_cleanup`), so
+  in ascending version order (``v - 1`` before ``v``, see :func:`deltalog.core.cleanup_plan.plan_cleanup`), so
   if ``v - 1`` was there before and after the write, ``v`` had never been deleted when the write landed: the
   name was free because nobody had taken it, the commit directly follows ``v - 1``, and every later version
   (and checkpoint) is built on it. A file deleted and written again gets a new modification time, which is

@@ -22,7 +22,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from deltalog.arrow_schema import arrow_type
+from deltalog.arrow.schema import arrow_type
 from deltalog.core.schema import COLUMN_ID, PHYSICAL_NAME
 from deltalog.errors import CorruptDataError, UnsupportedFeatureError
 

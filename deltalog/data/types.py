@@ -28,7 +28,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from deltalog.arrow_schema import arrow_type
+from deltalog.arrow.schema import arrow_type
 from deltalog.core.schema import COLUMN_ID, PHYSICAL_NAME, top_level_fields
 from deltalog.data.conform import FIELD_ID, rebased_offsets
 from deltalog.errors import NotNullViolationError, SchemaMismatchError, UnsupportedFeatureError

@@ -1,6 +1,6 @@
 """Log cleanup (metadata cleanup) with IO: list ``_delta_log``, plan, verify the boundary, delete.
 
-The plan comes from :func:`deltalog.core.retention.plan_cleanup`. Two checks here need storage: the
+The plan comes from :func:`deltalog.core.cleanup_plan.plan_cleanup`. Two checks here need storage: the
 boundary checkpoint must actually be readable before anything below it is deleted (a torn checkpoint
 would otherwise become the only way into the table; an unreadable one is passed over for an older one),
 and sidecars may only go when no remaining checkpoint names them, which takes reading those checkpoints.
@@ -20,10 +20,7 @@ import pyarrow.parquet as pq
 
 from deltalog.checkpoint.reader import CheckpointReader
 from deltalog.core import properties
-from deltalog.core.ict import ict_enablement
-from deltalog.core.jsonlines import objects
-from deltalog.core.paths import LAST_CHECKPOINT, LOG_DIR, SIDECAR_DIR, Kind, LogPath, parse
-from deltalog.core.retention import (
+from deltalog.core.cleanup_plan import (
     CleanupPlan,
     Horizon,
     LogFile,
@@ -33,13 +30,16 @@ from deltalog.core.retention import (
     plan_cleanup,
     resolve_retention,
 )
+from deltalog.core.ict import ict_enablement
+from deltalog.core.jsonlines import objects
+from deltalog.core.paths import LAST_CHECKPOINT, LOG_DIR, SIDECAR_DIR, Kind, LogPath, parse
 from deltalog.core.segment import complete_checkpoints
 from deltalog.errors import CorruptLogError
 from deltalog.maintenance.deletion import delete_in_order
 from deltalog.storage.base import LogStore
 from deltalog.table.context import TableContext
+from deltalog.table.declared_intents import expired_intents
 from deltalog.table.history import commit_info
-from deltalog.table.intents import expired_intents
 from deltalog.table.snapshot import Snapshot
 
 log = logging.getLogger(__name__)
@@ -57,7 +57,8 @@ class CleanupResult:
     plan: CleanupPlan
     dry_run: bool
     deleted: tuple[str, ...]
-    #: expired intent files (``_delta_log/_intents/*.json``, :mod:`deltalog.table.intents`) deleted, or to delete
+    #: expired intent files (``_delta_log/_intents/*.json``, :mod:`deltalog.table.declared_intents`) deleted,
+    #: or to delete
     intents: tuple[str, ...] = ()
 
     @property
@@ -78,7 +79,7 @@ def cleanup(
 
     ``retention`` overrides ``delta.logRetentionDuration`` (default 30 days): milliseconds, a timedelta or
     an interval string (``"30d"``, ``"interval 30 days"``). Cleanup is a write, so the writer protocol
-    check runs first on the latest protocol (:func:`~deltalog.core.retention.check_maintainable`).
+    check runs first on the latest protocol (:func:`~deltalog.core.cleanup_plan.check_maintainable`).
     """
     check_maintainable(snap.protocol, f"{ctx.location}/{LOG_DIR}")
     retention_ms = resolve_retention(retention, snap.configuration, LOG_RETENTION_KEY, properties.DEFAULT_LOG_RETENTION)

@@ -22,9 +22,9 @@ from typing import Any
 from deltalog.core import actions as A
 from deltalog.core import properties
 from deltalog.core import restore_plan as plan
+from deltalog.core.cleanup_plan import resolve_retention
 from deltalog.core.feature_gate import check_writable
 from deltalog.core.paths import LOG_DIR
-from deltalog.core.retention import resolve_retention
 from deltalog.core.timetravel import format_ms, to_epoch_ms
 from deltalog.core.vacuum_plan import FileRef, inside_files
 from deltalog.errors import InvalidArgumentError, RestoreFilesMissingError

@@ -16,8 +16,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from deltalog.core import properties
+from deltalog.core.cleanup_plan import Retention, check_maintainable, resolve_retention
 from deltalog.core.paths import LOG_DIR
-from deltalog.core.retention import Retention, check_maintainable, resolve_retention
 from deltalog.core.vacuum_plan import (
     FileRef,
     ListedFile,

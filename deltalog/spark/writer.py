@@ -15,7 +15,7 @@ Flow of :func:`write`:
    commit, an exactly-once batch committed meanwhile) are deleted; after ``CommitStateUnknownError`` nothing
    is deleted, since the commit may have landed.
 
-An overwrite (whole table or ``replace_where``) declares an intent (:mod:`deltalog.table.intents`) and runs
+An overwrite (whole table or ``replace_where``) declares an intent (:mod:`deltalog.table.declared_intents`) and runs
 ``txn.check_early()`` on the driver before the write stage, after it and just before the commit: a conflict
 found early raises the same typed error the commit would, after deleting the files already written.
 """
@@ -223,7 +223,9 @@ def write(
         return WriteResult(None, True, 0, 0, 0, ())
     snap = txn.snapshot
     removes = txn.remove_where(dict(replace_where) if replace_where else None) if mode == "overwrite" else []
-    early = early_conflicts and mode == "overwrite"  # declare an intent, check between stages (deltalog.table.intents)
+    early = (
+        early_conflicts and mode == "overwrite"
+    )  # declare an intent, check between stages (deltalog.table.declared_intents)
     if early:
         txn.declare_intent(where=dict(replace_where) if replace_where else None)
 

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import logging
 import time
+import weakref
 from typing import Any
 from urllib.parse import parse_qsl, urlencode, urlsplit
 
@@ -94,11 +95,15 @@ def _response_received(context: Any, response_dict: Any, exception: Any, event_n
 
 def instrument_botocore(client: Any) -> None:
     """Register the request records on an (aio)botocore client, once per client object."""
-    if getattr(client, "_deltalog_requests", False):
+    if client in _INSTRUMENTED:
         return
     client.meta.events.register("before-send.s3", _before_send)
     client.meta.events.register("response-received.s3", _response_received)
-    client._deltalog_requests = True
+    _INSTRUMENTED.add(client)
+
+
+#: clients already instrumented (weakly held: a client's life is its filesystem's)
+_INSTRUMENTED: weakref.WeakSet[Any] = weakref.WeakSet()
 
 
 # ------------------------------------------------------------------------------------------ azure-core (Azure)

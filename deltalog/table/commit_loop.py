@@ -29,7 +29,7 @@ import orjson
 
 from deltalog.core import actions as A
 from deltalog.core.codec import decode_commit
-from deltalog.core.conflicts import Intent, Winner, check_winner
+from deltalog.core.conflicts import TxnSummary, Winner, check_winner
 from deltalog.core.paths import LOG_DIR, Kind, LogPath, commit_name, parse
 from deltalog.core.reachability import Tip, Verdict, holds, judge, moved_on, tip_in
 from deltalog.core.state import CommitData
@@ -247,7 +247,7 @@ class Committer:
             for v in range(version + 1, _last_contiguous(commits, version) + 1)
         ]
 
-    def commit(self, read_version: int, data: bytes, intent: Intent, txn_id: str, tip: Tip) -> Outcome:
+    def commit(self, read_version: int, data: bytes, summary: TxnSummary, txn_id: str, tip: Tip) -> Outcome:
         """Commit ``data`` as the version after ``read_version``, or after the winners it does not conflict with.
 
         ``tip`` is how the log listed ``read_version``'s files when the transaction's snapshot was taken: every
@@ -287,7 +287,7 @@ class Committer:
                 if winner.txn_id == txn_id and v in tips:
                     # An earlier attempt whose outcome we lost did land: that is our commit, if reachable.
                     return self._acknowledge(v, tips[v], listing, outcome, txn_id, True)
-                check_winner(intent, winner, self.check_protocol)
+                check_winner(summary, winner, self.check_protocol)
                 outcome.winners.append(v)
                 outcome.winner_data.append(commit_data)
             if latest >= attempt_version:

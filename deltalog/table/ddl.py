@@ -20,7 +20,7 @@ from typing import Any
 import orjson
 import pyarrow as pa
 
-from deltalog.arrow_schema import delta_field, from_arrow_schema
+from deltalog.arrow.schema import delta_field, from_arrow_schema
 from deltalog.core import actions as A
 from deltalog.core.features import (
     check_configuration_honoured,

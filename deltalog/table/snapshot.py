@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from deltalog.arrow_schema import to_arrow_schema
+from deltalog.arrow.schema import to_arrow_schema
 from deltalog.core import actions as A
 from deltalog.core.features import check_readable
 from deltalog.core.paths import parse

@@ -28,10 +28,10 @@ from deltalog.core.commit_rules import commit_info_of, prepare_commit
 from deltalog.core.conflicts import (
     ISOLATION_LEVELS,
     SERIALIZABLE,
-    Intent,
     PartitionSchema,
     ReadPredicate,
     ReadSet,
+    TxnSummary,
     effective_isolation,
     is_blind_append,
 )
@@ -40,7 +40,7 @@ from deltalog.core.partitions import PartitionValueError, conditions_from_where,
 from deltalog.core.pathkeys import file_key
 from deltalog.core.schema import top_level_fields
 from deltalog.errors import CommitStateUnknownError, InvalidArgumentError
-from deltalog.table import intents
+from deltalog.table import declared_intents
 from deltalog.table.commit_loop import NO_TABLE, CommitResult, Committed, Committer, RetryPolicy
 from deltalog.table.context import TableContext
 from deltalog.table.snapshot import Snapshot
@@ -80,7 +80,7 @@ class Transaction:
         self._app_ids: set[str] = set()
         self._staged: list[A.Action] = []
         self._done = False
-        self._declared: intents.IntentHandle | None = None  # see declare_intent
+        self._declared: declared_intents.IntentHandle | None = None  # see declare_intent
         self._early_through = self.read_version
         self.app_id = app_id
         self.app_target = app_version
@@ -109,7 +109,7 @@ class Transaction:
         return self._snapshot.version if self._snapshot is not None else -1
 
     @property
-    def intent(self) -> intents.IntentHandle | None:
+    def intent(self) -> declared_intents.IntentHandle | None:
         """The intent :meth:`declare_intent` published, until commit or abort releases it (then stopped)."""
         return self._declared
 
@@ -169,9 +169,10 @@ class Transaction:
         timeout_s: float = 60.0,
         is_compaction: bool = False,
         operation: str = "WRITE",
-    ) -> intents.IntentHandle:
+    ) -> declared_intents.IntentHandle:
         """Record the read of ``where`` (and ``files``) as :meth:`read` does and publish it as a live intent
-        until commit or abort, so declared writers can stop early; it binds no commit (:mod:`deltalog.core.intents`)."""
+        until commit or abort, so declared writers can stop early; it binds no commit
+        (:mod:`deltalog.core.declared_intents`)."""
         if self._done or self._declared is not None:
             raise InvalidArgumentError("an intent is declared once, before commit or abort")
         self.read(where)
@@ -179,7 +180,7 @@ class Transaction:
             self.read_files(files)
         files_read, now = sorted(self._read_files), self._context.now_ms()
         what = {"operation": operation, "is_compaction": is_compaction, "heartbeat_s": heartbeat_s}
-        self._declared = intents.declare(
+        self._declared = declared_intents.declare(
             self._context.store, self.txn_id, self.read_version, self._predicates, files_read, now, timeout_s, **what
         )
         return self._declared
@@ -191,10 +192,10 @@ class Transaction:
         operation = self._declared.record.operation if self._declared is not None else None
         # Nothing staged yet is not an empty commit (its writes are still to come): no downgrade for that.
         isolation = effective_isolation(self.isolation, staged, operation) if staged else self.isolation
-        intent = self._intent(staged, isolation)
+        summary = self._summary(staged, isolation)
         types = self._partition_schema().types
-        self._early_through = intents.check_early(
-            self._context.store, intent, self._early_through, self._check_winner_protocol, self._declared, types
+        self._early_through = declared_intents.check_early(
+            self._context.store, summary, self._early_through, self._check_winner_protocol, self._declared, types
         )
 
     def _release_intent(self) -> None:
@@ -307,7 +308,7 @@ class Transaction:
             all_actions.append(A.Txn(self.app_id, self.app_target, self._context.now_ms()))
         prepared = self._prepare(all_actions)
         isolation = effective_isolation(self.isolation, prepared, operation)
-        intent = self._intent(prepared, isolation)
+        intent = self._summary(prepared, isolation)
         commit_info = commit_info_of(
             prepared,
             operation=operation,
@@ -365,9 +366,9 @@ class Transaction:
         snap = self.snapshot
         check_writable(protocol, snap.configuration, snap.schema_json, f"{self._context.location}/_delta_log")
 
-    def _intent(self, actions: Sequence[A.Action], isolation: str) -> Intent:
+    def _summary(self, actions: Sequence[A.Action], isolation: str) -> TxnSummary:
         read_set = ReadSet(tuple(self._predicates), frozenset(self._read_files), frozenset(self._app_ids))
-        return Intent(
+        return TxnSummary(
             read_set=read_set,
             isolation=isolation,
             partition_schema=self._partition_schema(),

@@ -13,7 +13,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from deltalog import DeltaLog, Snapshot
-from deltalog.maintenance.compaction import CHECKPOINTED, compact_table
+from deltalog.maintenance.checkpoint_job import CHECKPOINTED, compact_table
 from deltalog.table.refresh import MAX_PENDING
 from tests.integration.datafiles import SCHEMA, assert_peers_agree, data_file, live_paths
 

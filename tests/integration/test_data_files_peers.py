@@ -221,7 +221,7 @@ def test_statistics_agree_with_deltalake_where_the_conventions_agree(tmp_path: P
 
 
 def field_json(f: pa.Field) -> str:
-    from deltalog.arrow_schema import delta_field
+    from deltalog.arrow.schema import delta_field
 
     return orjson.dumps(delta_field(f)).decode()
 

@@ -43,10 +43,10 @@ import pytest
 
 from deltalog import DeltaLog, DeltaLogError
 from deltalog import actions as A
-from deltalog.arrow_schema import to_arrow_schema
+from deltalog.arrow.schema import to_arrow_schema
+from deltalog.arrow.stats import stats_json
 from deltalog.core.codec import encode_actions
 from deltalog.core.schema import PRIMITIVE_TYPES
-from deltalog.stats import stats_json
 from tests.peers import PeerView, duckdb_connection, try_deltalake, try_duckdb
 
 STEPS = 20
@@ -405,7 +405,7 @@ class Fuzz:
                 values[p] = bad_partition_value(self.rng, cols[p]["type"])
         if not self.valid and parts and self.rng.random() < 0.1:
             values = {"not_a_column": "x"}
-        # deltalog.stats has no variant statistics (only nullCount at the column is allowed): no stats then
+        # deltalog.arrow.stats has no variant statistics (only nullCount at the column is allowed): no stats then
         has_variant = '"variant"' in snap.metadata.schema_string
         stats = None if has_variant else stats_json(data, parts, snap.configuration)
         add = A.Add(name, values, (self.root / name).stat().st_size, int(time.time() * 1000), True, stats=stats)

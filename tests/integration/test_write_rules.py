@@ -26,9 +26,9 @@ from deltalog import (
     UnsupportedFeatureError,
 )
 from deltalog import actions as A
+from deltalog.arrow.stats import stats_json
 from deltalog.cli.main import cli
 from deltalog.core.codec import encode_actions
-from deltalog.stats import stats_json
 from tests.peers import deltalake_view, duckdb_view
 
 pytestmark = pytest.mark.interop
@@ -366,7 +366,7 @@ def test_maintenance_reports_a_bad_retention_by_name_until_it_is_repaired(
     append(root, pa.table({"id": [1]}))
     foreign_commit(root, {"delta.deletedFileRetentionDuration": "interval 1 month"})  # version 2
     key = "delta.deletedFileRetentionDuration"
-    with caplog.at_level(logging.WARNING, logger="deltalog.maintenance.compaction"):
+    with caplog.at_level(logging.WARNING, logger="deltalog.maintenance.checkpoint_job"):
         assert append(root, pa.table({"id": [2]})) == 3  # the commit lands; its automatic checkpoint cannot
     warned = [r for r in caplog.records if r.levelno == logging.WARNING and key in r.getMessage()]
     assert warned and "interval 1 month" in warned[0].getMessage() and "set_properties" in warned[0].getMessage()
@@ -379,7 +379,7 @@ def test_maintenance_reports_a_bad_retention_by_name_until_it_is_repaired(
     assert log.checkpoint().version == 4
     foreign_commit(root, {"delta.logRetentionDuration": "interval 1 year"})  # version 5
     caplog.clear()
-    with caplog.at_level(logging.WARNING, logger="deltalog.maintenance.compaction"):
+    with caplog.at_level(logging.WARNING, logger="deltalog.maintenance.checkpoint_job"):
         assert append(root, pa.table({"id": [3]})) == 6  # checkpointed; the cleanup after it cannot run
     assert (root / "_delta_log" / f"{6:020d}.checkpoint.parquet").exists()
     assert any("delta.logRetentionDuration='interval 1 year'" in r.getMessage() for r in caplog.records)

@@ -30,7 +30,7 @@ from deltalog.cli.main import cli
 from deltalog.core import last_checkpoint as hints
 from deltalog.core.paths import LOG_DIR, checkpoint_name, commit_name, multipart_name
 from deltalog.errors import InvalidArgumentError
-from deltalog.maintenance.compaction import (
+from deltalog.maintenance.checkpoint_job import (
     CHECKPOINTED,
     FAILED,
     SKIPPED,
@@ -300,7 +300,7 @@ def test_compact_reports_failures_and_carries_on(tmp_path: Path) -> None:
     assert fine["checkpoint"]["version"] == 11 and (good / LOG_DIR / checkpoint_name(11)).is_file()
     # the library's warning for each failed table (visible by default), then the one error line
     *warnings, last = result.stderr.splitlines()
-    assert [w.split(":")[0] for w in warnings] == ["WARNING deltalog.maintenance.compaction"] * 2
+    assert [w.split(":")[0] for w in warnings] == ["WARNING deltalog.maintenance.checkpoint_job"] * 2
     assert str(broken) in warnings[0] and str(missing) in warnings[1]
     assert last == (
         f"error: compaction failed for 2 of 3 tables: {broken} (CorruptLogError); {missing} (TableNotFoundError)"

@@ -13,10 +13,10 @@ from deltalog.core.conflicts import (
     SERIALIZABLE,
     SNAPSHOT_ISOLATION,
     WRITE_SERIALIZABLE,
-    Intent,
     PartitionSchema,
     ReadPredicate,
     ReadSet,
+    TxnSummary,
     Winner,
     check_winner,
     effective_isolation,
@@ -46,10 +46,10 @@ def remove(path: str, d: int = 1, data_change: bool = True) -> A.Remove:
     return A.Remove(path, 1, data_change, True, {"d": str(d)}, 1)
 
 
-def intent(**kw: Any) -> Intent:
+def intent(**kw: Any) -> TxnSummary:
     base: dict[str, Any] = {"read_set": ReadSet(), "isolation": SERIALIZABLE, "partition_schema": SCHEMA, "root": "/t"}
     base.update(kw)
-    return Intent(**base)
+    return TxnSummary(**base)
 
 
 def eq(d: int) -> ReadPredicate:

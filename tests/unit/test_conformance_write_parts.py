@@ -15,7 +15,7 @@ from conformance.workers import TIMED_OUT, run_all
 from conformance.write_report import report
 from conformance.writes import FAILED, PASSED, REFUSED, UNREADABLE, Step, WriteResult, clustering_columns
 from deltalog.actions import DomainMetadata, Metadata
-from deltalog.arrow_schema import to_arrow_schema
+from deltalog.arrow.schema import to_arrow_schema
 from tests.unit.conformance_worker_fns import boom, die, nap
 
 

@@ -9,7 +9,7 @@ from typing import Any
 import pyarrow as pa
 import pytest
 
-from deltalog.arrow_schema import delta_type, from_arrow_schema
+from deltalog.arrow.schema import delta_type, from_arrow_schema
 from deltalog.data.types import FieldPlan, check_not_null, conform_array, match_names, plan_field, plan_schema
 from deltalog.errors import NotNullViolationError, SchemaMismatchError, UnsupportedFeatureError
 

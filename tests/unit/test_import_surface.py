@@ -22,7 +22,7 @@ NOT_ON_IMPORT = (
     "deltalog.checkpoint.writer",
     "deltalog.table.commit_loop",
     "deltalog.table.transaction",
-    "deltalog.table.intents",
+    "deltalog.table.declared_intents",
     "deltalog.table.ddl",
     "deltalog.core.conflicts",
     "fsspec",

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import pytest
 
+from deltalog.core.cleanup_plan import plan_cleanup
 from deltalog.core.paths import LogPath, parse
 from deltalog.core.reachability import Tip, Verdict, holds, judge, moved_on, segment_tip, tip_in
-from deltalog.core.retention import plan_cleanup
 from deltalog.core.segment import build_segment
 
 

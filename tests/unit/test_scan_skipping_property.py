@@ -33,10 +33,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from deltalog.actions import Add
+from deltalog.arrow.stats import truncate_max_string
 from deltalog.data.dv import inline_deletion_vector
 from deltalog.data.scan import TableDescription, plan, scan
 from deltalog.data.skipping import shown
-from deltalog.stats import truncate_max_string
 from deltalog.storage.local import LocalLogStore
 
 UTC = dt.timezone.utc

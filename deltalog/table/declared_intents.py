@@ -1,15 +1,15 @@
-"""Intent files with IO: publish, heartbeat, list, remove, and the early check a transaction runs.
+"""Declared-intent files with IO: publish, heartbeat, list, remove, and the early check a transaction runs.
 
 ``_delta_log/_intents/<txnId>.json`` is created with ``put_if_absent`` and rewritten with ``put`` by a daemon
 heartbeat thread every ``heartbeat_s`` seconds, which refreshes the file's modification time on the store.
 No log reader looks there: deltalog lists ``_delta_log`` without subdirectories, and Delta Spark and delta-rs
 only parse versioned names. The policy (what intents bind, priority, liveness) is in
-:mod:`deltalog.core.intents`.
+:mod:`deltalog.core.declared_intents`.
 
 "Now" on the store is learned from our own intent file: its modification time is the store's clock at our
 last heartbeat, and the time elapsed since then is measured with a monotonic clock. So no two machines'
 wall clocks are ever compared. Tools with no intent of their own (``deltalog intents``, cleanup) use the
-local clock, and cleanup adds :data:`~deltalog.core.intents.CLEANUP_MARGIN_MS` to absorb the skew.
+local clock, and cleanup adds :data:`~deltalog.core.declared_intents.CLEANUP_MARGIN_MS` to absorb the skew.
 """
 
 from __future__ import annotations
@@ -22,9 +22,9 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from deltalog.core import intents as core
-from deltalog.core.conflicts import Intent, ReadPredicate, check_winner
-from deltalog.core.intents import INTENTS_DIR, IntentRecord, ObservedIntent
+from deltalog.core import declared_intents as core
+from deltalog.core.conflicts import ReadPredicate, TxnSummary, check_winner
+from deltalog.core.declared_intents import INTENTS_DIR, IntentRecord, ObservedIntent
 from deltalog.errors import DeltaLogError
 from deltalog.storage.base import LogStore
 from deltalog.table.commit_loop import Committer, RetryPolicy
@@ -178,7 +178,7 @@ def declare(
 
 def check_early(
     store: LogStore,
-    intent: Intent,
+    summary: TxnSummary,
     checked_through: int,
     check_protocol: Callable[[Any], None] | None,
     handle: IntentHandle | None,
@@ -186,14 +186,14 @@ def check_early(
 ) -> int:
     """Raise the typed conflict error a commit would raise; return the last version checked.
 
-    (a) every commit after ``checked_through`` is checked against ``intent`` as the commit loop checks
+    (a) every commit after ``checked_through`` is checked against ``summary`` as the commit loop checks
     winners; (b) with a published intent, a live overlapping intent of higher priority stops us too.
     """
     committer = Committer(store, RetryPolicy())
     for winner in committer.winners_after(checked_through):
-        if winner.txn_id is not None and winner.txn_id == intent.txn_id:
+        if winner.txn_id is not None and winner.txn_id == summary.txn_id:
             continue
-        check_winner(intent, winner, check_protocol)
+        check_winner(summary, winner, check_protocol)
         checked_through = winner.version
     if handle is not None:
         listed, store_now = handle.observe()

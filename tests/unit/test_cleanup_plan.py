@@ -1,4 +1,4 @@
-"""Log cleanup planning (deltalog.core.retention): checkpoint-aligned deletion on plain listings.
+"""Log cleanup planning (deltalog.core.cleanup_plan): checkpoint-aligned deletion on plain listings.
 
 Every case is a listing of parsed names with chosen modification times, so the rules can be checked
 exactly: what goes, what stays, and which version remains the earliest reachable one. The property test
@@ -15,8 +15,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from deltalog.core.actions import Protocol
-from deltalog.core.paths import Kind, LogPath, parse
-from deltalog.core.retention import (
+from deltalog.core.cleanup_plan import (
     DAY_MS,
     CleanupPlan,
     Horizon,
@@ -28,6 +27,7 @@ from deltalog.core.retention import (
     resolve_retention,
     truncate_to_day,
 )
+from deltalog.core.paths import Kind, LogPath, parse
 from deltalog.core.segment import build_segment, earliest_version
 from deltalog.core.timetravel import monotonize
 from deltalog.errors import InvalidArgumentError, UnsupportedFeatureError

@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 
-from deltalog.core import intents as core
+from deltalog.core import declared_intents as core
 from deltalog.core.conflicts import ReadPredicate
-from deltalog.core.intents import IntentRecord, ObservedIntent
+from deltalog.core.declared_intents import IntentRecord, ObservedIntent
 from deltalog.core.partitions import Condition
 from deltalog.errors import ConcurrentAppendError, ConcurrentDeleteReadError, ConcurrentModificationError
 
