@@ -17,10 +17,11 @@ from __future__ import annotations
 import datetime as dt
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, replace
+from typing import Any
 
 from deltalog.core import properties
 from deltalog.core.actions import Protocol
-from deltalog.core.feature_gate import check_writable
+from deltalog.core.feature_gate import CLEANUP, check_operation
 from deltalog.core.paths import SIDECAR_DIR, Kind, LogPath
 from deltalog.core.segment import CheckpointRef, complete_checkpoints, earliest_version
 from deltalog.core.timetravel import monotonize
@@ -68,17 +69,24 @@ def resolve_retention(value: Retention | None, configuration: Mapping[str, str],
 _NO_COLUMNS = {"type": "struct", "fields": []}
 
 
-def check_maintainable(protocol: Protocol, source: str) -> None:
-    """The writer protocol check for operations that delete files but commit nothing (cleanup, VACUUM).
+def check_maintainable(
+    protocol: Protocol,
+    source: str,
+    operation: str = CLEANUP,
+    configuration: Mapping[str, str] | None = None,
+    schema: Any = None,
+) -> None:
+    """The writer protocol check for an operation that deletes files but commits nothing (cleanup, VACUUM).
 
-    :func:`~deltalog.core.feature_gate.check_writable` also refuses a table that *uses* a feature whose
-    commit-time duties deltalog does not implement (writing deletion vectors, change data, generated
-    values). Deleting expired log files or unreferenced data files creates none of those duties; what
-    must hold is that deltalog knows every feature that decides which files are referenced, which is the
-    protocol-level check: the writer version, and every supported feature honoured or understood. This
-    is the check ``vacuumProtocolCheck`` asks for, and it refuses any feature deltalog does not know.
+    PROTOCOL "VACUUM Protocol Check": VACUUM (and log cleanup, which deletes what readers replay) checks
+    the *write* protocol, always. It is gated per operation (:func:`~deltalog.core.feature_gate.check_operation`),
+    not as a commit: deleting expired log files or unreferenced data files creates none of the commit-time
+    duties of deletion vectors, change data, generated values or clustering, so those tables are maintained
+    even where deltalog refuses to commit to them. What must hold is that deltalog knows every writer
+    feature (an unknown one may decide which files are referenced) and that none refuses the operation
+    (UniForm refuses VACUUM: Iceberg's files live in the table directory).
     """
-    check_writable(protocol, {}, _NO_COLUMNS, source)
+    check_operation(operation, protocol, configuration or {}, _NO_COLUMNS if schema is None else schema, source)
 
 
 def truncate_to_day(ms: int) -> int:

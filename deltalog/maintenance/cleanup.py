@@ -30,6 +30,7 @@ from deltalog.core.cleanup_plan import (
     plan_cleanup,
     resolve_retention,
 )
+from deltalog.core.feature_gate import CLEANUP
 from deltalog.core.ict import ict_enablement
 from deltalog.core.jsonlines import objects
 from deltalog.core.paths import LAST_CHECKPOINT, LOG_DIR, SIDECAR_DIR, Kind, LogPath, parse
@@ -81,7 +82,7 @@ def cleanup(
     an interval string (``"30d"``, ``"interval 30 days"``). Cleanup is a write, so the writer protocol
     check runs first on the latest protocol (:func:`~deltalog.core.cleanup_plan.check_maintainable`).
     """
-    check_maintainable(snap.protocol, f"{ctx.location}/{LOG_DIR}")
+    check_maintainable(snap.protocol, f"{ctx.location}/{LOG_DIR}", CLEANUP, snap.configuration, snap.schema_json)
     retention_ms = resolve_retention(retention, snap.configuration, LOG_RETENTION_KEY, properties.DEFAULT_LOG_RETENTION)
     now = ctx.now_ms()
     store = ctx.store

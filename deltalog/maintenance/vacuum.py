@@ -17,6 +17,7 @@ import pyarrow.compute as pc
 
 from deltalog.core import properties
 from deltalog.core.cleanup_plan import Retention, check_maintainable, resolve_retention
+from deltalog.core.feature_gate import VACUUM
 from deltalog.core.paths import LOG_DIR
 from deltalog.core.vacuum_plan import (
     FileRef,
@@ -73,7 +74,7 @@ def vacuum(
     (:func:`refuse_distrusted`): the plan is what a person or a script acts on, and ``force`` does not
     lift it.
     """
-    check_maintainable(snap.protocol, f"{ctx.location}/{LOG_DIR}")
+    check_maintainable(snap.protocol, f"{ctx.location}/{LOG_DIR}", VACUUM, snap.configuration, snap.schema_json)
     refuse_distrusted(snap, "vacuum")
     table_ms = resolve_retention(
         None, snap.configuration, DELETED_FILE_RETENTION_KEY, properties.DEFAULT_DELETED_FILE_RETENTION

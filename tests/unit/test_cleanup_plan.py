@@ -337,8 +337,16 @@ def test_the_maintenance_gate_is_the_writer_check_on_the_protocol() -> None:
         Protocol(3, 7, ("deletionVectors", "vacuumProtocolCheck"), ("deletionVectors", "vacuumProtocolCheck")), "t"
     )
     check_maintainable(Protocol(1, 4), "t")  # changeDataFeed and generated columns: understood, never written here
-    with pytest.raises(UnsupportedFeatureError, match="rowTracking"):
-        check_maintainable(Protocol(3, 7, ("deletionVectors",), ("deletionVectors", "rowTracking")), "t")
+    # row tracking numbers new rows: deleting log files or unreferenced data files adds none
+    rt = Protocol(3, 7, ("deletionVectors",), ("deletionVectors", "rowTracking", "domainMetadata"))
+    for op in ("cleanup", "vacuum"):
+        check_maintainable(rt, "t", op, {"delta.enableRowTracking": "true"})
+    with pytest.raises(UnsupportedFeatureError, match="collations"):
+        check_maintainable(Protocol(3, 7, ("deletionVectors",), ("deletionVectors", "collations")), "t")
+    uniform = Protocol(3, 7, ("columnMapping",), ("columnMapping", "icebergCompatV2"))
+    check_maintainable(uniform, "t", "cleanup", {"delta.enableIcebergCompatV2": "true"})
+    with pytest.raises(UnsupportedFeatureError, match="icebergCompatV2"):  # Iceberg's files live in the table
+        check_maintainable(uniform, "t", "vacuum", {"delta.enableIcebergCompatV2": "true"})
     with pytest.raises(UnsupportedFeatureError):
         check_maintainable(Protocol(1, 8), "t")
     with pytest.raises(UnsupportedFeatureError):
