@@ -301,6 +301,44 @@ def _horizon(
     return Horizon(version, commit.mtime if boundary is not None else times.get(version, commit.mtime))
 
 
+PROTECTION_KEY = "delta.requireCheckpointProtectionBeforeVersion"
+
+
+def protected_before(configuration: Mapping[str, str], features: Collection[str]) -> int | None:
+    """The version below which checkpoints are protected (``protocol_rfcs/checkpoint-protection.md``), or None.
+
+    Only tables whose protocol supports ``checkpointProtection`` have one. A value that is not a version
+    protects every checkpoint: keeping files is the side a misread property may err on.
+    """
+    if "checkpointProtection" not in features or PROTECTION_KEY not in configuration:
+        return None
+    raw = str(configuration[PROTECTION_KEY]).strip()
+    return int(raw) if raw.isdigit() else 2**63 - 1
+
+
+def protect_checkpoints(plan: CleanupPlan, before: int | None) -> CleanupPlan:
+    """``plan`` under checkpoint protection: it stands when it truncates up to ``before`` in one go (its
+    boundary at or above it); otherwise it deletes only commits (and files of no version), keeping every
+    checkpoint below ``before``. That is the RFC's exception (a): the cleanup creates no checkpoint and erases
+    none that DROP FEATURE may have placed as a barrier, which is what lets an engine that only knows the
+    latest protocol clean up at all. Versions below the boundary stay unreconstructable either way.
+    """
+    if before is None or plan.boundary is None or plan.boundary >= before:
+        return plan
+    kept = {d.path for d in plan.deletions if d.kind == "checkpoint" and d.version is not None and d.version < before}
+    if not kept:
+        return plan
+    deletions = tuple(
+        d for d in plan.deletions if d.path not in kept and not (d.kind == "hadoop-crc" and d.path[1:-4] in kept)
+    )
+    reason = (
+        f"{plan.reason}; checkpoint protection ({PROTECTION_KEY}={before}) keeps the {len(kept)} checkpoint "
+        f"file(s) below version {before}: this cleanup does not reach it"
+    )
+    remaining = tuple(sorted({*plan.remaining_checkpoints, *kept}))
+    return replace(plan, deletions=deletions, reason=reason, remaining_checkpoints=remaining)
+
+
 def add_sidecars(plan: CleanupPlan, sidecars: Sequence[LogFile], referenced: Collection[str] | None) -> CleanupPlan:
     """``plan`` plus the V2 sidecars no remaining checkpoint references and older than a day.
 
@@ -336,11 +374,14 @@ __all__ = [
     "Horizon",
     "LogFile",
     "Retention",
+    "PROTECTION_KEY",
     "add_sidecars",
     "check_maintainable",
     "is_temp_file",
     "orphan_cutoff",
     "plan_cleanup",
+    "protect_checkpoints",
+    "protected_before",
     "resolve_retention",
     "truncate_to_day",
 ]
