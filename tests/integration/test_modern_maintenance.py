@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import dataclasses
 import os
-import shutil
 from pathlib import Path
 
 import pyarrow as pa
@@ -20,7 +19,7 @@ from deltalog.cli.main import cli
 from deltalog.core.codec import encode_actions
 from deltalog.data.files import WriteTarget, write_files
 from deltalog.errors import InvalidArgumentError
-from tests.corpus import table_path
+from tests.corpus import writable_copy
 from tests.peers import deltalake_view, duckdb_view, try_deltalake
 from tests.protocol_checker import assert_valid
 
@@ -146,17 +145,10 @@ def test_cleanup_keeps_checkpoints_below_the_protected_version_unless_it_truncat
 MODERN = ["dat/deletion_vectors", "delta-rs/table_with_column_mapping", "dat/cdf", "dat/check_constraints"]
 
 
-def copy(name: str, dest: Path) -> Path:
-    shutil.copytree(table_path(name), dest)
-    for p in [dest, *dest.rglob("*")]:
-        os.chmod(p, 0o755 if p.is_dir() else 0o644)
-    return dest
-
-
 @pytest.mark.corpus
 @pytest.mark.parametrize("name", MODERN)
 def test_the_cli_checkpoint_and_compact_jobs_maintain_modern_tables(tmp_path: Path, name: str) -> None:
-    root = copy(name, tmp_path / "t")
+    root = writable_copy(name, tmp_path / "t")
     before = live(root), rows(root), try_deltalake(root)
     runner = CliRunner()
     version = DeltaLog.for_table(root).snapshot().version
@@ -175,7 +167,7 @@ def test_the_cli_checkpoint_and_compact_jobs_maintain_modern_tables(tmp_path: Pa
 
 @pytest.mark.corpus
 def test_restore_of_a_deletion_vector_table_is_a_restore_commit_peers_read(tmp_path: Path) -> None:
-    root = copy("dat/deletion_vectors", tmp_path / "t")
+    root = writable_copy("dat/deletion_vectors", tmp_path / "t")
     log = DeltaLog.for_table(root)
     latest = log.snapshot().version
     target = next(v for v in range(latest - 1, -1, -1) if log.snapshot(version=v).files().num_rows)
