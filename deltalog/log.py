@@ -302,16 +302,20 @@ class DeltaLog:
         *,
         force: bool = False,
         progress: VacuumProgress | None = None,
+        lite: bool = False,
     ) -> VacuumResult:
         """Delete data files no version within the retention references (a dry run by default).
 
         See :mod:`deltalog.maintenance.vacuum`. A retention shorter than ``delta.deletedFileRetentionDuration``
-        is refused unless ``force``.
+        is refused unless ``force``. ``lite`` takes the candidates from the expired removes in the log instead
+        of listing the table (Delta Spark's ``VACUUM LITE``): far fewer requests, but files no commit named are
+        left for a full vacuum.
         """
         from deltalog.maintenance.vacuum import vacuum
 
         snap = self.snapshot()
-        return vacuum(self.context, snap, retention=retention, dry_run=dry_run, force=force, progress=progress)
+        what = {"dry_run": dry_run, "force": force, "progress": progress, "lite": lite}
+        return vacuum(self.context, snap, retention=retention, **what)
 
     def restore(
         self,
