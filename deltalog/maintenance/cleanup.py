@@ -27,7 +27,6 @@ from deltalog.core.cleanup_plan import (
     LogFile,
     Retention,
     add_sidecars,
-    check_maintainable,
     plan_cleanup,
     protect_checkpoints,
     protected_before,
@@ -39,7 +38,7 @@ from deltalog.core.jsonlines import objects
 from deltalog.core.paths import LAST_CHECKPOINT, LOG_DIR, SIDECAR_DIR, Kind, LogPath, checkpoint_name, parse
 from deltalog.core.segment import complete_checkpoints
 from deltalog.errors import CorruptLogError
-from deltalog.maintenance.deletion import delete_in_order
+from deltalog.maintenance.deletion import delete_in_order, gate
 from deltalog.storage.base import LogStore
 from deltalog.table import load
 from deltalog.table.context import TableContext
@@ -68,6 +67,8 @@ class CleanupResult:
     #: the classic-named compatibility checkpoint written before deleting (V2 tables), or to write on a dry
     #: run; None when none was needed or one was there already
     compat_checkpoint: str | None = None
+    #: on a dry run of a table whose writer features refuse a real cleanup: why (the plan is a read)
+    refusal: str | None = None
 
     @property
     def horizon(self) -> Horizon | None:
@@ -86,10 +87,12 @@ def cleanup(
     snapshot is ``snap``.
 
     ``retention`` overrides ``delta.logRetentionDuration`` (default 30 days): milliseconds, a timedelta or
-    an interval string (``"30d"``, ``"interval 30 days"``). Cleanup is a write, so the writer protocol
-    check runs first on the latest protocol (:func:`~deltalog.core.cleanup_plan.check_maintainable`).
+    an interval string (``"30d"``, ``"interval 30 days"``). Cleanup deletes, so the writer protocol check
+    for cleanup runs first on the latest protocol (:func:`~deltalog.maintenance.deletion.gate`): a real run
+    it refuses raises, a dry run plans anyway and says why in ``refusal``.
     """
-    check_maintainable(snap.protocol, f"{ctx.location}/{LOG_DIR}", CLEANUP, snap.configuration, snap.schema_json)
+    source = f"{ctx.location}/{LOG_DIR}"
+    refusal = gate(CLEANUP, snap.protocol, snap.configuration, snap.schema_json, source, dry_run)
     retention_ms = resolve_retention(retention, snap.configuration, LOG_RETENTION_KEY, properties.DEFAULT_LOG_RETENTION)
     now = ctx.now_ms()
     store = ctx.store
@@ -103,9 +106,8 @@ def cleanup(
     expired = tuple(o.path for o in expired_intents(store, now))
     compat = _compat_version(snap, plan)
     if dry_run:
-        return CleanupResult(
-            plan, True, (), expired, None if compat is None else f"{LOG_DIR}/{checkpoint_name(compat)}"
-        )
+        would = None if compat is None else f"{LOG_DIR}/{checkpoint_name(compat)}"
+        return CleanupResult(plan, True, (), expired, would, refusal)
     written = None if compat is None else _write_compat(ctx, compat, now)
     # log files first, then the intents of writers that died (older than their timeout plus a margin for skew)
     deleted = delete_in_order(store, [f"{LOG_DIR}/{d.path}" for d in plan.deletions] + list(expired), "cleanup")

@@ -29,7 +29,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from deltalog.core import properties
-from deltalog.core.cleanup_plan import Retention, check_maintainable, resolve_retention
+from deltalog.core.cleanup_plan import Retention, resolve_retention
 from deltalog.core.feature_gate import VACUUM
 from deltalog.core.jsonlines import objects
 from deltalog.core.paths import LOG_DIR, Kind, log_files
@@ -43,7 +43,7 @@ from deltalog.core.vacuum_plan import (
     protected_keys,
 )
 from deltalog.errors import CorruptLogError, InvalidArgumentError
-from deltalog.maintenance.deletion import delete_in_order
+from deltalog.maintenance.deletion import delete_in_order, gate
 from deltalog.storage.base import FileInfo, LogStore, list_between
 from deltalog.storage.bulk import read_many
 from deltalog.table.context import TableContext
@@ -66,6 +66,7 @@ class VacuumResult:
     deleted: tuple[str, ...]
     version: int  # the snapshot whose references protected files
     lite: bool = False  # candidates came from the log's expired removes, not from listing the table
+    refusal: str | None = None  # on a dry run of a table whose writer features refuse a real vacuum: why
 
     @property
     def paths(self) -> tuple[str, ...]:
@@ -95,7 +96,8 @@ def vacuum(
     (:func:`refuse_distrusted`): the plan is what a person or a script acts on, and ``force`` does not
     lift it.
     """
-    check_maintainable(snap.protocol, f"{ctx.location}/{LOG_DIR}", VACUUM, snap.configuration, snap.schema_json)
+    source = f"{ctx.location}/{LOG_DIR}"
+    refusal = gate(VACUUM, snap.protocol, snap.configuration, snap.schema_json, source, dry_run)
     refuse_distrusted(snap, "vacuum")
     table_ms = resolve_retention(
         None, snap.configuration, DELETED_FILE_RETENTION_KEY, properties.DEFAULT_DELETED_FILE_RETENTION
@@ -120,7 +122,7 @@ def vacuum(
         listed = list(_listing(store, partition_names, tick))
     plan = plan_vacuum(listed, keys, now, retention_ms, partition_names)
     if dry_run:
-        return VacuumResult(plan, True, (), snap.version, lite)
+        return VacuumResult(plan, True, (), snap.version, lite, refusal)
     total = len(plan.deletions)
     tick("delete", 0, total)
     deleted = delete_in_order(store, [f.path for f in plan.deletions], "vacuum", lambda n: tick("delete", n, total))

@@ -9,6 +9,7 @@ import dataclasses
 import os
 from pathlib import Path
 
+import orjson
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
@@ -18,8 +19,8 @@ from deltalog import DeltaLog
 from deltalog.cli.main import cli
 from deltalog.core.codec import encode_actions
 from deltalog.data.files import WriteTarget, write_files
-from deltalog.errors import InvalidArgumentError
-from tests.corpus import writable_copy
+from deltalog.errors import InvalidArgumentError, UnsupportedFeatureError
+from tests.corpus import table_path, writable_copy
 from tests.peers import deltalake_view, duckdb_view, try_deltalake
 from tests.protocol_checker import assert_valid
 
@@ -178,3 +179,65 @@ def test_restore_of_a_deletion_vector_table_is_a_restore_commit_peers_read(tmp_p
     assert deltalake_view(root).rows == want[1]
     assert rows(root) == want[1]
     assert live(root) == set(DeltaLog.for_table(root).snapshot(version=target).files().column("path").to_pylist())
+
+
+# ---------------------------------------------------------------------------------------------- unknown features
+@pytest.mark.corpus
+def test_a_table_with_a_proposal_feature_is_planned_but_not_maintained(tmp_path: Path) -> None:
+    root = writable_copy("delta/collations-table", tmp_path / "t")
+    age_log(root)
+    log = DeltaLog.for_table(root)
+    before = log_names(root)
+    assert log.history(limit=1)  # readable
+    for plan in (log.cleanup(retention=0), log.vacuum(retention=0, force=True), log.vacuum(lite=True)):
+        assert plan.refusal is not None and "collations" in plan.refusal
+    for real in (
+        lambda: log.cleanup(retention=0, dry_run=False),
+        lambda: log.vacuum(retention=0, dry_run=False, force=True),
+        log.checkpoint,
+    ):
+        with pytest.raises(UnsupportedFeatureError) as info:
+            real()
+        assert info.value.feature == "collations"
+    assert log_names(root) == before
+
+
+# ---------------------------------------------------------------------------------------------- checkpoint columns
+@pytest.mark.corpus
+def test_a_column_mapped_checkpoint_keys_parsed_columns_by_physical_name(tmp_path: Path) -> None:
+    root = writable_copy("delta-kernel-rs/partition_cm-name", tmp_path / "t")
+    snap = DeltaLog.for_table(root).snapshot()
+    conf = {**snap.metadata.configuration, "delta.checkpoint.writeStatsAsStruct": "true"}
+    (root / LOG / f"{snap.version + 1:020d}.json").write_bytes(
+        encode_actions([dataclasses.replace(snap.metadata, configuration=conf)])
+    )
+    result = DeltaLog.for_table(root).checkpoint()
+    add = pq.read_schema(root / result.files[0]).field("add").type
+    physical = set(DeltaLog.for_table(root).snapshot().physical_names.values())
+    for column in ("partitionValues_parsed", "stats_parsed"):
+        names = {f.name for f in add.field(column).type} if column == "partitionValues_parsed" else set()
+        if column == "stats_parsed":
+            names = {f.name for f in add.field(column).type.field("minValues").type}
+        assert names and names <= physical, (column, names, physical)
+    assert_valid(root)
+    assert rows(root) == duckdb_view(table_path("delta-kernel-rs/partition_cm-name")).rows
+
+
+def test_the_cli_runs_a_lite_vacuum(tmp_path: Path) -> None:
+    root = tmp_path / "t"
+    log = DeltaLog.for_table(root)
+    log.create(SCHEMA)
+    append(log, 0)
+    gone = sorted(live(root))
+    txn = log.start_transaction()
+    txn.remove_files(gone)
+    txn.commit()
+    append(log, 2)
+    out = CliRunner().invoke(cli, ["vacuum", str(root), "--lite", "--retention", "0", "--force", "--apply", "--json"])
+    assert out.exit_code == 0, out.output
+    doc = orjson.loads(out.stdout)
+    assert doc["mode"] == "lite" and doc["refusal"] is None and doc["deleted"] == gone
+    assert not (root / gone[0]).exists()
+    assert_valid(root)
+    assert rows(root) == 2
+    assert deltalake_view(root).files == live(root)
