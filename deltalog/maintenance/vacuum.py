@@ -214,7 +214,7 @@ def _lite_candidates(ctx: TableContext, snap: Snapshot, cutoff_ms: int, tick: Va
     listed = log_files(list_between(store, f"{LOG_DIR}/", None))
     commits = [f"{LOG_DIR}/{p.name}" for p in listed if p.kind is Kind.COMMIT and p.version <= snap.version]
     removes: list[tuple[FileRef, int, int]] = []
-    for path, data in zip(commits, read_many(store, commits), strict=True):
+    for path, data in _read_present(store, commits):
         for _, obj in objects(data, path):
             body = obj.get("remove")
             if isinstance(body, dict) and isinstance(body.get("path"), str):
@@ -231,6 +231,21 @@ def _lite_candidates(ctx: TableContext, snap: Snapshot, cutoff_ms: int, tick: Va
             found.setdefault(key, ListedFile(key, size if i == 0 else 0, when))
     tick("list", len(found), len(found))
     return sorted(found.values(), key=lambda f: f.path)
+
+
+def _read_present(store: LogStore, paths: list[str]) -> list[tuple[str, bytes]]:
+    """(path, bytes) of each commit file, in bulk; one that log cleanup deleted since the listing is left
+    out (its removes are then what lite mode misses, as it misses any cleaned-up commit's)."""
+    try:
+        return list(zip(paths, read_many(store, paths), strict=True))
+    except FileNotFoundError:
+        out = []
+        for path in paths:
+            try:
+                out.append((path, store.read(path)))
+            except FileNotFoundError:
+                log.info("lite vacuum: %s is gone (log cleanup); its removes are not candidates", path)
+        return out
 
 
 def _removed(body: Mapping[str, Any]) -> tuple[FileRef, int, int]:

@@ -20,6 +20,11 @@ from deltalog.cli.main import cli
 from deltalog.core.codec import encode_actions
 from deltalog.data.files import WriteTarget, write_files
 from deltalog.errors import InvalidArgumentError, UnsupportedFeatureError
+from deltalog.maintenance.vacuum import vacuum
+from deltalog.storage.fault_rules import fail_before
+from deltalog.storage.faults import FaultyStore
+from deltalog.storage.local import LocalLogStore
+from deltalog.table.context import TableContext
 from tests.corpus import table_path, writable_copy
 from tests.peers import deltalake_view, duckdb_view, try_deltalake
 from tests.protocol_checker import assert_valid
@@ -241,3 +246,29 @@ def test_the_cli_runs_a_lite_vacuum(tmp_path: Path) -> None:
     assert_valid(root)
     assert rows(root) == 2
     assert deltalake_view(root).files == live(root)
+
+
+def test_a_lite_vacuum_racing_log_cleanup_skips_the_commit_it_lost(tmp_path: Path) -> None:
+    """A commit cleanup deleted between the listing and the read is skipped (no raw error); its removes still
+    come from the snapshot's tombstones while they are there."""
+    root = tmp_path / "t"
+    log = DeltaLog.for_table(root)
+    log.create(SCHEMA)
+    append(log, 0)  # v1
+    first = sorted(live(root))
+    txn = log.start_transaction()
+    txn.remove_files(first)
+    txn.commit()  # v2: its removes are lost below
+    append(log, 2)  # v3
+    second = sorted(live(root))
+    txn = log.start_transaction()
+    txn.remove_files(second)
+    txn.commit()  # v4
+    racing = FaultyStore(
+        LocalLogStore(str(root)),
+        fail_before("read", f"{LOG}/{2:020d}.json", error=lambda op, path: FileNotFoundError(2, "gone", path)),
+    )
+    result = vacuum(TableContext(racing, racing.root), log.snapshot(), retention=0, force=True, lite=True)
+    assert sorted(result.paths) == sorted(first + second) and result.deleted == ()
+    assert_valid(root)
+    assert deltalake_view(root).files == live(root) == set() and rows(root) == 0
