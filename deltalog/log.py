@@ -231,8 +231,8 @@ class DeltaLog:
         """Write a checkpoint of ``version`` (the latest by default) and move ``_last_checkpoint`` forward.
 
         Classic single file by default; ``parts`` asks for a classic multi-part checkpoint; tables with the
-        ``v2Checkpoint`` feature get a V2 checkpoint (UUID manifest plus sidecars). Writing a checkpoint is
-        a write: the writer protocol check runs first.
+        ``v2Checkpoint`` feature and ``delta.checkpointPolicy=v2`` get a V2 checkpoint (UUID manifest plus
+        sidecars). The writer-feature gate for checkpoints runs first (unknown features are refused by name).
         """
         from deltalog.maintenance.checkpoint_job import checkpoint_snapshot
 
