@@ -209,16 +209,21 @@ def _lite_candidates(ctx: TableContext, snap: Snapshot, cutoff_ms: int, tick: Va
     """The data and deletion-vector files of every remove deleted before ``cutoff_ms`` that the log still
     holds: in the commit files present up to ``snap``'s version (read in bulk) and among the snapshot's
     tombstones (a checkpoint's). Their time is the deletion time: a file removed before the cutoff was
-    written before it too. A remove without a deletion time counts as deleted at 0, as in full mode."""
+    written before it too. A remove without a deletion time counts as deleted at 0, as in full mode. Change
+    data files (``cdc`` actions) are candidates too, timed by their commit file: no add ever names them, so a
+    full vacuum deletes them once they are older than the retention, and so does this."""
     store = ctx.store
     listed = log_files(list_between(store, f"{LOG_DIR}/", None))
-    commits = [f"{LOG_DIR}/{p.name}" for p in listed if p.kind is Kind.COMMIT and p.version <= snap.version]
+    commits = {f"{LOG_DIR}/{p.name}": p.mtime for p in listed if p.kind is Kind.COMMIT and p.version <= snap.version}
     removes: list[tuple[FileRef, int, int]] = []
-    for path, data in _read_present(store, commits):
+    for path, data in _read_present(store, list(commits)):
         for _, obj in objects(data, path):
             body = obj.get("remove")
             if isinstance(body, dict) and isinstance(body.get("path"), str):
                 removes.append(_removed(body))
+            cdc = obj.get("cdc")
+            if isinstance(cdc, dict) and isinstance(cdc.get("path"), str):
+                removes.append(_removed({**cdc, "deletionTimestamp": commits[path]}))
     tombstones = snap.tombstones()
     for row in tombstones.select(["path", "deletionTimestamp", "size", "deletionVector"]).to_pylist():
         removes.append(_removed(row))

@@ -26,7 +26,7 @@ from deltalog.storage.faults import FaultyStore
 from deltalog.storage.local import LocalLogStore
 from deltalog.table.context import TableContext
 from tests.corpus import table_path, writable_copy
-from tests.peers import deltalake_view, duckdb_view, try_deltalake
+from tests.peers import deltalake_view, duckdb_view, try_deltalake, try_duckdb
 from tests.protocol_checker import assert_valid
 
 LOG = "_delta_log"
@@ -272,3 +272,23 @@ def test_a_lite_vacuum_racing_log_cleanup_skips_the_commit_it_lost(tmp_path: Pat
     assert sorted(result.paths) == sorted(first + second) and result.deleted == ()
     assert_valid(root)
     assert deltalake_view(root).files == live(root) == set() and rows(root) == 0
+
+
+@pytest.mark.corpus
+@pytest.mark.parametrize("name", ["dat/cdf", "dat/deletion_vectors", "delta/table-with-dv-large", "dat/basic_append"])
+def test_lite_vacuum_finds_a_subset_of_what_a_full_vacuum_finds_and_no_live_file(tmp_path: Path, name: str) -> None:
+    root = writable_copy(name, tmp_path / "t")
+    for folder, _, names in os.walk(root):
+        for n in names:
+            st = os.stat(os.path.join(folder, n))
+            os.utime(os.path.join(folder, n), ns=(st.st_atime_ns, st.st_mtime_ns - 400 * DAY_S * 10**9))
+    before = live(root), try_duckdb(root), try_deltalake(root)  # whatever each peer made of it
+    log = DeltaLog.for_table(root)
+    lite = set(log.vacuum(retention=0, force=True, lite=True).paths)
+    full = set(log.vacuum(retention=0, force=True).paths)
+    assert lite <= full
+    if name == "dat/cdf":
+        assert any(p.startswith("_change_data/") for p in lite)  # change data files: no add ever names them
+    assert set(log.vacuum(retention=0, force=True, lite=True, dry_run=False).deleted) == lite
+    assert_valid(root)
+    assert (live(root), try_duckdb(root), try_deltalake(root)) == before
