@@ -49,6 +49,10 @@ from tests.protocol_checker import Violation, check_table
 log = logging.getLogger(__name__)
 
 PASSED, REFUSED, FAILED, UNREADABLE, SKIPPED = "passed", "refused", "failed", "unreadable", "skipped"
+#: the maintenance steps (their outcome is reported apart from the append's: maintenance may be legal where an
+#: append is not)
+MAINTENANCE_STEPS = ("checkpoint", "cleanup", "vacuum")
+APPEND_STEP = "append"
 CLUSTERING_DOMAIN = "delta.clustering"
 #: how far back the copy's files are dated: log cleanup, as Delta Spark's, expires whole days (the cutoff is
 #: truncated to midnight), so a log copied today would have nothing to clean even at retention 0
@@ -87,6 +91,28 @@ class WriteResult:
         if self.failures:
             return FAILED
         return REFUSED if self.refusals else PASSED
+
+    def outcome(self, names: tuple[str, ...]) -> str:
+        """The outcome of the steps ``names`` together: failed, else refused, else passed (skipped steps do not
+        count); ``unreadable`` for a table that was not run. A failure is a step's when it starts with the
+        step's name; any other (a new protocol violation, a peer's disagreement, a changed version after
+        maintenance) fails every group, since no one step owns it."""
+        if self.unreadable is not None:
+            return UNREADABLE
+        steps = (*MAINTENANCE_STEPS, APPEND_STEP)
+        for f in self.failures:
+            owner = next((n for n in steps if f.startswith(f"{n}: ")), None)
+            if owner is None or owner in names:
+                return FAILED
+        return REFUSED if any(s.status == REFUSED for s in self.steps if s.name in names) else PASSED
+
+    @property
+    def maintenance(self) -> str:
+        return self.outcome(MAINTENANCE_STEPS)
+
+    @property
+    def append(self) -> str:
+        return self.outcome((APPEND_STEP,))
 
 
 @dataclass(frozen=True)
@@ -238,7 +264,7 @@ class TableWrites:
         self._step("cleanup", lambda: maintainer.cleanup(retention=0, dry_run=False))
         self._step("vacuum", lambda: maintainer.vacuum(retention=0, dry_run=False, force=True))
         self._check_retained(before)
-        appended = self._step("append", lambda: self._append(maintainer, latest, before[latest]))
+        appended = self._step(APPEND_STEP, lambda: self._append(maintainer, latest, before[latest]))
         self._check_violations(violations, "at the end")
         if self.peers is not None:
             for failure in self.peers.compare(self.root, peers, appended):
@@ -435,7 +461,9 @@ def run_writes(
 
 
 __all__ = [
+    "APPEND_STEP",
     "FAILED",
+    "MAINTENANCE_STEPS",
     "PASSED",
     "REFUSED",
     "SKIPPED",

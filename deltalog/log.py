@@ -231,8 +231,8 @@ class DeltaLog:
         """Write a checkpoint of ``version`` (the latest by default) and move ``_last_checkpoint`` forward.
 
         Classic single file by default; ``parts`` asks for a classic multi-part checkpoint; tables with the
-        ``v2Checkpoint`` feature get a V2 checkpoint (UUID manifest plus sidecars). Writing a checkpoint is
-        a write: the writer protocol check runs first.
+        ``v2Checkpoint`` feature and ``delta.checkpointPolicy=v2`` get a V2 checkpoint (UUID manifest plus
+        sidecars). The writer-feature gate for checkpoints runs first (unknown features are refused by name).
         """
         from deltalog.maintenance.checkpoint_job import checkpoint_snapshot
 
@@ -302,16 +302,20 @@ class DeltaLog:
         *,
         force: bool = False,
         progress: VacuumProgress | None = None,
+        lite: bool = False,
     ) -> VacuumResult:
         """Delete data files no version within the retention references (a dry run by default).
 
         See :mod:`deltalog.maintenance.vacuum`. A retention shorter than ``delta.deletedFileRetentionDuration``
-        is refused unless ``force``.
+        is refused unless ``force``. ``lite`` takes the candidates from the expired removes in the log instead
+        of listing the table (Delta Spark's ``VACUUM LITE``): far fewer requests, but files no commit named are
+        left for a full vacuum.
         """
         from deltalog.maintenance.vacuum import vacuum
 
         snap = self.snapshot()
-        return vacuum(self.context, snap, retention=retention, dry_run=dry_run, force=force, progress=progress)
+        what = {"dry_run": dry_run, "force": force, "progress": progress, "lite": lite}
+        return vacuum(self.context, snap, retention=retention, **what)
 
     def restore(
         self,

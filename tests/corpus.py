@@ -7,6 +7,7 @@ Tests over the corpus are parametrized by what this finds; without a corpus they
 from __future__ import annotations
 
 import os
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -37,3 +38,11 @@ def table_path(name: str) -> Path:
     root = corpus_dir()
     assert root is not None
     return root / "tables" / name
+
+
+def writable_copy(name: str, dest: Path) -> Path:
+    """A copy of a corpus table whose files and directories can be changed (the corpus is read-only)."""
+    shutil.copytree(table_path(name), dest)
+    for p in [dest, *dest.rglob("*")]:
+        os.chmod(p, 0o755 if p.is_dir() else 0o644)
+    return dest

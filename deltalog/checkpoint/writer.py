@@ -48,6 +48,7 @@ log = logging.getLogger(__name__)
 Progress = Callable[[str, int, int], None]
 
 SIDECAR_ROWS = 100_000
+CHECKPOINT_POLICY = "delta.checkpointPolicy"
 
 
 @dataclass(frozen=True)
@@ -98,7 +99,10 @@ class CheckpointWriter:
         # The spec's default is false (Delta Spark's is true); unset means the spec's default here.
         self.stats_struct = properties.get_bool(conf, "delta.checkpoint.writeStatsAsStruct", False)
         self.compression = conf.get("delta.parquet.compression.codec", "snappy").lower()
-        self.v2 = "v2Checkpoint" in state.features
+        # PROTOCOL "V2 Checkpoint Table Feature": with v2Checkpoint supported a checkpoint is never multi-part,
+        # and it is classic (V1 spec, classic name) or V2 (UUID-named manifest) as delta.checkpointPolicy says
+        self.v2_supported = "v2Checkpoint" in state.features
+        self.v2 = self.v2_supported and str(conf.get(CHECKPOINT_POLICY, "classic")).strip().lower() == "v2"
 
     # ------------------------------------------------------------------------------------------ assembly
     def _tick(self, stage: str, done: int, total: int) -> None:
@@ -195,7 +199,7 @@ class CheckpointWriter:
     # ------------------------------------------------------------------------------------------ kinds
     def write(self, parts: int | None = None) -> CheckpointResult:
         started = time.monotonic()
-        if parts is not None and parts > 1 and self.v2:
+        if parts is not None and parts > 1 and self.v2_supported:
             raise InvalidArgumentError("multi-part checkpoints are forbidden on tables with the v2Checkpoint feature")
         multipart = parts is not None and parts > 1
         kept = self._keep_existing(started, classic=not (multipart or self.v2))
@@ -307,13 +311,41 @@ class CheckpointWriter:
             sizes.append(len(data))
         return files, sizes, wrote_any
 
-    def _write_v2(self, sec: _Sections, add_t: pa.StructType) -> tuple[list[str], list[int], bool]:
+    def write_compat(self) -> CheckpointResult | None:
+        """A classic-named checkpoint with V2 content (every row inline) beside this version's UUID-named one.
+
+        Log cleanup writes it before deleting anything on a V2 table (as Delta Spark's metadata cleanup does):
+        an engine that knows only classic names then still finds a checkpoint, reads its protocol and refuses
+        the table by name, where without one it would look for commits cleanup deleted. ``None`` when a
+        complete classic or multi-part checkpoint of this version already exists; ``_last_checkpoint`` is
+        left pointing at the UUID-named one.
+        """
+        started = time.monotonic()
+        version = self.state.version
+        listed = log_files(
+            list_between(self.store, f"{LOG_DIR}/{version_prefix(version)}", version_prefix(version + 1))
+        )
+        if any(c.version == version and c.kind is not Kind.UUID_CHECKPOINT for c in complete_checkpoints(listed)):
+            return None
+        sec, add_t = self.sections()
+        path = f"{LOG_DIR}/{checkpoint_name(version)}"
+        files, sizes, wrote = self._write_v2(sec, add_t, single=path)
+        num_actions = sec.non_file.num_rows + len(sec.adds) + len(sec.removes) + 1
+        return CheckpointResult(
+            version, "v2", tuple(files), num_actions, len(sec.adds), sum(sizes), time.monotonic() - started, not wrote
+        )
+
+    def _write_v2(
+        self, sec: _Sections, add_t: pa.StructType, single: str | None = None
+    ) -> tuple[list[str], list[int], bool]:
+        """A V2 checkpoint: a UUID-named manifest (sidecars past :data:`SIDECAR_ROWS` file rows), or, given
+        ``single``, one file under that name with every row inline."""
         version = self.state.version
         schema = S.checkpoint_schema(add_t, v2=True)
         n_file = len(sec.adds) + len(sec.removes)
         sidecar_rows: list[dict[str, Any]] = []
         files, sizes = [], []
-        if n_file > SIDECAR_ROWS:
+        if n_file > SIDECAR_ROWS and single is None:
             side_schema = S.checkpoint_schema(add_t, sidecar_file=True)
             chunks = list(range(0, n_file, SIDECAR_ROWS))
             for i, start in enumerate(chunks):
@@ -352,6 +384,8 @@ class CheckpointWriter:
         else:
             body = self._file_rows(schema, sec, None, None)
         data = self._encode(schema, _chain(head, body), sec.non_file.num_rows + n_file + 1, "manifest")
+        if single is not None:
+            return [single], [len(data)], self._publish(single, data)
         path = f"{LOG_DIR}/{version:020d}.checkpoint.{uuid.uuid4()}.parquet"
         if not self._publish(path, data):  # pragma: no cover - a fresh UUID cannot collide
             raise CheckpointError(f"{path} already exists")

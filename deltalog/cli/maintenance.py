@@ -69,6 +69,8 @@ def cleanup_document(log: DeltaLog, result: CleanupResult) -> Document:
         "retention_ms": plan.retention_ms,
         **_instant("cutoff", plan.cutoff_ms),
         "boundary_version": plan.boundary,
+        "compat_checkpoint": result.compat_checkpoint,
+        "refusal": result.refusal,
         "horizon": None if h is None else {"version": h.version, **_instant("timestamp", h.timestamp)},
         "reason": plan.reason,
         "num_files": len(plan.deletions),
@@ -93,6 +95,8 @@ def vacuum_document(log: DeltaLog, result: VacuumResult) -> Document:
         "table": log.location,
         "version": result.version,
         "dry_run": result.dry_run,
+        "mode": "lite" if result.lite else "full",
+        "refusal": result.refusal,
         "retention_ms": plan.retention_ms,
         **_instant("cutoff", plan.cutoff_ms),
         "scanned": plan.scanned,
@@ -335,17 +339,30 @@ def check_vacuum_retention(log: DeltaLog, retention: str | None, force: bool) ->
 )
 @_dry_run
 @click.option("--force", is_flag=True, help="Allow a retention shorter than delta.deletedFileRetentionDuration.")
+@click.option(
+    "--lite",
+    is_flag=True,
+    help="Take candidates from the expired removes in the log instead of listing the table (VACUUM LITE): "
+    "fast on object stores; files no commit named need a full vacuum.",
+)
 @limit_option
 @_all_option
 @output_format(csv=True)
 def vacuum_cmd(
-    table: str, retention: str | None, dry_run: bool, force: bool, limit: int | None, show_all: bool, fmt: str
+    table: str,
+    retention: str | None,
+    dry_run: bool,
+    force: bool,
+    lite: bool,
+    limit: int | None,
+    show_all: bool,
+    fmt: str,
 ) -> None:
     """Delete data files (and deletion vectors, change data files) no version within the retention needs."""
     log = open_log(table)
     check_vacuum_retention(log, retention, force)
     with _progress_bar() as tick:
-        result = log.vacuum(retention=retention, dry_run=dry_run, force=force, progress=tick)
+        result = log.vacuum(retention=retention, dry_run=dry_run, force=force, progress=tick, lite=lite)
     _emit_deletions(vacuum_document(log, result), fmt, render_vacuum, vacuum_listing, limit, show_all)
 
 

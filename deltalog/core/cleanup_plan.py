@@ -17,10 +17,11 @@ from __future__ import annotations
 import datetime as dt
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, replace
+from typing import Any
 
 from deltalog.core import properties
 from deltalog.core.actions import Protocol
-from deltalog.core.feature_gate import check_writable
+from deltalog.core.feature_gate import CLEANUP, check_operation
 from deltalog.core.paths import SIDECAR_DIR, Kind, LogPath
 from deltalog.core.segment import CheckpointRef, complete_checkpoints, earliest_version
 from deltalog.core.timetravel import monotonize
@@ -68,17 +69,24 @@ def resolve_retention(value: Retention | None, configuration: Mapping[str, str],
 _NO_COLUMNS = {"type": "struct", "fields": []}
 
 
-def check_maintainable(protocol: Protocol, source: str) -> None:
-    """The writer protocol check for operations that delete files but commit nothing (cleanup, VACUUM).
+def check_maintainable(
+    protocol: Protocol,
+    source: str,
+    operation: str = CLEANUP,
+    configuration: Mapping[str, str] | None = None,
+    schema: Any = None,
+) -> None:
+    """The writer protocol check for an operation that deletes files but commits nothing (cleanup, VACUUM).
 
-    :func:`~deltalog.core.feature_gate.check_writable` also refuses a table that *uses* a feature whose
-    commit-time duties deltalog does not implement (writing deletion vectors, change data, generated
-    values). Deleting expired log files or unreferenced data files creates none of those duties; what
-    must hold is that deltalog knows every feature that decides which files are referenced, which is the
-    protocol-level check: the writer version, and every supported feature honoured or understood. This
-    is the check ``vacuumProtocolCheck`` asks for, and it refuses any feature deltalog does not know.
+    PROTOCOL "VACUUM Protocol Check": VACUUM (and log cleanup, which deletes what readers replay) checks
+    the *write* protocol, always. It is gated per operation (:func:`~deltalog.core.feature_gate.check_operation`),
+    not as a commit: deleting expired log files or unreferenced data files creates none of the commit-time
+    duties of deletion vectors, change data, generated values or clustering, so those tables are maintained
+    even where deltalog refuses to commit to them. What must hold is that deltalog knows every writer
+    feature (an unknown one may decide which files are referenced) and that none refuses the operation
+    (UniForm refuses VACUUM: Iceberg's files live in the table directory).
     """
-    check_writable(protocol, {}, _NO_COLUMNS, source)
+    check_operation(operation, protocol, configuration or {}, _NO_COLUMNS if schema is None else schema, source)
 
 
 def truncate_to_day(ms: int) -> int:
@@ -293,6 +301,44 @@ def _horizon(
     return Horizon(version, commit.mtime if boundary is not None else times.get(version, commit.mtime))
 
 
+PROTECTION_KEY = "delta.requireCheckpointProtectionBeforeVersion"
+
+
+def protected_before(configuration: Mapping[str, str], features: Collection[str]) -> int | None:
+    """The version below which checkpoints are protected (``protocol_rfcs/checkpoint-protection.md``), or None.
+
+    Only tables whose protocol supports ``checkpointProtection`` have one. A value that is not a version
+    protects every checkpoint: keeping files is the side a misread property may err on.
+    """
+    if "checkpointProtection" not in features or PROTECTION_KEY not in configuration:
+        return None
+    raw = str(configuration[PROTECTION_KEY]).strip()
+    return int(raw) if raw.isdigit() else 2**63 - 1
+
+
+def protect_checkpoints(plan: CleanupPlan, before: int | None) -> CleanupPlan:
+    """``plan`` under checkpoint protection: it stands when it truncates up to ``before`` in one go (its
+    boundary at or above it); otherwise it deletes only commits (and files of no version), keeping every
+    checkpoint below ``before``. That is the RFC's exception (a): the cleanup creates no checkpoint and erases
+    none that DROP FEATURE may have placed as a barrier, which is what lets an engine that only knows the
+    latest protocol clean up at all. Versions below the boundary stay unreconstructable either way.
+    """
+    if before is None or plan.boundary is None or plan.boundary >= before:
+        return plan
+    kept = {d.path for d in plan.deletions if d.kind == "checkpoint" and d.version is not None and d.version < before}
+    if not kept:
+        return plan
+    deletions = tuple(
+        d for d in plan.deletions if d.path not in kept and not (d.kind == "hadoop-crc" and d.path[1:-4] in kept)
+    )
+    reason = (
+        f"{plan.reason}; checkpoint protection ({PROTECTION_KEY}={before}) keeps the {len(kept)} checkpoint "
+        f"file(s) below version {before}: this cleanup does not reach it"
+    )
+    remaining = tuple(sorted({*plan.remaining_checkpoints, *kept}))
+    return replace(plan, deletions=deletions, reason=reason, remaining_checkpoints=remaining)
+
+
 def add_sidecars(plan: CleanupPlan, sidecars: Sequence[LogFile], referenced: Collection[str] | None) -> CleanupPlan:
     """``plan`` plus the V2 sidecars no remaining checkpoint references and older than a day.
 
@@ -328,11 +374,14 @@ __all__ = [
     "Horizon",
     "LogFile",
     "Retention",
+    "PROTECTION_KEY",
     "add_sidecars",
     "check_maintainable",
     "is_temp_file",
     "orphan_cutoff",
     "plan_cleanup",
+    "protect_checkpoints",
+    "protected_before",
     "resolve_retention",
     "truncate_to_day",
 ]

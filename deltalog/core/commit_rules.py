@@ -11,7 +11,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from deltalog.core import actions as A
-from deltalog.core.feature_gate import check_writable
+from deltalog.core.feature_gate import WRITE, check_operation
 from deltalog.core.features import (
     check_configuration_honoured,
     required_features,
@@ -84,8 +84,13 @@ def prepare_commit(
     read_metadata: A.Metadata | None,
     read_schema: Mapping[str, Any] | None,
     source: str,
+    *,
+    operation: str = WRITE,
 ) -> list[A.Action]:
     """The actions a transaction commits on top of the version it read, checked by every rule of a commit.
+
+    ``operation`` is what the commit is for the writer-feature gate (:mod:`deltalog.core.feature_gate`): a
+    caller that knows (RESTORE) is held to that operation's duties; the default, every commit's.
 
     ``read_*`` describe the read version, all ``None`` for the commit that creates the table (which must
     then hold a protocol and a metaData). A metaData is checked for what it changes (the table's own fields
@@ -115,7 +120,7 @@ def prepare_commit(
     validate_actions(actions, metadata, mode, previous=read_metadata if metas else None)
     if protocols and read_protocol is not None:
         check_protocol_change(read_protocol, protocol)
-    check_writable(protocol, metadata.configuration, schema, source)
+    check_operation(operation, protocol, metadata.configuration, schema, source)
     return list(actions)
 
 

@@ -26,7 +26,7 @@ from urllib.parse import unquote, urlsplit
 
 from deltalog.checkpoint.writer import CheckpointResult, Progress, write_checkpoint
 from deltalog.core import properties
-from deltalog.core.feature_gate import check_writable
+from deltalog.core.feature_gate import CHECKPOINT, check_operation
 from deltalog.core.paths import LOG_DIR, commit_name
 from deltalog.errors import CheckpointError, DeltaLogError, InvalidArgumentError, PropertyError, VersionNotFoundError
 from deltalog.storage.uri import store_for
@@ -132,12 +132,16 @@ def checkpoint_snapshot(
 ) -> CheckpointResult:
     """Write a checkpoint of ``snap`` and move ``_last_checkpoint`` forward.
 
-    Writing a checkpoint is a write: the writer protocol check runs first, then the checkpoint properties
+    Writing a checkpoint is a write: the writer protocol check for checkpoints runs first
+    (:func:`~deltalog.core.feature_gate.check_operation`, on the protocol of the version checkpointed, which is
+    what checkpoint protection asks of a checkpoint below ``delta.requireCheckpointProtectionBeforeVersion``:
+    deletion vectors, change data feed, column mapping or constraints add no checkpoint duty, so tables deltalog
+    cannot commit to are still checkpointed; unknown features refuse it by name), then the checkpoint properties
     (a value deltalog cannot honour is a :class:`~deltalog.errors.PropertyError` naming it); only a
     committed version is checkpointed. A checkpoint file the snapshot's files are still read from that log
     cleanup deleted meanwhile is read again from the log (:meth:`Snapshot.reading`).
     """
-    check_writable(snap.protocol, snap.configuration, snap.schema_json, f"{ctx.location}/{LOG_DIR}")
+    check_operation(CHECKPOINT, snap.protocol, snap.configuration, snap.schema_json, f"{ctx.location}/{LOG_DIR}")
     properties.check_checkpoint_properties(snap.configuration)
     if not ctx.store.exists(f"{LOG_DIR}/{commit_name(snap.version)}") and snap.segment.commits:
         raise CheckpointError(f"version {snap.version} has no commit file: only committed versions are checkpointed")

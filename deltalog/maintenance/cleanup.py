@@ -19,6 +19,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from deltalog.checkpoint.reader import CheckpointReader
+from deltalog.checkpoint.writer import CheckpointWriter
 from deltalog.core import properties
 from deltalog.core.cleanup_plan import (
     CleanupPlan,
@@ -26,17 +27,20 @@ from deltalog.core.cleanup_plan import (
     LogFile,
     Retention,
     add_sidecars,
-    check_maintainable,
     plan_cleanup,
+    protect_checkpoints,
+    protected_before,
     resolve_retention,
 )
+from deltalog.core.feature_gate import CHECKPOINT, CLEANUP, check_operation
 from deltalog.core.ict import ict_enablement
 from deltalog.core.jsonlines import objects
-from deltalog.core.paths import LAST_CHECKPOINT, LOG_DIR, SIDECAR_DIR, Kind, LogPath, parse
+from deltalog.core.paths import LAST_CHECKPOINT, LOG_DIR, SIDECAR_DIR, Kind, LogPath, checkpoint_name, parse
 from deltalog.core.segment import complete_checkpoints
 from deltalog.errors import CorruptLogError
-from deltalog.maintenance.deletion import delete_in_order
+from deltalog.maintenance.deletion import delete_in_order, gate
 from deltalog.storage.base import LogStore
+from deltalog.table import load
 from deltalog.table.context import TableContext
 from deltalog.table.declared_intents import expired_intents
 from deltalog.table.history import commit_info
@@ -60,6 +64,11 @@ class CleanupResult:
     #: expired intent files (``_delta_log/_intents/*.json``, :mod:`deltalog.table.declared_intents`) deleted,
     #: or to delete
     intents: tuple[str, ...] = ()
+    #: the classic-named compatibility checkpoint written before deleting (V2 tables), or to write on a dry
+    #: run; None when none was needed or one was there already
+    compat_checkpoint: str | None = None
+    #: on a dry run of a table whose writer features refuse a real cleanup: why (the plan is a read)
+    refusal: str | None = None
 
     @property
     def horizon(self) -> Horizon | None:
@@ -78,27 +87,65 @@ def cleanup(
     snapshot is ``snap``.
 
     ``retention`` overrides ``delta.logRetentionDuration`` (default 30 days): milliseconds, a timedelta or
-    an interval string (``"30d"``, ``"interval 30 days"``). Cleanup is a write, so the writer protocol
-    check runs first on the latest protocol (:func:`~deltalog.core.cleanup_plan.check_maintainable`).
+    an interval string (``"30d"``, ``"interval 30 days"``). Cleanup deletes, so the writer protocol check
+    for cleanup runs first on the latest protocol (:func:`~deltalog.maintenance.deletion.gate`): a real run
+    it refuses raises, a dry run plans anyway and says why in ``refusal``.
     """
-    check_maintainable(snap.protocol, f"{ctx.location}/{LOG_DIR}")
+    source = f"{ctx.location}/{LOG_DIR}"
+    refusal = gate(CLEANUP, snap.protocol, snap.configuration, snap.schema_json, source, dry_run)
     retention_ms = resolve_retention(retention, snap.configuration, LOG_RETENTION_KEY, properties.DEFAULT_LOG_RETENTION)
     now = ctx.now_ms()
     store = ctx.store
     paths, others = _list_log(store)
     plan = _verified_plan(ctx, paths, others, now, retention_ms)
+    plan = protect_checkpoints(plan, protected_before(snap.configuration, snap.features))
     sidecars = [LogFile(f.name, f.size, f.mtime) for f in store.list_from(f"{LOG_DIR}/{SIDECAR_DIR}/")]
     if sidecars:
         plan = add_sidecars(plan, sidecars, _sidecar_references(store, paths, plan.remaining_checkpoints))
     plan = _with_ict_horizon(ctx, snap, plan)
     expired = tuple(o.path for o in expired_intents(store, now))
+    compat = _compat_version(snap, plan)
     if dry_run:
-        return CleanupResult(plan, True, (), expired)
+        would = None if compat is None else f"{LOG_DIR}/{checkpoint_name(compat)}"
+        return CleanupResult(plan, True, (), expired, would, refusal)
+    written = None if compat is None else _write_compat(ctx, compat, now)
     # log files first, then the intents of writers that died (older than their timeout plus a margin for skew)
     deleted = delete_in_order(store, [f"{LOG_DIR}/{d.path}" for d in plan.deletions] + list(expired), "cleanup")
     if deleted:
         log.info("cleanup of %s deleted %d files; earliest version now %s", ctx.location, len(deleted), plan.horizon)
-    return CleanupResult(plan, False, tuple(deleted), expired)
+    return CleanupResult(plan, False, tuple(deleted), expired, written)
+
+
+def _compat_version(snap: Snapshot, plan: CleanupPlan) -> int | None:
+    """The version of the classic compatibility checkpoint this cleanup writes first, or None.
+
+    On a table with ``v2Checkpoint`` whose latest snapshot reads a UUID-named checkpoint, and only when the
+    plan deletes version files: an engine that knows only classic checkpoint names still finds one at that
+    version (and then refuses the table by its protocol) once the older classic checkpoints are gone, as
+    Delta Spark's metadata cleanup ensures. Never below a checkpoint-protected version: there the cleanup
+    writes no checkpoint (:func:`~deltalog.core.cleanup_plan.protect_checkpoints` keeps the old ones).
+    """
+    ref = snap.segment.checkpoint
+    if "v2Checkpoint" not in snap.features or ref is None or ref.kind is not Kind.UUID_CHECKPOINT:
+        return None
+    if not any(d.version is not None for d in plan.deletions):
+        return None
+    guard = protected_before(snap.configuration, snap.features)
+    if guard is not None and ref.version < guard:
+        return None
+    return ref.version
+
+
+def _write_compat(ctx: TableContext, version: int, now: int) -> str | None:
+    """Write the compatibility checkpoint of ``version`` (with the checkpoint gate on that version's
+    protocol); its path, or None when a classic one was there already."""
+    at = load.snapshot_at(ctx, version)
+    check_operation(CHECKPOINT, at.protocol, at.configuration, at.schema_json, f"{ctx.location}/{LOG_DIR}")
+    written = CheckpointWriter(ctx.store, at.state, at.file_state(), now).write_compat()
+    if written is None:
+        return None
+    log.info("cleanup of %s wrote the compatibility checkpoint %s", ctx.location, written.files[0])
+    return written.files[0]
 
 
 def _list_log(store: LogStore) -> tuple[list[LogPath], list[LogFile]]:

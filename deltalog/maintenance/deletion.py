@@ -10,14 +10,36 @@ batches in order.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
+from deltalog.core.actions import Protocol
+from deltalog.core.cleanup_plan import check_maintainable
 from deltalog.core.pathkeys import escapes_root
-from deltalog.errors import BulkDeleteError, StorageError
+from deltalog.errors import BulkDeleteError, StorageError, UnsupportedFeatureError
 from deltalog.storage.base import LogStore
 from deltalog.storage.bulk import chunked, delete_many
 
 log = logging.getLogger(__name__)
+
+
+def gate(
+    operation: str, protocol: Protocol, configuration: Mapping[str, str], schema: Any, source: str, dry_run: bool
+) -> str | None:
+    """The writer-protocol check of a deleting operation (PROTOCOL "VACUUM Protocol Check"), run always.
+
+    A real run that the check refuses raises the :class:`~deltalog.errors.UnsupportedFeatureError` naming the
+    feature. A dry run is a read: it plans anyway (a table with an unknown feature stays inspectable) and gets
+    the refusal back as text, for the result to say that the plan would not be carried out.
+    """
+    try:
+        check_maintainable(protocol, source, operation, configuration, schema)
+    except UnsupportedFeatureError as exc:
+        if not dry_run:
+            raise
+        log.info("%s of %s planned as a dry run only: %s", operation, source, exc)
+        return str(exc)
+    return None
 
 
 def delete_in_order(
@@ -56,4 +78,4 @@ def delete_in_order(
     return deleted
 
 
-__all__ = ["delete_in_order"]
+__all__ = ["delete_in_order", "gate"]

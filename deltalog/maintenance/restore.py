@@ -23,7 +23,7 @@ from deltalog.core import actions as A
 from deltalog.core import properties
 from deltalog.core import restore_plan as plan
 from deltalog.core.cleanup_plan import resolve_retention
-from deltalog.core.feature_gate import check_writable
+from deltalog.core.feature_gate import RESTORE, check_operation
 from deltalog.core.paths import LOG_DIR
 from deltalog.core.timetravel import format_ms, to_epoch_ms
 from deltalog.core.vacuum_plan import FileRef, inside_files
@@ -124,14 +124,15 @@ def resolve_target(ctx: TableContext, txn: Transaction, version: int | None, tim
     """The version a restore by ``txn`` (a transaction on the latest snapshot that nothing else has used)
     goes back to: ``version``, or the version as of ``timestamp`` (exactly one of them).
 
-    The first half of a restore, before its target is loaded: the table must be writable, the transaction
+    The first half of a restore, before its target is loaded: the table must pass the writer-feature gate for
+    a restore (:data:`~deltalog.core.feature_gate.RESTORE`; its commit is held to the same duties), the transaction
     reads the whole table (so any concurrent file change conflicts with the restore), and the target must be
     older than the latest version (:class:`InvalidArgumentError`).
     """
     check_arguments(version, timestamp)
     current = txn.snapshot
     source = f"{ctx.location}/{LOG_DIR} (version {current.version})"
-    check_writable(current.protocol, current.configuration, current.schema_json, source)
+    check_operation(RESTORE, current.protocol, current.configuration, current.schema_json, source)
     txn.read()  # the whole table: any concurrent file change conflicts
     if version is not None:
         target = version
@@ -195,7 +196,9 @@ def restore(
         "version": version,
         "timestamp": None if timestamp is None else format_ms(to_epoch_ms(timestamp)),
     }
-    result = txn.commit(actions, operation=OPERATION, operation_parameters=params, operation_metrics=metrics)
+    result = txn.commit(
+        actions, operation=OPERATION, operation_parameters=params, operation_metrics=metrics, gate=RESTORE
+    )
     assert result.version is not None
     return RestoreResult(
         version=result.version,

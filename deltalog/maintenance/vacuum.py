@@ -1,34 +1,51 @@
-"""VACUUM with IO: collect what the log references, walk the table root, plan, delete.
+"""VACUUM with IO: collect what the log references, find the candidates, plan, delete in bulk.
 
 The rules live in :mod:`deltalog.core.vacuum_plan`; this module gathers its inputs from the latest
-snapshot (live adds and tombstones, with their deletion vectors) and from :meth:`LogStore.walk`, which
-prunes hidden trees so ``_delta_log`` is never even listed.
+snapshot (live adds and tombstones, with their deletion vectors) and the candidates either from
+:meth:`LogStore.walk` (full mode: every file under the root; hidden trees such as ``_delta_log`` are pruned
+unlisted, and the root's subdirectories, partitions as a rule, are walked in parallel on object stores) or,
+in lite mode, from the expired ``remove`` actions the log still holds, as Delta Spark's ``VACUUM ... LITE``
+does: no listing of the table at all, which is what vacuum costs on an object store.
+
+What lite mode cannot see (delta-write-rules.md section 15; PROTOCOL "Add File and Remove File"): files no
+commit ever named (a writer that died before committing), and files whose ``remove`` left the log, because
+log cleanup deleted its commit and checkpoints dropped the expired tombstone. A full vacuum now and then
+finds those. Either mode protects the same files (live adds, unexpired tombstones, their deletion vectors),
+so neither deletes a live file. Deletes go through the store's bulk delete
+(:func:`~deltalog.maintenance.deletion.delete_in_order`: one request per 1,000 keys on S3, per 256 on Azure).
 """
 
 from __future__ import annotations
 
+import itertools
 import logging
 import os
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from deltalog.core import properties
-from deltalog.core.cleanup_plan import Retention, check_maintainable, resolve_retention
-from deltalog.core.paths import LOG_DIR
+from deltalog.core.cleanup_plan import Retention, resolve_retention
+from deltalog.core.feature_gate import VACUUM
+from deltalog.core.jsonlines import objects
+from deltalog.core.paths import LOG_DIR, Kind, log_files
 from deltalog.core.vacuum_plan import (
     FileRef,
     ListedFile,
     VacuumPlan,
+    inside_files,
     is_hidden_path,
     plan_vacuum,
     protected_keys,
 )
 from deltalog.errors import CorruptLogError, InvalidArgumentError
-from deltalog.maintenance.deletion import delete_in_order
-from deltalog.storage.base import LogStore
+from deltalog.maintenance.deletion import delete_in_order, gate
+from deltalog.storage.base import FileInfo, LogStore, list_between
+from deltalog.storage.bulk import read_many
 from deltalog.table.context import TableContext
 from deltalog.table.snapshot import Snapshot
 
@@ -48,6 +65,8 @@ class VacuumResult:
     dry_run: bool
     deleted: tuple[str, ...]
     version: int  # the snapshot whose references protected files
+    lite: bool = False  # candidates came from the log's expired removes, not from listing the table
+    refusal: str | None = None  # on a dry run of a table whose writer features refuse a real vacuum: why
 
     @property
     def paths(self) -> tuple[str, ...]:
@@ -61,9 +80,13 @@ def vacuum(
     dry_run: bool = True,
     force: bool = False,
     progress: VacuumProgress | None = None,
+    lite: bool = False,
 ) -> VacuumResult:
     """Plan (and unless ``dry_run``, carry out) the deletion of unreferenced files older than the retention,
     judged from ``snap``, the table's latest snapshot.
+
+    ``lite`` takes the candidates from the expired removes in the log instead of listing the table (see the
+    module docstring for what it misses).
 
     ``retention`` defaults to ``delta.deletedFileRetentionDuration`` (1 week); a shorter one is an
     :class:`InvalidArgumentError` unless ``force``, because it can delete files that time travel within
@@ -73,7 +96,8 @@ def vacuum(
     (:func:`refuse_distrusted`): the plan is what a person or a script acts on, and ``force`` does not
     lift it.
     """
-    check_maintainable(snap.protocol, f"{ctx.location}/{LOG_DIR}")
+    source = f"{ctx.location}/{LOG_DIR}"
+    refusal = gate(VACUUM, snap.protocol, snap.configuration, snap.schema_json, source, dry_run)
     refuse_distrusted(snap, "vacuum")
     table_ms = resolve_retention(
         None, snap.configuration, DELETED_FILE_RETENTION_KEY, properties.DEFAULT_DELETED_FILE_RETENTION
@@ -92,16 +116,19 @@ def vacuum(
     tick = progress or (lambda stage, done, total: None)
     partition_names = _partition_names(snap)
     keys = protected_keys(_references(snap, now - retention_ms), store.root, _root_aliases(store))
-    listed = list(_listing(store, partition_names, tick))
+    if lite:
+        listed = _lite_candidates(ctx, snap, now - retention_ms, tick)
+    else:
+        listed = list(_listing(store, partition_names, tick))
     plan = plan_vacuum(listed, keys, now, retention_ms, partition_names)
     if dry_run:
-        return VacuumResult(plan, True, (), snap.version)
+        return VacuumResult(plan, True, (), snap.version, lite, refusal)
     total = len(plan.deletions)
     tick("delete", 0, total)
     deleted = delete_in_order(store, [f.path for f in plan.deletions], "vacuum", lambda n: tick("delete", n, total))
     if deleted:
         log.info("vacuum of %s deleted %d files (%d bytes)", ctx.location, len(deleted), plan.total_bytes)
-    return VacuumResult(plan, False, tuple(deleted), snap.version)
+    return VacuumResult(plan, False, tuple(deleted), snap.version, lite)
 
 
 def _root_aliases(store: LogStore) -> tuple[str, ...]:
@@ -144,16 +171,97 @@ def _partition_names(snap: Snapshot) -> frozenset[str]:
 
 
 def _listing(store: LogStore, partition_names: frozenset[str], tick: VacuumProgress) -> Iterator[ListedFile]:
+    """Every file under the root outside hidden trees: the root's own files, then its subdirectories walked
+    ``read_concurrency`` at a time (one after another on a local disk), in order of name."""
+
     def skip(directory: str) -> bool:
         return is_hidden_path(directory, partition_names)
 
+    top: list[str] = []
+
+    def top_only(directory: str) -> bool:
+        if not skip(directory):
+            top.append(directory)
+        return True  # the root's subdirectories are walked below, each on its own
+
+    def walk(directory: str) -> list[FileInfo]:
+        return list(store.walk(directory, skip=skip))
+
     n = 0
-    for info in store.walk("", skip=skip):
-        n += 1
-        if n % _LIST_TICK == 0:
-            tick("list", n, 0)
-        yield ListedFile(info.name, info.size, info.mtime)
+    root_files = list(store.walk("", skip=top_only))
+    workers = max(1, min(store.capabilities.read_concurrency, len(top)))
+    pool = ThreadPoolExecutor(workers) if workers > 1 else None
+    try:
+        subtrees = pool.map(walk, sorted(top)) if pool is not None else map(walk, sorted(top))
+        for infos in itertools.chain([root_files], subtrees):
+            for info in infos:
+                n += 1
+                if n % _LIST_TICK == 0:
+                    tick("list", n, 0)
+                yield ListedFile(info.name, info.size, info.mtime)
+    finally:
+        if pool is not None:
+            pool.shutdown(cancel_futures=True)
     tick("list", n, n)
+
+
+def _lite_candidates(ctx: TableContext, snap: Snapshot, cutoff_ms: int, tick: VacuumProgress) -> list[ListedFile]:
+    """The data and deletion-vector files of every remove deleted before ``cutoff_ms`` that the log still
+    holds: in the commit files present up to ``snap``'s version (read in bulk) and among the snapshot's
+    tombstones (a checkpoint's). Their time is the deletion time: a file removed before the cutoff was
+    written before it too. A remove without a deletion time counts as deleted at 0, as in full mode. Change
+    data files (``cdc`` actions) are candidates too, timed by their commit file: no add ever names them, so a
+    full vacuum deletes them once they are older than the retention, and so does this."""
+    store = ctx.store
+    listed = log_files(list_between(store, f"{LOG_DIR}/", None))
+    commits = {f"{LOG_DIR}/{p.name}": p.mtime for p in listed if p.kind is Kind.COMMIT and p.version <= snap.version}
+    removes: list[tuple[FileRef, int, int]] = []
+    for path, data in _read_present(store, list(commits)):
+        for _, obj in objects(data, path):
+            body = obj.get("remove")
+            if isinstance(body, dict) and isinstance(body.get("path"), str):
+                removes.append(_removed(body))
+            cdc = obj.get("cdc")
+            if isinstance(cdc, dict) and isinstance(cdc.get("path"), str):
+                removes.append(_removed({**cdc, "deletionTimestamp": commits[path]}))
+    tombstones = snap.tombstones()
+    for row in tombstones.select(["path", "deletionTimestamp", "size", "deletionVector"]).to_pylist():
+        removes.append(_removed(row))
+    root, aliases = store.root, _root_aliases(store)
+    found: dict[str, ListedFile] = {}
+    for ref, when, size in removes:
+        if when >= cutoff_ms:
+            continue
+        for i, key in enumerate(inside_files(ref, root, aliases)):
+            found.setdefault(key, ListedFile(key, size if i == 0 else 0, when))
+    tick("list", len(found), len(found))
+    return sorted(found.values(), key=lambda f: f.path)
+
+
+def _read_present(store: LogStore, paths: list[str]) -> list[tuple[str, bytes]]:
+    """(path, bytes) of each commit file, in bulk; one that log cleanup deleted since the listing is left
+    out (its removes are then what lite mode misses, as it misses any cleaned-up commit's)."""
+    try:
+        return list(zip(paths, read_many(store, paths), strict=True))
+    except FileNotFoundError:
+        out = []
+        for path in paths:
+            try:
+                out.append((path, store.read(path)))
+            except FileNotFoundError:
+                log.info("lite vacuum: %s is gone (log cleanup); its removes are not candidates", path)
+        return out
+
+
+def _removed(body: Mapping[str, Any]) -> tuple[FileRef, int, int]:
+    """A remove (a commit's JSON object or a tombstone row) as (reference, deletion time, size)."""
+    dv = body.get("deletionVector")
+    dv = dv if isinstance(dv, Mapping) else {}
+    kind, where = dv.get("storageType"), dv.get("pathOrInlineDv")
+    ref = FileRef(str(body["path"]), kind if isinstance(kind, str) else None, where if isinstance(where, str) else None)
+    when, size = body.get("deletionTimestamp"), body.get("size")
+    ok = isinstance(when, int) and not isinstance(when, bool)
+    return ref, when if ok else 0, size if isinstance(size, int) and not isinstance(size, bool) else 0
 
 
 def _references(snap: Snapshot, tombstone_cutoff_ms: int) -> Iterator[FileRef]:

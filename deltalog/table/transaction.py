@@ -35,7 +35,7 @@ from deltalog.core.conflicts import (
     effective_isolation,
     is_blind_append,
 )
-from deltalog.core.feature_gate import check_writable
+from deltalog.core.feature_gate import WRITE, check_writable
 from deltalog.core.partitions import PartitionValueError, conditions_from_where, typed_conditions
 from deltalog.core.pathkeys import file_key
 from deltalog.core.schema import top_level_fields
@@ -80,6 +80,7 @@ class Transaction:
         self._app_ids: set[str] = set()
         self._staged: list[A.Action] = []
         self._done = False
+        self._gate = WRITE  # the feature-gate operation of the commit in progress (commit(gate=...))
         self._declared: declared_intents.IntentHandle | None = None  # see declare_intent
         self._early_through = self.read_version
         self.app_id = app_id
@@ -253,6 +254,7 @@ class Transaction:
         *,
         user_metadata: str | None = None,
         operation_metrics: Mapping[str, str] | None = None,
+        gate: str = WRITE,
     ) -> CommitResult:
         """Commit the staged actions plus ``actions`` as one new version.
 
@@ -265,8 +267,10 @@ class Transaction:
         A declared intent is removed after success or a definite refusal; after an unknown outcome it stays
         live for a retried commit, and :meth:`abort` removes it. ``operation_metrics`` replaces the file counts
         recorded in ``commitInfo`` by default, for operations whose metrics other engines know by their own
-        names (RESTORE's, for one).
+        names (RESTORE's, for one). ``gate`` is the writer-feature gate's operation the commit is
+        (:data:`deltalog.core.feature_gate.RESTORE` for a restore): its duties are checked, not every commit's.
         """
+        self._gate = gate
         try:
             result = self._commit(actions, operation, operation_parameters, user_metadata, operation_metrics)
         except CommitStateUnknownError:
@@ -360,6 +364,7 @@ class Transaction:
             snap.metadata if snap is not None else None,
             snap.schema_json if snap is not None else None,
             f"{self._context.location}/_delta_log ({where})",
+            operation=self._gate,
         )
 
     def _check_winner_protocol(self, protocol: A.Protocol) -> None:

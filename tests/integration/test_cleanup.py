@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import shutil
 import tempfile
 import time
 from pathlib import Path
@@ -31,7 +30,7 @@ from deltalog import DeltaLog, InvalidArgumentError, Snapshot, UnsupportedFeatur
 from deltalog import actions as A
 from deltalog.cli.main import cli
 from deltalog.core.cleanup_plan import truncate_to_day
-from tests.corpus import corpus_entries, table_path
+from tests.corpus import corpus_entries, table_path, writable_copy
 from tests.unit.logkit import Y2026, protocol
 from tests.unit.logwriter import make_table
 
@@ -247,10 +246,10 @@ def test_an_unreadable_boundary_checkpoint_is_passed_over_for_an_older_sound_one
 def test_cleanup_refuses_a_protocol_it_cannot_write_and_deletes_nothing(tmp_path: Path) -> None:
     root = make_table(
         tmp_path / "t",
-        [[protocol(1, 7, writer_features=["rowTracking"]), Y2026.metadata()], *[[{"commitInfo": {}}]] * 3],
+        [[protocol(1, 7, writer_features=["collations"]), Y2026.metadata()], *[[{"commitInfo": {}}]] * 3],
     )
     before = names(root)
-    with pytest.raises(UnsupportedFeatureError, match="rowTracking"):
+    with pytest.raises(UnsupportedFeatureError, match="collations"):
         fresh(root, T0 + 900 * DAY).cleanup(dry_run=False)
     assert names(root) == before
 
@@ -276,14 +275,6 @@ V2_TABLES = sorted(
     e["name"] for e in corpus_entries() if e.get("latest_version") is not None and _has_sidecars(e["name"])
 )
 COMMIT_NAME = re.compile(r"[0-9]{20}\.json")
-
-
-def writable_copy(name: str, dest: Path) -> Path:
-    """A copy of a corpus table whose files and directories can be changed (the corpus is read-only)."""
-    shutil.copytree(table_path(name), dest)
-    for p in [dest, *dest.rglob("*")]:
-        os.chmod(p, 0o755 if p.is_dir() else 0o644)
-    return dest
 
 
 @pytest.mark.corpus

@@ -200,7 +200,8 @@ def test_the_command_runs_tables_in_workers_and_ends_with_the_grep_line(
     out = capsys.readouterr().out.splitlines()
     assert out[-1] == "1 passed, 0 failed"
     assert out[-2] == "conformance writes: 3 tables: 1 passed, 1 refused, 0 failed, 1 unreadable (skipped)"
-    assert "refused mini/future" in out
+    assert "refused mini/future: maintenance refused, append refused" in out
+    assert "maintenance (checkpoint, cleanup, vacuum): 1 passed, 1 refused, 0 failed" in out
     assert "skipped mini/broken: unreadable (CorruptLogError)" in out
     assert main(["--writes", "--corpus", str(corpus), "--table", "no/such-table"]) == 1
 
@@ -223,3 +224,13 @@ def test_no_corpus_table_fails_the_write_checks(root: Path) -> None:
         if r.status == REFUSED:
             assert r.refusals and all(why.split(": ", 1)[1] for why in r.refusals), r.name
     assert _files(root) == before  # the corpus is only read
+    # maintenance is refused only for writer features deltalog does not know (or proposals) and for VACUUM
+    # under UniForm: deletion vectors, CDF, column mapping, constraints, clustering... are maintained
+    refused = {
+        (r.name, s.name, s.feature) for r in results for s in r.steps if s.status == REFUSED and s.name != "append"
+    }
+    assert {feature for _, _, feature in refused} <= {"collations", "liquid", "icebergCompatV2"}, refused
+    assert {(n, step) for n, step, f in refused if f == "icebergCompatV2"} <= {(n, "vacuum") for n, _, _ in refused}
+    maintained = [r for r in results if r.status != UNREADABLE and r.maintenance == PASSED]
+    for feature in ("deletionVectors", "changeDataFeed", "columnMapping", "checkConstraints", "v2Checkpoint"):
+        assert any(feature in r.features for r in maintained), feature

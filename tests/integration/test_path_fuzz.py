@@ -70,9 +70,10 @@ def eligible_corpus() -> list[str]:
         if not e["log_layout"]["action_counts_in_commits"].get("add"):
             continue
         try:
-            check_maintainable(DeltaLog.for_table(table_path(e["name"])).snapshot().protocol, e["name"])
+            snap = DeltaLog.for_table(table_path(e["name"])).snapshot()
+            check_maintainable(snap.protocol, e["name"], "vacuum", snap.configuration, snap.schema_json)
         except UnsupportedFeatureError:
-            continue  # a writer feature deltalog does not know: VACUUM refuses the table, rightly
+            continue  # a writer feature deltalog does not know, or UniForm: VACUUM refuses the table, rightly
         out.append(str(e["name"]))
     return sorted(out)
 

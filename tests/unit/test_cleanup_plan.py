@@ -24,6 +24,8 @@ from deltalog.core.cleanup_plan import (
     check_maintainable,
     is_temp_file,
     plan_cleanup,
+    protect_checkpoints,
+    protected_before,
     resolve_retention,
     truncate_to_day,
 )
@@ -337,8 +339,16 @@ def test_the_maintenance_gate_is_the_writer_check_on_the_protocol() -> None:
         Protocol(3, 7, ("deletionVectors", "vacuumProtocolCheck"), ("deletionVectors", "vacuumProtocolCheck")), "t"
     )
     check_maintainable(Protocol(1, 4), "t")  # changeDataFeed and generated columns: understood, never written here
-    with pytest.raises(UnsupportedFeatureError, match="rowTracking"):
-        check_maintainable(Protocol(3, 7, ("deletionVectors",), ("deletionVectors", "rowTracking")), "t")
+    # row tracking numbers new rows: deleting log files or unreferenced data files adds none
+    rt = Protocol(3, 7, ("deletionVectors",), ("deletionVectors", "rowTracking", "domainMetadata"))
+    for op in ("cleanup", "vacuum"):
+        check_maintainable(rt, "t", op, {"delta.enableRowTracking": "true"})
+    with pytest.raises(UnsupportedFeatureError, match="collations"):
+        check_maintainable(Protocol(3, 7, ("deletionVectors",), ("deletionVectors", "collations")), "t")
+    uniform = Protocol(3, 7, ("columnMapping",), ("columnMapping", "icebergCompatV2"))
+    check_maintainable(uniform, "t", "cleanup", {"delta.enableIcebergCompatV2": "true"})
+    with pytest.raises(UnsupportedFeatureError, match="icebergCompatV2"):  # Iceberg's files live in the table
+        check_maintainable(uniform, "t", "vacuum", {"delta.enableIcebergCompatV2": "true"})
     with pytest.raises(UnsupportedFeatureError):
         check_maintainable(Protocol(1, 8), "t")
     with pytest.raises(UnsupportedFeatureError):
@@ -420,3 +430,26 @@ def test_every_version_from_the_horizon_on_stays_reconstructable(case: tuple[lis
         assert plan.horizon.timestamp == left_times.get(plan.boundary)
     else:
         assert plan.deletions == ()
+
+
+# ---------------------------------------------------------------------------------------------- checkpoint protection
+def test_protected_version_comes_only_with_the_feature_and_a_bad_value_protects_everything() -> None:
+    key = "delta.requireCheckpointProtectionBeforeVersion"
+    assert protected_before({key: "12"}, {"checkpointProtection"}) == 12
+    assert protected_before({key: "12"}, set()) is None
+    assert protected_before({}, {"checkpointProtection"}) is None
+    assert protected_before({key: "twelve"}, {"checkpointProtection"}) == 2**63 - 1
+
+
+def test_a_cleanup_short_of_the_protected_version_keeps_its_checkpoints_and_deletes_commits_first() -> None:
+    old = CUTOFF - 10 * DAY_MS
+    paths = [commit(v, old + v) for v in range(9)] + [checkpoint(3, old + 3), checkpoint(6, old + 6)]
+    plan = plan_cleanup(paths, NOW, RET)
+    assert plan.boundary == 6 and plan.count("checkpoint") == 1
+    short = protect_checkpoints(plan, 8)
+    assert short.count("checkpoint") == 0 and short.count("commit") == plan.count("commit") == 6
+    assert "checkpoint protection" in short.reason
+    assert f"{3:020d}.checkpoint.parquet" in short.remaining_checkpoints
+    assert short.horizon == plan.horizon
+    assert protect_checkpoints(plan, 6) == plan  # truncating up to the protected version in one go: as planned
+    assert protect_checkpoints(plan, None) == plan

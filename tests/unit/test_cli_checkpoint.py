@@ -176,7 +176,7 @@ def test_checkpoint_errors(tmp_path: Path, args: tuple[Any, ...], code: int, nee
     assert not [p for p in (root / LOG_DIR).iterdir() if "checkpoint" in p.name]
 
 
-def test_checkpoint_of_no_table_or_an_unwritable_one(tmp_path: Path) -> None:
+def test_checkpoint_of_no_table_or_an_unwritable_one_but_of_a_dv_table(tmp_path: Path) -> None:
     assert "no Delta table" in fails("checkpoint", tmp_path / "nothing")
     dv = make_table(
         tmp_path / "dv",
@@ -187,8 +187,14 @@ def test_checkpoint_of_no_table_or_an_unwritable_one(tmp_path: Path) -> None:
             ]
         ],
     )
-    assert "deletionVectors" in fails("checkpoint", dv)
-    assert "checkpoint" not in " ".join(p.name for p in (dv / LOG_DIR).iterdir())
+    ok("checkpoint", dv)  # deletion vectors impose no checkpoint duty deltalog leaves unmet
+    assert (dv / LOG_DIR / "00000000000000000000.checkpoint.parquet").is_file()
+    proposal = make_table(
+        tmp_path / "collations",
+        [[protocol(3, 7, ["deletionVectors"], ["deletionVectors", "collations"]), Y2026.metadata()]],
+    )
+    assert "collations" in fails("checkpoint", proposal)
+    assert "checkpoint" not in " ".join(p.name for p in (proposal / LOG_DIR).iterdir())
     assert "TABLE" in fails("checkpoint", code=2)
 
 

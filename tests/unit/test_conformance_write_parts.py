@@ -152,22 +152,33 @@ def test_report_counts_refusals_apart_and_ends_with_the_grep_line() -> None:
     assert ok
     assert lines[-1] == "1 passed, 0 failed"
     assert lines[-2] == "conformance writes: 4 tables: 1 passed, 2 refused, 0 failed, 1 unreadable (skipped)"
-    assert "refused b" in lines and "        - checkpoint: the table uses writer feature 'deletionVectors'" in lines
+    assert "refused b: maintenance refused, append passed" in lines
+    assert "        - refused: checkpoint: the table uses writer feature 'deletionVectors'" in lines
     header = next(line for line in lines if line.startswith("writer feature"))
-    assert header.split() == ["writer", "feature", "passed", "refused", "failed"]
-    assert next(line for line in lines if line.startswith("deletionVectors")).split() == [
-        "deletionVectors",
-        "0",
-        "2",
-        "0",
-    ]
+    assert header.split() == ["writer", "feature", *["passed", "refused", "failed"] * 2]
+    assert lines[lines.index(header) - 1].split() == ["maintenance", "append"]
+    row = next(line for line in lines if line.startswith("deletionVectors"))
+    assert row.split() == ["deletionVectors", "0", "2", "0", "2", "0", "0"]  # maintenance refused, append passed
+    steps = next(line for line in lines if line.startswith("checkpoint "))
+    assert steps.split() == ["checkpoint", "0", "2", "0", "0"]
+    assert "maintenance (checkpoint, cleanup, vacuum): 1 passed, 2 refused, 0 failed" in lines
+    assert "append: 3 passed, 0 refused, 0 failed" in lines
+
+
+def test_a_step_failure_fails_its_own_group_and_any_other_failure_both() -> None:
+    r = WriteResult("t", ["appendOnly"])
+    r.steps += [Step("checkpoint", PASSED), Step("append", FAILED, "KeyError: 'x'")]
+    r.failures.append("append: KeyError: 'x'")
+    assert (r.maintenance, r.append, r.status) == (PASSED, FAILED, FAILED)
+    r.failures.append("protocol violation introduced (at the end): ...")
+    assert (r.maintenance, r.append) == (FAILED, FAILED)
 
 
 def test_report_fails_on_any_failure_and_on_nothing_checked() -> None:
     lines, ok = report([_result("a", PASSED), _result("x", FAILED)])
     assert not ok
     assert lines[-1] == "1 passed, 1 failed"
-    assert "FAIL    x (0.0s)" in lines and "        - v3 changed: files" in lines
+    assert "FAIL    x (0.0s): maintenance failed, append failed" in lines and "        - v3 changed: files" in lines
     assert report([_result("d", UNREADABLE)])[1] is False
     assert report([])[1] is False
 

@@ -115,11 +115,14 @@ def test_writer_versions_beyond_seven_block_everything() -> None:
         assert blocked(op, Protocol(1, 8)) == ["writerVersion=8"]
 
 
-def test_checkpoint_protection_blocks_checkpoints_and_cleanup_until_its_rules_run() -> None:
+def test_checkpoint_protection_is_met_by_the_checkpoint_and_cleanup_paths() -> None:
+    """The cleanup plan keeps protected checkpoints and a checkpoint is gated on its own version's protocol
+    (deltalog.maintenance.cleanup), so the module is wired; a path that does not run it is still blocked."""
     protocol = proto("checkpointProtection")
-    assert blocked(G.CHECKPOINT, protocol) == blocked(G.CLEANUP, protocol) == ["checkpointProtection"]
+    assert blocked(G.CHECKPOINT, protocol) == blocked(G.CLEANUP, protocol) == []
     assert blocked(G.VACUUM, protocol) == [] and blocked(G.APPEND, protocol) == []
-    assert allowed(G.CHECKPOINT, protocol) and allowed(G.CLEANUP, protocol)
+    without = G.DEFAULT_IMPLEMENTED - {"checkpoint_protection"}
+    assert blocked(G.CLEANUP, protocol, implemented=without) == ["checkpointProtection"]
 
 
 def test_uniform_blocks_vacuum_and_commits_but_not_checkpoints() -> None:
