@@ -56,9 +56,12 @@ REMOVES_DATA = frozenset({DELETE, OVERWRITE, REWRITE, DV_DELETE})
 _VERBS = {WRITE: "write", METADATA: "change metadata", CLEANUP: "clean up the log", DV_DELETE: "delete with DVs"}
 
 # ------------------------------------------------------------------------------------------------ rule modules
-#: the modules whose duties deltalog's paths meet today: per-commit rules (append-only) and the checkpoint
-#: writer (V2 policy, physical names, DV and row-tracking fields, domains). Wiring a module adds its name.
-DEFAULT_IMPLEMENTED: frozenset[str] = frozenset({"commit_rules", "checkpoint"})
+#: the modules whose duties deltalog's paths meet today: per-commit rules (append-only), the checkpoint
+#: writer (V2 policy, physical names, DV and row-tracking fields, domains) and the feature duties every commit
+#: runs (:mod:`deltalog.core.feature_duties`). Wiring a module adds its name.
+DEFAULT_IMPLEMENTED: frozenset[str] = frozenset(
+    {"commit_rules", "checkpoint", "cdf", "clustering", "column_mapping", "constraints", "deletion_vectors"}
+)
 #: every rule module, for callers (and tests) whose path calls them all
 ALL_MODULES: frozenset[str] = DEFAULT_IMPLEMENTED | {
     "cdf",

@@ -202,6 +202,13 @@ def test_a_table_deltalog_cannot_write_is_not_restored(tmp_path: Path, feature: 
         ],
     )
     write_commit(root, 1, [add_json(data_file(root, "f1.parquet", pa.table({"id": [2]})))])
+    if feature == "clustering":  # issue 14: deltalog meets a clustered table's duties, so it restores one
+        DeltaLog.for_table(root).restore(version=0)
+        assert DeltaLog.for_table(root).snapshot().domain_metadata["delta.clustering"].configuration == (
+            '{"clusteringColumns":[["id"]]}'
+        )
+        assert_peers_read(root, [{"id": 1}])
+        return
     with pytest.raises(UnsupportedFeatureError) as exc:
         DeltaLog.for_table(root).restore(version=0)
     assert exc.value.feature == feature
