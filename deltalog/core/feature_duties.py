@@ -65,12 +65,14 @@ def validation(value: bool | str | None, what: str) -> str | None:
 
 
 def needs_known_files(actions: Sequence[A.Action], protocol: A.Protocol) -> bool:
-    """Whether the deletion-vector rules need the live add of the paths this commit touches: on tables that
-    support deletion vectors (a live file may carry one), or when an action carries one."""
+    """Whether the deletion-vector rules need the live add of the paths this commit touches: when it removes
+    a file on a table that supports deletion vectors (the remove must name the file's live vector), or when
+    an action carries a vector. A plain append of new files needs none, so it never loads the file list
+    (as Delta Spark, which does not look new files up in the table either)."""
     files = [a for a in actions if isinstance(a, (A.Add, A.Remove))]
-    if not files:
-        return False
-    return deletion_vectors.supported(protocol) or any(a.deletion_vector is not None for a in files)
+    if any(a.deletion_vector is not None for a in files):
+        return True
+    return deletion_vectors.supported(protocol) and any(isinstance(a, A.Remove) for a in files)
 
 
 def touched_paths(actions: Sequence[A.Action], root: str | None = None) -> frozenset[str]:
