@@ -151,6 +151,7 @@ class DeltaLog:
         retry: RetryPolicy | None = None,
         *,
         allow_unknown_properties: bool = False,
+        clustering_columns: Sequence[str] | None = None,
     ) -> CommitResult:
         """Create the table (version 0: protocol + metaData); :class:`TableAlreadyExistsError` if it exists.
 
@@ -158,7 +159,7 @@ class DeltaLog:
         ``configuration`` are checked as Delta Spark checks them (:class:`SchemaError`, :class:`PropertyError`
         name the field or key) before anything is written; ``allow_unknown_properties`` stores ``delta.*``
         keys deltalog does not know (other engines'). The protocol lists the features the schema and
-        properties need.
+        properties need; ``clustering_columns`` makes a clustered table (liquid clustering's metadata).
         """
         from deltalog.table import ddl
 
@@ -171,6 +172,7 @@ class DeltaLog:
             description,
             retry,
             allow_unknown_properties=allow_unknown_properties,
+            clustering_columns=clustering_columns,
             on_committed=self._committed,
         )
 
@@ -224,6 +226,29 @@ class DeltaLog:
         from deltalog.table import ddl
 
         return ddl.enable_feature(self.start_transaction, feature)
+
+    def cluster_by(self, columns: Sequence[str]) -> CommitResult:
+        """Commit new clustering columns (``ALTER TABLE CLUSTER BY``; ``[]`` for ``CLUSTER BY NONE``); an
+        unpartitioned table becomes clustered. Live files need statistics for a newly added column."""
+        from deltalog.table import ddl
+
+        return ddl.cluster_by(self.start_transaction, columns)
+
+    def add_constraint(self, name: str, expression: str, *, existing_data_validated: bool = False) -> CommitResult:
+        """Commit a CHECK constraint after checking every live row against it (a violation or null raises
+        :class:`ConstraintViolationError`, nothing committed), or on the caller's word with
+        ``existing_data_validated=True``; ``commitInfo`` records which."""
+        from deltalog.table import ddl
+
+        return ddl.add_constraint(
+            self.start_transaction, name, expression, existing_data_validated=existing_data_validated
+        )
+
+    def drop_constraint(self, name: str, *, if_exists: bool = False) -> CommitResult:
+        """Commit the removal of a CHECK constraint; an unknown name is an error unless ``if_exists``."""
+        from deltalog.table import ddl
+
+        return ddl.drop_constraint(self.start_transaction, name, if_exists=if_exists)
 
     def checkpoint(
         self, version: int | None = None, parts: int | None = None, progress: Progress | None = None

@@ -157,8 +157,10 @@ def check_commit(
         copies_rows = bool(changes.inserts and (changes.deletes or changes.dv_deletes))
     if copies_rows and changes.changes_data:
         raise UnsupportedFeatureError(
-            "change data feed is on and this commit copies rows into new files: it needs change files (cdc "
-            "actions) recording the updated and deleted rows, which this write does not supply",
+            "change data feed is on and this commit removes files and adds others, which readers can only take for "
+            "a row-copying rewrite: it needs change files (cdc actions, with cdc_covers_all=True) recording every "
+            "change; if the new files hold no rows copied from the removed ones (a partition overwrite), commit "
+            "with copies_rows=False",
             feature=FEATURE,
         )
     adds = {path_key(a.path): a for a in actions if isinstance(a, A.Add) and a.data_change}

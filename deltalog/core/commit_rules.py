@@ -11,6 +11,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from deltalog.core import actions as A
+from deltalog.core.column_mapping import mapped_metadata
 from deltalog.core.feature_gate import WRITE, check_operation
 from deltalog.core.features import (
     check_configuration_honoured,
@@ -96,8 +97,9 @@ def prepare_commit(
     then hold a protocol and a metaData). A metaData is checked for what it changes (the table's own fields
     and values are not re-checked), and the features its schema and properties need are added to the
     protocol in this same commit (in the place of a staged protocol, else appended). The protocol may not be
-    downgraded nor drop features; the table must be one deltalog can write. ``source`` names the table in
-    errors.
+    downgraded nor drop features; the table must be one deltalog can write. Under column mapping the metaData
+    is the one committed with every new column given an id and a physical name
+    (:func:`~deltalog.core.column_mapping.mapped_metadata`). ``source`` names the table in errors.
     """
     metas = [a for a in actions if isinstance(a, A.Metadata)]
     protocols = [a for a in actions if isinstance(a, A.Protocol)]
@@ -116,6 +118,10 @@ def prepare_commit(
             staged = [upgraded if isinstance(a, A.Protocol) else a for a in actions]
             actions = staged if protocols else [*actions, upgraded]
             protocols, protocol = [upgraded], upgraded
+        mapped = mapped_metadata(read_metadata, metadata, protocol)
+        if mapped is not metadata:  # new columns got ids and physical names, maxColumnId followed
+            actions = [mapped if a is metadata else a for a in actions]
+            metadata, schema = mapped, parse_schema(mapped.schema_string)
     mode = column_mapping_mode(metadata.configuration)
     validate_actions(actions, metadata, mode, previous=read_metadata if metas else None)
     if protocols and read_protocol is not None:

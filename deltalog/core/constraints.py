@@ -16,7 +16,7 @@ its caller says the rows were validated, and that statement goes into ``commitIn
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -35,6 +35,8 @@ VALIDATION_KEY = "deltalogValidation"
 CHECKED = "checked"  # deltalog's writer (or Spark on the executors) evaluated every rule on every row
 ATTESTED = "attested"  # the caller stated it validated the rows; deltalog did not evaluate them
 _VALIDATIONS = (CHECKED, ATTESTED)
+#: the writer feature behind each kind of rule
+FEATURES = {"check": "checkConstraints", "invariant": "invariants", "generated": "generatedColumns"}
 
 
 @dataclass(frozen=True)
@@ -114,9 +116,11 @@ def check_commit(
         return {}
     if rows_validated not in _VALIDATIONS:
         names = ", ".join(r.name for r in rules[:3]) + (", ..." if len(rules) > 3 else "")
+        features = ", ".join(sorted({FEATURES[r.kind] for r in rules}))
         raise InvalidCommitError(
-            f"the table has row rules ({names}) and this commit adds rows ({adds[0].path}) nobody validated: write "
-            "them with deltalog's data writer, or commit with rows_validated='attested' after checking them",
+            f"the table uses {features} ({names}) and this commit adds rows ({adds[0].path}) nobody validated: "
+            "deltalog cannot check rows from the log, so write them with deltalog's data writer, or commit with "
+            "data_validated=True after checking them yourself (recorded in commitInfo)",
             rule="validate-rows",
         )
     assert rows_validated is not None
@@ -172,21 +176,26 @@ def drop_constraint(metadata: A.Metadata, name: str, *, if_exists: bool = False)
 
 
 def check_metadata_change(
-    before: A.Metadata | None, after: A.Metadata, *, existing_rows: str | None, has_rows: bool
+    before: A.Metadata | None,
+    after: A.Metadata,
+    *,
+    existing_rows: str | None,
+    has_rows: bool | Callable[[], bool],
 ) -> dict[str, Any]:
     """A metaData that adds or changes a rule (a constraint key, an invariant, a generation expression) on a
     table that already has rows needs those rows validated, as ADD CONSTRAINT does; returns the commitInfo
-    entry to record. A rule that was dropped or kept as it was needs nothing."""
-    if before is None or not has_rows:
+    entry to record. A rule that was dropped or kept as it was needs nothing. ``has_rows`` may be a callable,
+    asked only when a rule is new (finding out may mean loading the table's file list)."""
+    if before is None:
         return {}
     old = set(row_rules(before.configuration, parse_schema(before.schema_string)))
     new = [r for r in row_rules(after.configuration, parse_schema(after.schema_string)) if r not in old]
-    if not new:
+    if not new or not (has_rows() if callable(has_rows) else has_rows):
         return {}
     if existing_rows not in _VALIDATIONS:
         raise InvalidCommitError(
             f"this change adds {new[0].kind} rule {new[0].name!r} ({new[0].expression}) to a table with rows: they "
-            "must be validated first (or attested with existing_rows='attested')",
+            "must be validated first (scan them, or attest with existing_data_validated=True)",
             rule="validate-rows",
         )
     assert existing_rows is not None
@@ -196,6 +205,7 @@ def check_metadata_change(
 __all__ = [
     "ATTESTED",
     "CHECKED",
+    "FEATURES",
     "GENERATION",
     "INVARIANTS",
     "VALIDATION_KEY",

@@ -57,10 +57,22 @@ _VERBS = {WRITE: "write", METADATA: "change metadata", CLEANUP: "clean up the lo
 
 # ------------------------------------------------------------------------------------------------ rule modules
 #: the modules whose duties deltalog's paths meet today: per-commit rules (append-only), the checkpoint
-#: writer (V2 policy, physical names, DV and row-tracking fields, domains) and checkpoint protection (log
+#: writer (V2 policy, physical names, DV and row-tracking fields, domains), checkpoint protection (log
 #: cleanup keeps every checkpoint below ``delta.requireCheckpointProtectionBeforeVersion`` unless it
-#: truncates past it, and a checkpoint is gated on its own version's protocol). Wiring a module adds its name.
-DEFAULT_IMPLEMENTED: frozenset[str] = frozenset({"commit_rules", "checkpoint", "checkpoint_protection"})
+#: truncates past it, and a checkpoint is gated on its own version's protocol) and the feature duties every
+#: commit runs (:mod:`deltalog.core.feature_duties`). Wiring a module adds its name.
+DEFAULT_IMPLEMENTED: frozenset[str] = frozenset(
+    {
+        "commit_rules",
+        "checkpoint",
+        "checkpoint_protection",
+        "cdf",
+        "clustering",
+        "column_mapping",
+        "constraints",
+        "deletion_vectors",
+    }
+)
 #: every rule module, for callers (and tests) whose path calls them all
 ALL_MODULES: frozenset[str] = DEFAULT_IMPLEMENTED | {
     "cdf",

@@ -176,7 +176,9 @@ WRITER_FEATURES_IF_UNUSED: frozenset[str] = frozenset(
 #: needs them (a property switching them on, a column of their type), as Delta Spark does.
 #: Type widening is honoured for columns that carry type-change metadata (another engine widened them), but
 #: switching it on is refused: deltalog has no type-change operation to offer.
-PROPERTY_FEATURES_IMPLEMENTED: frozenset[str] = frozenset({"appendOnly", "v2Checkpoint"})
+PROPERTY_FEATURES_IMPLEMENTED: frozenset[str] = frozenset(
+    {"appendOnly", "v2Checkpoint", "deletionVectors", "changeDataFeed", "columnMapping", "checkConstraints"}
+)
 SCHEMA_FEATURES_IMPLEMENTED: frozenset[str] = frozenset({"timestampNtz", "variantType", "typeWidening"})
 #: a feature whose preview name, already supported, does the same job
 _SATISFIED_BY = {"variantType": "variantType-preview", "typeWidening": "typeWidening-preview"}

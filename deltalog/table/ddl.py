@@ -22,9 +22,11 @@ import pyarrow as pa
 
 from deltalog.arrow.schema import delta_field, from_arrow_schema
 from deltalog.core import actions as A
+from deltalog.core import clustering, column_mapping, constraints
 from deltalog.core.features import (
     check_configuration_honoured,
     feature_name,
+    required_features,
     upgrade_protocol,
 )
 from deltalog.core.paths import LOG_DIR
@@ -36,10 +38,13 @@ from deltalog.core.property_rules import (
     validate_updates,
 )
 from deltalog.core.schema import SchemaError, parse_schema, top_level_fields
+from deltalog.data.constraints import check_rows, table_rules
+from deltalog.data.types import plan_schema
 from deltalog.errors import InvalidArgumentError, TableAlreadyExistsError
 from deltalog.table.commit_loop import RetryPolicy
 from deltalog.table.context import TableContext
 from deltalog.table.listing import list_log
+from deltalog.table.snapshot import Snapshot
 from deltalog.table.transaction import CommitResult, Committed, Transaction
 
 #: starts a transaction on the table's latest snapshot
@@ -88,11 +93,15 @@ def create_table(
     retry: RetryPolicy | None = None,
     *,
     allow_unknown_properties: bool = False,
+    clustering_columns: Sequence[str] | None = None,
     on_committed: Callable[[Committed], None] | None = None,
 ) -> CommitResult:
     """Version 0, committed by a transaction on read version -1. Every rule a later commit must meet is
     checked first (schema, partitioning, properties, protocol), so a refused create writes nothing; a
-    table already there, or created by another writer first, is :class:`TableAlreadyExistsError`."""
+    table already there, or created by another writer first, is :class:`TableAlreadyExistsError`.
+
+    ``clustering_columns`` (logical names, ``"a.b"`` for nested fields) makes a clustered table: the
+    ``clustering`` and ``domainMetadata`` features and the ``delta.clustering`` domain, in physical names."""
     if isinstance(partition_columns, str):
         raise InvalidArgumentError(f"partition_columns is a list of column names, not the string {partition_columns!r}")
     if list_log(ctx.store, 0):
@@ -113,9 +122,23 @@ def create_table(
     # The transaction checks schema, partitioning, properties and protocol as for every commit, and adds
     # the features the schema and properties need to the requested protocol.
     txn = Transaction(ctx, None, retry=retry, on_committed=on_committed)
-    params = {"partitionBy": list(partition_columns), "description": description, "properties": conf}
+    params: dict[str, Any] = {"partitionBy": list(partition_columns), "description": description, "properties": conf}
     protocol = requested_protocol(request, None)
-    return txn.commit([protocol, metadata], operation="CREATE TABLE", operation_parameters=params, operation_metrics={})
+    actions: list[A.Action] = [protocol, metadata]
+    if clustering_columns is not None:
+        if isinstance(clustering_columns, str):
+            raise InvalidArgumentError(f"clustering_columns is a list of column names, not {clustering_columns!r}")
+        protocol = upgrade_protocol(protocol, {clustering.FEATURE, "domainMetadata"})
+        # the domain names physical columns, so the columns get theirs now (the commit keeps them)
+        protocol = upgrade_protocol(protocol, required_features(conf, schema_json))
+        metadata = column_mapping.mapped_metadata(None, metadata, protocol)
+        mode = column_mapping.mode(protocol, conf)
+        domain = clustering.new_clustering(
+            protocol, metadata.partition_columns, parse_schema(metadata.schema_string), mode, clustering_columns, ()
+        )
+        actions = [protocol, metadata, *([domain] if domain is not None else [])]
+        params["clusterBy"] = list(clustering_columns)
+    return txn.commit(actions, operation="CREATE TABLE", operation_parameters=params, operation_metrics={})
 
 
 def add_columns(begin: Begin, fields: Iterable[pa.Field | Mapping[str, Any]]) -> CommitResult:
@@ -196,8 +219,79 @@ def enable_feature(begin: Begin, feature: str) -> CommitResult:
     return txn.commit([protocol], operation="UPGRADE PROTOCOL", operation_parameters={"newProtocol": feature})
 
 
+def cluster_by(begin: Begin, columns: Sequence[str]) -> CommitResult:
+    """Change the clustering columns (``ALTER TABLE ... CLUSTER BY``; an empty list is ``CLUSTER BY NONE``).
+
+    An unpartitioned table becomes clustered (its protocol gains ``clustering`` and ``domainMetadata``). A
+    column new to the list needs statistics in every live file (PROTOCOL "Clustered Table"); the files are
+    read, so a concurrent append conflicts rather than slipping in without them.
+    """
+    if isinstance(columns, str):
+        raise InvalidArgumentError(f"columns is a list of column names, not {columns!r}")
+    txn = begin()
+    snap = txn.snapshot
+    protocol = upgrade_protocol(snap.protocol, {clustering.FEATURE, "domainMetadata"})
+    current = clustering.columns_of(snap.domain_metadata.values())
+    txn.read()
+    domain = clustering.new_clustering(
+        protocol,
+        snap.partition_columns,
+        snap.schema_json,
+        snap.column_mapping_mode,
+        list(columns),
+        current,
+        snap.add_actions(),
+    )
+    if domain is None:
+        raise InvalidArgumentError(f"the table is already clustered by {list(columns)}")
+    actions: list[A.Action] = [domain] if protocol == snap.protocol else [protocol, domain]
+    return txn.commit(actions, operation="CLUSTER BY", operation_parameters={"clusteringColumns": list(columns)})
+
+
+def add_constraint(begin: Begin, name: str, expression: str, *, existing_data_validated: bool = False) -> CommitResult:
+    """``ALTER TABLE ADD CONSTRAINT name CHECK (expression)``: the table's rows are checked first, or the
+    caller attests they pass (``existing_data_validated=True``); either is recorded in ``commitInfo``.
+
+    Every live row is read through the scanner (deletion vectors applied) and evaluated as Spark would (false
+    **or null** fails); a violation raises :class:`~deltalog.errors.ConstraintViolationError` naming the row and
+    nothing is committed. The read covers the whole table, so a concurrent append conflicts instead of slipping
+    unchecked rows in. An expression outside deltalog's SQL subset is refused by name
+    (:class:`~deltalog.errors.UnsupportedExpressionError`): check the rows elsewhere and attest.
+    """
+    txn = begin()
+    snap = txn.snapshot
+    how = constraints.ATTESTED if existing_data_validated is True else constraints.CHECKED
+    metadata, _ = constraints.add_constraint(snap.metadata, name, expression, existing_rows=how)
+    txn.read()
+    if how == constraints.CHECKED:
+        check_existing_rows(snap, {constraints.constraint_key(name.strip()): expression})
+    params = {"name": name.strip().lower(), "expr": expression}
+    return txn.commit([metadata], operation="ADD CONSTRAINT", operation_parameters=params, existing_data_validated=how)
+
+
+def check_existing_rows(snap: Snapshot, rules: Mapping[str, str]) -> None:
+    """Evaluate CHECK constraints ``rules`` (``delta.constraints.<name>`` -> SQL) on every live row of ``snap``."""
+    plans = plan_schema(snap.schema_json, False)  # the scanner yields logical names
+    compiled = table_rules({"fields": []}, rules, plans)
+    for batch in snap.scan():
+        check_rows(compiled, batch, plans)
+
+
+def drop_constraint(begin: Begin, name: str, *, if_exists: bool = False) -> CommitResult:
+    """``ALTER TABLE DROP CONSTRAINT``; a name the table does not have is an error unless ``if_exists``."""
+    txn = begin()
+    snap = txn.snapshot
+    metadata, _ = constraints.drop_constraint(snap.metadata, name, if_exists=if_exists)
+    params = {"name": str(name).strip().lower(), "ifExists": if_exists}
+    return txn.commit([metadata], operation="DROP CONSTRAINT", operation_parameters=params)
+
+
 __all__ = [
     "Begin",
+    "add_constraint",
+    "check_existing_rows",
+    "cluster_by",
+    "drop_constraint",
     "add_columns",
     "DEFAULT_PROTOCOL",
     "create_table",

@@ -35,7 +35,17 @@ from deltalog.core.conflicts import (
     effective_isolation,
     is_blind_append,
 )
+from deltalog.core.constraints import with_record
+from deltalog.core.feature_duties import (
+    NOTHING_DECLARED,
+    Declarations,
+    check_duties,
+    needs_known_files,
+    touched_paths,
+    validation,
+)
 from deltalog.core.feature_gate import WRITE, check_writable
+from deltalog.core.file_facts import NO_FILES, KnownFiles, known_files, path_key
 from deltalog.core.partitions import PartitionValueError, conditions_from_where, typed_conditions
 from deltalog.core.pathkeys import file_key
 from deltalog.core.schema import top_level_fields
@@ -82,6 +92,9 @@ class Transaction:
         self._done = False
         self._gate = WRITE  # the feature-gate operation of the commit in progress (commit(gate=...))
         self._declared: declared_intents.IntentHandle | None = None  # see declare_intent
+        self._declarations = NOTHING_DECLARED  # what commit() was told of the rows
+        self._operation = "WRITE"
+        self._record: dict[str, Any] = {}  # what the writer vouched for, merged into commitInfo
         self._early_through = self.read_version
         self.app_id = app_id
         self.app_target = app_version
@@ -255,6 +268,10 @@ class Transaction:
         user_metadata: str | None = None,
         operation_metrics: Mapping[str, str] | None = None,
         gate: str = WRITE,
+        data_validated: bool | str = False,
+        existing_data_validated: bool | str = False,
+        copies_rows: bool | None = None,
+        cdc_covers_all: bool = False,
     ) -> CommitResult:
         """Commit the staged actions plus ``actions`` as one new version.
 
@@ -269,8 +286,23 @@ class Transaction:
         recorded in ``commitInfo`` by default, for operations whose metrics other engines know by their own
         names (RESTORE's, for one). ``gate`` is the writer-feature gate's operation the commit is
         (:data:`deltalog.core.feature_gate.RESTORE` for a restore): its duties are checked, not every commit's.
+
+        What only the writer knows (:class:`~deltalog.core.feature_duties.Declarations`): ``data_validated``
+        True when the new rows satisfy the table's CHECK constraints, invariants and generated columns (a table
+        with any refuses new rows without it; ``"checked"`` is for deltalog's data writer, which evaluated
+        them), ``existing_data_validated`` the same for the rows already there when the commit adds such a
+        rule; both are recorded in ``commitInfo``. On a change-data-feed table, ``copies_rows=False`` says
+        files added next to removed ones hold no rows copied from them (a partition overwrite), and
+        ``cdc_covers_all=True`` that the commit's ``cdc`` files hold every change it makes.
         """
         self._gate = gate
+        self._declarations = Declarations(
+            copies_rows=copies_rows,
+            cdc_covers_all=cdc_covers_all,
+            rows_validated=validation(data_validated, "data_validated"),
+            existing_rows_validated=validation(existing_data_validated, "existing_data_validated"),
+        )
+        self._operation = operation
         try:
             result = self._commit(actions, operation, operation_parameters, user_metadata, operation_metrics)
         except CommitStateUnknownError:
@@ -326,6 +358,7 @@ class Transaction:
             user_metadata=meta,
             now_ms=self._context.now_ms(),
         )
+        commit_info = with_record(commit_info, self._record)
         data = encode_actions([commit_info, *prepared])
         committer = Committer(self._context.store, self.retry, self._check_winner_protocol)
         tip = self._snapshot.tip if self._snapshot is not None else NO_TABLE
@@ -356,9 +389,11 @@ class Transaction:
         self._staged.clear()
 
     def _prepare(self, actions: Sequence[A.Action]) -> list[A.Action]:
+        """The commit's actions checked by every per-commit rule and feature duty; what the writer vouched for
+        is kept for its commitInfo."""
         snap = self._snapshot
         where = f"version {snap.version}" if snap is not None else "new table"
-        return prepare_commit(
+        prepared = prepare_commit(
             actions,
             snap.protocol if snap is not None else None,
             snap.metadata if snap is not None else None,
@@ -366,6 +401,30 @@ class Transaction:
             f"{self._context.location}/_delta_log ({where})",
             operation=self._gate,
         )
+        protocol = next((a for a in reversed(prepared) if isinstance(a, A.Protocol)), None)
+        metadata = next((a for a in reversed(prepared) if isinstance(a, A.Metadata)), None)
+        protocol = protocol or self.snapshot.protocol
+        self._record = check_duties(
+            prepared,
+            protocol=protocol,
+            metadata=metadata or self.snapshot.metadata,
+            read_metadata=snap.metadata if snap is not None else None,
+            domains=snap.domain_metadata if snap is not None else {},
+            operation=self._operation,
+            declared=self._declarations,
+            known=self._known_files(prepared, protocol),
+            has_rows=lambda: snap is not None and snap.num_files > 0,
+        )
+        return prepared
+
+    def _known_files(self, actions: Sequence[A.Action], protocol: A.Protocol) -> KnownFiles:
+        """The live adds of the paths the commit touches, when the deletion-vector rules need them."""
+        snap = self._snapshot
+        if snap is None or not needs_known_files(actions, protocol):
+            return NO_FILES
+        root = self._context.store.root
+        wanted = touched_paths(actions, root)
+        return known_files((a for a in snap.add_actions() if path_key(a.path, root) in wanted), root)
 
     def _check_winner_protocol(self, protocol: A.Protocol) -> None:
         snap = self.snapshot

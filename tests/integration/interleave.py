@@ -54,11 +54,12 @@ class Ctx:
             self.txn.read(where)
         return self.txn
 
-    def commit(self, actions: Iterable[A.Action] = (), operation: str = "WRITE") -> CommitResult:
-        """Commit ``self.actions`` plus ``actions`` (starting a blind transaction if none was begun)."""
+    def commit(self, actions: Iterable[A.Action] = (), operation: str = "WRITE", **declared: Any) -> CommitResult:
+        """Commit ``self.actions`` plus ``actions`` (starting a blind transaction if none was begun); ``declared``
+        goes to :meth:`Transaction.commit` (``cdc_covers_all``, ``copies_rows``, ``data_validated``...)."""
         if self.txn is None:
             self.txn = self.log.start_transaction()
-        self.result = self.txn.commit([*self.actions, *actions], operation=operation)
+        self.result = self.txn.commit([*self.actions, *actions], operation=operation, **declared)
         return self.result
 
 

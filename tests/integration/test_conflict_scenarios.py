@@ -955,6 +955,10 @@ def data_file(root: Path, rel: str, partition: Mapping[str, str | None], *, data
     return A.Add(path=rel, partition_values=dict(partition), size=size, modification_time=1, data_change=data_change)
 
 
+#: change data feed on: cdc actions are legal only there (issue 14 item 6)
+CDF = {"delta.enableChangeDataFeed": "true"}
+
+
 def cdc_file(root: Path, rel: str, partition: Mapping[str, str | None]) -> A.Cdc:
     target = root / rel
     target.parent.mkdir(parents=True, exist_ok=True)
@@ -1177,15 +1181,16 @@ def test_a_winner_dropping_a_feature_implied_by_a_legacy_protocol_is_protocol_ch
     assert_peers_agree(root)
 
 
-def test_a_transaction_carrying_cdc_files_is_not_a_blind_append(table: Path) -> None:
+def test_a_transaction_carrying_cdc_files_is_not_a_blind_append(tmp_path: Path) -> None:
     """OT:1882-1887 isBlindAppend = only add file actions and no reads; cdc is a FileAction (actions.scala:704,
     1263), so the winner is not blind and WriteSerializable checks its adds against what we read."""
+    table = make_table(tmp_path / "t", configuration=CDF)
     seed(table, x_file(table, "f0.parquet"))
     theirs = [x_file(table, "b.parquet"), cdc_file(table, "_change_data/date=x/c.parquet", {"date": "x"})]
     runs = run(
         Schedule("A.read B.read B.write A.write"),
         x_reader(table, isolation="WriteSerializable"),
-        writer("B", table, read=lambda w: w.begin(), write=lambda w: w.commit(theirs)),
+        writer("B", table, read=lambda w: w.begin(), write=lambda w: w.commit(theirs, cdc_covers_all=True)),
     )
     assert runs["B"].result.version == 2
     assert commit_info(table, 2)["isBlindAppend"] is False
@@ -1194,16 +1199,18 @@ def test_a_transaction_carrying_cdc_files_is_not_a_blind_append(table: Path) -> 
     assert_peers_agree(table)
 
 
-def test_a_winners_cdc_files_are_not_appends_we_should_have_read(table: Path) -> None:
-    """CC WinningCommitSummary: addedFiles are AddFile actions only; a winner's cdc files are not checked."""
+def test_a_winners_cdc_files_are_not_appends_we_should_have_read(tmp_path: Path) -> None:
+    """CC WinningCommitSummary: addedFiles are AddFile actions only; a winner's cdc files are not checked.
+    The winner writes into partition y, its change file into x (a cdc action must come with a data change)."""
+    table = make_table(tmp_path / "t", configuration=CDF)
     seed(table, x_file(table, "f0.parquet"))
     change = cdc_file(table, "_change_data/date=x/c.parquet", {"date": "x"})
+    theirs = [data_file(table, "date=y/b.parquet", {"date": "y"}), change]
     runs = run(
         Schedule("A.read B.read B.write A.write"),
         x_reader(table),
-        writer("B", table, read=lambda w: w.begin(), write=lambda w: w.commit([change])),
+        writer("B", table, read=lambda w: w.begin(), write=lambda w: w.commit(theirs, cdc_covers_all=True)),
     )
-    assert runs["B"].result.isolation_level == "SnapshotIsolation"  # cdc is a dataChange=false file action
     assert runs["A"].result.version == 3
-    assert live_paths(table) == {"date=x/f0.parquet", "date=x/a.parquet"}
+    assert live_paths(table) == {"date=x/f0.parquet", "date=x/a.parquet", "date=y/b.parquet"}
     assert_peers_agree(table)

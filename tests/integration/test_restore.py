@@ -249,7 +249,7 @@ def test_a_file_whose_deletion_vector_changed_is_swapped_back_to_its_old_vector(
     log = clocked(root, NOW)
     log.create(
         pa.schema([("id", pa.int64())]),
-        configuration={"delta.feature.deletionVectors": "supported", "delta.checkpointInterval": "1000"},
+        configuration={"delta.enableDeletionVectors": "true", "delta.checkpointInterval": "1000"},
     )
     f = data_file(root, "f.parquet", pa.table({"id": [0, 1, 2, 3, 4]}))
     g = data_file(root, "g.parquet", pa.table({"id": [10, 11]}))

@@ -255,7 +255,10 @@ def add(
     dv: A.DeletionVector | None = None,
 ) -> A.Add:
     plant(root, rel_on_disk, OLD, b"data")
-    return A.Add(log_path or quote(rel_on_disk, safe="/="), pv or {"p": "1"}, 4, OLD, True, deletion_vector=dv)
+    stats = '{"numRecords":10}' if dv is not None else None  # a file with a DV states its rows (PROTOCOL)
+    return A.Add(
+        log_path or quote(rel_on_disk, safe="/="), pv or {"p": "1"}, 4, OLD, True, stats=stats, deletion_vector=dv
+    )
 
 
 def test_tombstones_protect_their_files_for_the_retention_only(tmp_path: Path) -> None:
@@ -310,7 +313,7 @@ def test_paths_are_decoded_once_and_absolute_paths_resolve_under_the_root(tmp_pa
 
 def test_deletion_vector_files_of_live_files_and_retained_tombstones_survive(tmp_path: Path) -> None:
     root = tmp_path / "t"
-    build(root, configuration={"delta.feature.deletionVectors": "supported"})
+    build(root, configuration={"delta.enableDeletionVectors": "true"})
     live_id, gone_id, removed_id, stray_id = (uuid.uuid4() for _ in range(4))
 
     def dv(u: uuid.UUID, prefix: str = "") -> A.DeletionVector:

@@ -295,8 +295,7 @@ def test_properties_are_stored_in_canonical_spelling_and_take_effect(tmp_path: P
         ({"delta.columnMapping.maxColumnId": "9"}, PropertyError, "delta.columnMapping.maxColumnId"),
         ({"delta.constraints.positive": "id > 0"}, PropertyError, "delta.constraints.positive"),
         ({"delta.targetFileSize": "100mb"}, PropertyError, "delta.targetFileSize"),
-        ({"delta.enableDeletionVectors": "true"}, UnsupportedFeatureError, "deletionVectors"),
-        ({"delta.columnMapping.mode": "name"}, UnsupportedFeatureError, "columnMapping"),
+        ({"delta.enableTypeWidening": "true"}, UnsupportedFeatureError, "typeWidening"),
         ({"delta.enableInCommitTimestamps": "true"}, UnsupportedFeatureError, "inCommitTimestamp"),
     ],
 )
