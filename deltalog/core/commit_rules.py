@@ -7,11 +7,11 @@ table). The error names the rule so a caller can tell what to change.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
 from deltalog.core import actions as A
-from deltalog.core.feature_gate import check_writable
+from deltalog.core.feature_gate import DEFAULT_IMPLEMENTED, WRITE, check_operation
 from deltalog.core.features import (
     check_configuration_honoured,
     required_features,
@@ -84,6 +84,8 @@ def prepare_commit(
     read_metadata: A.Metadata | None,
     read_schema: Mapping[str, Any] | None,
     source: str,
+    *,
+    implemented: Collection[str] = DEFAULT_IMPLEMENTED,
 ) -> list[A.Action]:
     """The actions a transaction commits on top of the version it read, checked by every rule of a commit.
 
@@ -91,7 +93,8 @@ def prepare_commit(
     then hold a protocol and a metaData). A metaData is checked for what it changes (the table's own fields
     and values are not re-checked), and the features its schema and properties need are added to the
     protocol in this same commit (in the place of a staged protocol, else appended). The protocol may not be
-    downgraded nor drop features; the table must be one deltalog can write. ``source`` names the table in
+    downgraded nor drop features; the table must be one deltalog can write, counting the rule modules in
+    ``implemented`` as applied (:func:`~deltalog.core.feature_gate.blockers`). ``source`` names the table in
     errors.
     """
     metas = [a for a in actions if isinstance(a, A.Metadata)]
@@ -115,7 +118,7 @@ def prepare_commit(
     validate_actions(actions, metadata, mode, previous=read_metadata if metas else None)
     if protocols and read_protocol is not None:
         check_protocol_change(read_protocol, protocol)
-    check_writable(protocol, metadata.configuration, schema, source)
+    check_operation(WRITE, protocol, metadata.configuration, schema, source, implemented=implemented)
     return list(actions)
 
 

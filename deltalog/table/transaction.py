@@ -23,6 +23,7 @@ import pyarrow as pa
 
 from deltalog._version import ENGINE_INFO
 from deltalog.core import actions as A
+from deltalog.core import column_mapping, constraints
 from deltalog.core.codec import encode_actions
 from deltalog.core.commit_rules import commit_info_of, prepare_commit
 from deltalog.core.conflicts import (
@@ -35,7 +36,7 @@ from deltalog.core.conflicts import (
     effective_isolation,
     is_blind_append,
 )
-from deltalog.core.feature_gate import check_writable
+from deltalog.core.feature_gate import DEFAULT_IMPLEMENTED, check_writable
 from deltalog.core.partitions import PartitionValueError, conditions_from_where, typed_conditions
 from deltalog.core.pathkeys import file_key
 from deltalog.core.schema import top_level_fields
@@ -46,6 +47,10 @@ from deltalog.table.context import TableContext
 from deltalog.table.snapshot import Snapshot
 
 log = logging.getLogger(__name__)
+
+#: what a commit of a data writer's files (``rows_validated`` given) meets beyond every commit's rules: the
+#: rows were checked against the table's row rules, and the files' keys are checked here to be physical names
+DATA_WRITER_IMPLEMENTED = DEFAULT_IMPLEMENTED | {"constraints", "column_mapping"}
 
 
 class Transaction:
@@ -253,6 +258,7 @@ class Transaction:
         *,
         user_metadata: str | None = None,
         operation_metrics: Mapping[str, str] | None = None,
+        rows_validated: str | None = None,
     ) -> CommitResult:
         """Commit the staged actions plus ``actions`` as one new version.
 
@@ -266,9 +272,17 @@ class Transaction:
         live for a retried commit, and :meth:`abort` removes it. ``operation_metrics`` replaces the file counts
         recorded in ``commitInfo`` by default, for operations whose metrics other engines know by their own
         names (RESTORE's, for one).
+
+        ``rows_validated`` is for data writers (deltalog's own, Spark's executors): ``"checked"`` or
+        ``"attested"`` says every new row was validated against the table's CHECK constraints, invariants
+        and generated columns, and is recorded in ``commitInfo``; such a commit may then add files to tables
+        with those rules and, when its adds key partition values and statistics by physical names (checked
+        here), to column-mapped tables. A commit that also changes metadata or protocol gets neither.
         """
         try:
-            result = self._commit(actions, operation, operation_parameters, user_metadata, operation_metrics)
+            result = self._commit(
+                actions, operation, operation_parameters, user_metadata, operation_metrics, rows_validated
+            )
         except CommitStateUnknownError:
             raise  # it may have landed: the intent stays live for a retried commit; abort() removes it
         except BaseException:
@@ -284,6 +298,7 @@ class Transaction:
         params: Mapping[str, Any] | None,
         meta: str | None,
         metrics: Mapping[str, str] | None = None,
+        rows_validated: str | None = None,
     ) -> CommitResult:
         if self._done:
             raise InvalidArgumentError("this transaction has already committed or aborted")
@@ -306,7 +321,7 @@ class Transaction:
         if self.app_id is not None and self.app_target is not None:
             all_actions = [a for a in all_actions if not (isinstance(a, A.Txn) and a.app_id == self.app_id)]
             all_actions.append(A.Txn(self.app_id, self.app_target, self._context.now_ms()))
-        prepared = self._prepare(all_actions)
+        prepared, record = self._prepare(all_actions, rows_validated)
         isolation = effective_isolation(self.isolation, prepared, operation)
         intent = self._summary(prepared, isolation)
         commit_info = commit_info_of(
@@ -322,6 +337,7 @@ class Transaction:
             user_metadata=meta,
             now_ms=self._context.now_ms(),
         )
+        commit_info = constraints.with_record(commit_info, record)
         data = encode_actions([commit_info, *prepared])
         committer = Committer(self._context.store, self.retry, self._check_winner_protocol)
         tip = self._snapshot.tip if self._snapshot is not None else NO_TABLE
@@ -351,16 +367,32 @@ class Transaction:
         self._release_intent()
         self._staged.clear()
 
-    def _prepare(self, actions: Sequence[A.Action]) -> list[A.Action]:
+    def _prepare(
+        self, actions: Sequence[A.Action], rows_validated: str | None
+    ) -> tuple[list[A.Action], dict[str, Any]]:
+        """The actions to commit and the validation record for commitInfo (see :meth:`commit`)."""
         snap = self._snapshot
         where = f"version {snap.version}" if snap is not None else "new table"
-        return prepare_commit(
+        implemented = DEFAULT_IMPLEMENTED
+        record: dict[str, Any] = {}
+        changes_metadata = any(isinstance(a, (A.Metadata, A.Protocol)) for a in actions)
+        if rows_validated is not None and snap is not None and not changes_metadata:
+            record = constraints.check_commit(
+                actions, snap.configuration, snap.schema_json, rows_validated=rows_validated
+            )
+            removed = {self._key(a.path) for a in actions if isinstance(a, A.Remove)}
+            new = [a for a in actions if isinstance(a, A.Add) and self._key(a.path) not in removed]
+            column_mapping.check_file_keys(new, snap.schema_json, snap.column_mapping_mode, snap.partition_columns)
+            implemented = DATA_WRITER_IMPLEMENTED
+        prepared = prepare_commit(
             actions,
             snap.protocol if snap is not None else None,
             snap.metadata if snap is not None else None,
             snap.schema_json if snap is not None else None,
             f"{self._context.location}/_delta_log ({where})",
+            implemented=implemented,
         )
+        return prepared, record
 
     def _check_winner_protocol(self, protocol: A.Protocol) -> None:
         snap = self.snapshot
