@@ -48,7 +48,11 @@ def write(
     once: a batch the table already holds writes nothing and returns ``skipped=True``. ``configuration``
     sets table properties at creation; ``before_commit`` runs between writing the files and committing
     them (orchestration, tests); ``early_conflicts=False`` turns off the intent an overwrite declares.
-    Files of a refused commit are deleted. Details: :func:`deltalog.spark.writer.write`.
+    Files of a refused commit are deleted. The table's CHECK constraints, invariants and generated columns
+    are evaluated with Spark SQL on the executors (false or null fails: a
+    :class:`~deltalog.errors.ConstraintViolationError` naming the rule, nothing committed) and missing
+    generated columns computed; column-mapped tables get physical names. Details:
+    :func:`deltalog.spark.writer.write`.
     """
     from deltalog.spark.session import executor_setup_errors, require_pyspark
 
