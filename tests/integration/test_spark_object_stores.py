@@ -7,7 +7,7 @@ lost them would talk to the real AWS/Azure endpoints and fail). The reader is th
 deletion vectors and one with column mapping (real Delta Spark tables from the corpus, uploaded to the store)
 read as ``Snapshot.to_arrow`` reads them locally. Every written table is read back by ``deltalake`` on the
 store (with the same options dict, in deltalake's key names) and by duckdb on a byte-for-byte local copy
-(duckdb's object-store access needs a network install).
+(duckdb's object-store access needs a network install), where the protocol checker also reads it.
 """
 
 from __future__ import annotations
@@ -28,6 +28,7 @@ from deltalog.storage.options import EMULATOR_ACCOUNT, EMULATOR_KEY
 from deltalog.storage.uri import store_for
 from tests.corpus import table_path
 from tests.peers import duckdb_view
+from tests.protocol_checker import assert_valid
 from tests.storage.servers import (
     BUCKET,
     CONTAINER,
@@ -118,7 +119,9 @@ def test_append_read_and_checkpoint_jobs_run_on_the_object_store(
     got = lake.to_pyarrow_table().sort_by("id")
     assert got.column("id").to_pylist() == list(range(70))
     assert got.column("day").to_pylist() == [r[3] for r in sorted(everything)]
-    duck = duckdb_view(mirror(location, options, tmp_path / "copy"))
+    copy = mirror(location, options, tmp_path / "copy")
+    assert_valid(copy)
+    duck = duckdb_view(copy)
     assert duck.rows == 70
     assert len(duck.files) == first.num_files + second.num_files + third.num_files
 
