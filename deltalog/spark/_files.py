@@ -128,6 +128,13 @@ class PathList:
         return [*value1, *value2]
 
 
+def raise_carried(exc: BaseException) -> None:
+    """Raise the deltalog error a failed Spark job carried from a task, typed, if it carried one."""
+    typed = carried_error(exc)
+    if typed is not None:
+        raise typed from exc
+
+
 def write_partitioned(
     batches: Iterator[pa.RecordBatch],
     *,
@@ -171,5 +178,6 @@ __all__ = [
     "carried_error",
     "carry_error",
     "checked_batches",
+    "raise_carried",
     "write_partitioned",
 ]

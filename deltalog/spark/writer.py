@@ -57,7 +57,7 @@ from deltalog.errors import (
     UnsupportedExpressionError,
 )
 from deltalog.log import DeltaLog
-from deltalog.spark._files import RESULT_DDL, PathList, RowCheck, carried_error, checked_batches, write_partitioned
+from deltalog.spark._files import RESULT_DDL, PathList, RowCheck, checked_batches, raise_carried, write_partitioned
 from deltalog.table.transaction import DATA_WRITER_IMPLEMENTED
 
 if TYPE_CHECKING:
@@ -368,9 +368,7 @@ def write(
         delete_files(log.store, [resolve(log.store, p) for p in reported.value])
         if isinstance(exc, ConcurrentModificationError) and _landed(log, app_id, app_version):
             return WriteResult(None, True, 0, 0, 0, ())
-        typed = carried_error(exc)  # a task's NOT NULL / CHECK violation, typed again (its files are gone)
-        if typed is not None:
-            raise typed from exc
+        raise_carried(exc)  # a task's NOT NULL / CHECK violation, typed again (its files are gone)
         raise
     adds = [
         A.Add(
