@@ -160,6 +160,7 @@ class DataFileWriter:
         max_rows_per_file: int | None = None,
         max_open_files: int = MAX_OPEN_FILES,
         clock: Callable[[], float] = time.time,
+        rules_checked: bool = False,
     ) -> None:
         self.store = store
         self.target = target
@@ -176,7 +177,9 @@ class DataFileWriter:
         self.row_group_bytes = min(ROW_GROUP_BYTES, self.target_file_size)
         self.parquet_options = _parquet_options(conf)
         self.plans = plan_schema(target.schema, target.column_mapped)
-        self.rules = table_rules(target.schema, conf, self.plans)
+        # rules_checked: the caller evaluated the CHECK constraints, invariants, generated and default columns on
+        # every row in full Spark SQL (the Spark writer does, on its executors); NOT NULL is still enforced here
+        self.rules = () if rules_checked else table_rules(target.schema, conf, self.plans)
         self.prefix_length = random_prefix_length(conf, target.column_mapped)
         by_name = {p.name: p for p in self.plans}
         unknown = [c for c in target.partition_columns if c not in by_name]

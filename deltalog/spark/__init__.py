@@ -18,10 +18,11 @@ if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
     from deltalog.checkpoint.writer import CheckpointResult
+    from deltalog.errors import DeltaLogError
     from deltalog.log import Timestamp
     from deltalog.spark.writer import WriteResult
 
-__all__ = ["checkpoint", "read", "write"]
+__all__ = ["carried_error", "checkpoint", "read", "write"]
 
 
 def write(
@@ -47,7 +48,11 @@ def write(
     once: a batch the table already holds writes nothing and returns ``skipped=True``. ``configuration``
     sets table properties at creation; ``before_commit`` runs between writing the files and committing
     them (orchestration, tests); ``early_conflicts=False`` turns off the intent an overwrite declares.
-    Files of a refused commit are deleted. Details: :func:`deltalog.spark.writer.write`.
+    Files of a refused commit are deleted. The table's CHECK constraints, invariants and generated columns
+    are evaluated with Spark SQL on the executors (false or null fails: a
+    :class:`~deltalog.errors.ConstraintViolationError` naming the rule, nothing committed) and missing
+    generated columns computed; column-mapped tables get physical names. Details:
+    :func:`deltalog.spark.writer.write`.
     """
     from deltalog.spark.session import executor_setup_errors, require_pyspark
 
@@ -77,12 +82,17 @@ def read(
     version: int | None = None,
     timestamp: Timestamp | None = None,
     storage_options: dict[str, Any] | None = None,
+    *,
+    columns: Sequence[str] | None = None,
 ) -> DataFrame:
-    """The table at ``version`` or ``timestamp`` (default: the latest) as a DataFrame of its columns.
+    """The table at ``version`` or ``timestamp`` (default: the latest) as a DataFrame of its columns
+    (``columns`` to read fewer).
 
-    The snapshot's live files are read with ``spark.read.parquet``; partition columns come from the log,
-    cast to the schema's types. Tables with deletion vectors or column mapping are refused with
-    :class:`~deltalog.UnsupportedFeatureError` rather than read wrong. Details:
+    The driver replays the log; executors read exactly the snapshot's live files with deltalog's own reader
+    and stores, so deletion vectors are applied, column mapping resolved, partition values come from the log,
+    and ``s3://``/``abfs://``/``gs://`` tables need no Hadoop connector (``storage_options`` travel with the
+    tasks). A missing or corrupt file fails the Spark action that reads it (the DataFrame is lazy) with the
+    deltalog error marked in the message; :func:`carried_error` rebuilds it. Details:
     :func:`deltalog.spark.reader.read`.
     """
     from deltalog.spark.session import executor_setup_errors, require_pyspark
@@ -91,7 +101,7 @@ def read(
     from deltalog.spark.reader import read as _read
 
     with executor_setup_errors():
-        return _read(spark, table_uri, version, timestamp, storage_options)
+        return _read(spark, table_uri, version, timestamp, storage_options, columns=columns)
 
 
 def checkpoint(
@@ -116,3 +126,15 @@ def checkpoint(
 
     with executor_setup_errors():
         return _checkpoint(spark, table_uri, version, parts, storage_options, now_ms=now_ms)
+
+
+def carried_error(exc: BaseException) -> DeltaLogError | None:
+    """The deltalog error (typed, with its fields) that failed a Spark task behind ``exc``, or None.
+
+    A task cannot raise a typed error to the driver: Spark hands back its text. deltalog's executor code marks
+    its errors in that text, and the entry points above re-raise them typed; an action on the DataFrame
+    :func:`read` returns runs after ``read`` has returned, so its caller rebuilds the error with this.
+    """
+    from deltalog.spark._files import carried_error as _carried
+
+    return _carried(exc)

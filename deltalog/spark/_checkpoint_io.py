@@ -21,7 +21,8 @@ from deltalog.checkpoint.parts import part_of
 from deltalog.core.jsonlines import objects
 from deltalog.core.pathkeys import dv_id_of, file_key
 from deltalog.core.paths import LOG_DIR, checkpoint_name, multipart_name
-from deltalog.errors import FileAlreadyExistsError
+from deltalog.errors import DeltaLogError, FileAlreadyExistsError
+from deltalog.spark._files import carry_error
 from deltalog.storage.uri import store_for
 
 ACTIONS_SCHEMA = pa.schema(
@@ -104,7 +105,17 @@ def read_log_files(
     batches: Iterator[pa.RecordBatch], *, root: str, storage_options: Mapping[str, Any] | None, parts: int
 ) -> Iterator[pa.RecordBatch]:
     """``mapInArrow`` body over rows ``(path, version, is_checkpoint)``: every action of those files, file
-    actions tagged with the checkpoint part they belong to."""
+    actions tagged with the checkpoint part they belong to. A deltalog error (a corrupt commit line, a
+    missing file) is carried to the driver typed."""
+    try:
+        yield from _log_file_rows(batches, root, storage_options, parts)
+    except DeltaLogError as exc:
+        raise carry_error(exc) from exc
+
+
+def _log_file_rows(
+    batches: Iterator[pa.RecordBatch], root: str, storage_options: Mapping[str, Any] | None, parts: int
+) -> Iterator[pa.RecordBatch]:
     store = store_for(root, dict(storage_options) if storage_options else None)
     for batch in batches:
         for task in batch.to_pylist():

@@ -1,10 +1,16 @@
 """Executor-side data file writing: pyarrow only (no pyspark), so it runs inside ``mapInArrow`` tasks.
 
 Each task hands its rows to the one data-file writer (:mod:`deltalog.data.files`: name matching and safe
-casts, NOT NULL, CHECK constraints and invariants, generated columns, Hive-escaped partition directories or
-random prefixes, physical names and field ids, Delta statistics, files rolled by size and row count) through
-the table's store, rebuilt on the executor from the root and the storage options. It yields one small
-metadata row per file; only those rows travel to the driver. A task that fails deletes the files it wrote.
+casts, NOT NULL, Hive-escaped partition directories or random prefixes, physical names and field ids, Delta
+statistics, files rolled by size and row count) through the table's store, rebuilt on the executor from the
+root and the storage options. It yields one small metadata row per file; only those rows travel to the
+driver. A task that fails deletes the files it wrote; a task that succeeded in a job that failed elsewhere
+reports its files through an accumulator (:class:`PathList`), and the driver deletes them.
+
+The table's row rules (CHECK constraints, invariants, generated columns) are evaluated by Spark SQL, as
+Delta Spark evaluates them: the driver adds one boolean column per rule (:class:`RowCheck`) and generated or
+default values for columns the DataFrame lacks; the task refuses a batch in which a rule column is false
+**or null** (:func:`checked_batches`) before any of its rows is written, and drops the rule columns.
 
 A deltalog error raised in a task (a NOT NULL or CHECK violation, a value the table's type cannot hold) reaches
 the driver only as text inside Spark's exception, so the task wraps it in a marked JSON record
@@ -15,14 +21,16 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import orjson
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from deltalog import errors
 from deltalog.data.files import WriteTarget, write_files
-from deltalog.errors import DeltaLogError
+from deltalog.errors import ConstraintViolationError, DeltaLogError
 from deltalog.storage.uri import store_for
 
 #: what each task sends back to the driver, one row per data file written
@@ -71,23 +79,83 @@ def carried_error(exc: BaseException) -> DeltaLogError | None:
     return rebuilt
 
 
+@dataclass(frozen=True)
+class RowCheck:
+    """A rule Spark evaluated per row into the boolean ``column``: the row passes only where it is true."""
+
+    column: str
+    constraint: str  # how messages name the rule ("CHECK constraint positive", "generated column day")
+    expression: str
+
+
+#: values of a failing row shown in the error, at most
+_SHOWN_COLUMNS = 12
+
+
+def _violation(check: RowCheck, batch: pa.RecordBatch, index: int, data: Sequence[str]) -> ConstraintViolationError:
+    row = {name: batch.column(name)[index].as_py() for name in data[:_SHOWN_COLUMNS]}
+    shown = ", ".join(f"{k} => {v!r}" for k, v in row.items())
+    return ConstraintViolationError(
+        f"{check.constraint} ({check.expression}) is violated (false or null) by a row with values: {shown}; "
+        "nothing was committed",
+        constraint=check.constraint,
+        expression=check.expression,
+        row=row,
+    )
+
+
+def checked_batches(
+    batches: Iterator[pa.RecordBatch], checks: Sequence[RowCheck], data: Sequence[str]
+) -> Iterator[pa.RecordBatch]:
+    """Each batch's ``data`` columns, after every rule column of it was found true on every row."""
+    for batch in batches:
+        for check in checks:
+            failed = pc.invert(pc.fill_null(batch.column(check.column), False))
+            if pc.any(failed).as_py():
+                raise _violation(check, batch, int(pc.index(failed, True).as_py()), data)
+        yield batch.select(list(data))
+
+
+class PathList:
+    """A Spark ``AccumulatorParam`` (duck-typed: this module stays free of pyspark) collecting the paths of
+    files written by tasks that succeeded: Spark merges their updates on the driver even when the job fails,
+    which is the one way the driver learns what to delete then."""
+
+    def zero(self, value: list[str]) -> list[str]:
+        return []
+
+    def addInPlace(self, value1: list[str], value2: list[str]) -> list[str]:
+        return [*value1, *value2]
+
+
+def raise_carried(exc: BaseException) -> None:
+    """Raise the deltalog error a failed Spark job carried from a task, typed, if it carried one."""
+    typed = carried_error(exc)
+    if typed is not None:
+        raise typed from exc
+
+
 def write_partitioned(
     batches: Iterator[pa.RecordBatch],
     *,
     root: str,
     storage_options: Mapping[str, Any] | None,
-    schema: Mapping[str, Any],
-    partition_columns: Sequence[str],
-    configuration: Mapping[str, str],
+    target: WriteTarget,
+    checks: Sequence[RowCheck],
     target_rows: int,
+    written: Any = None,
 ) -> Iterator[pa.RecordBatch]:
-    """The ``mapInArrow`` body: write the task's rows as data files, yield one metadata row per file."""
+    """The ``mapInArrow`` body: check the task's rows against the rule columns, write them as data files,
+    report their paths to the ``written`` accumulator, yield one metadata row per file."""
     store = store_for(root, dict(storage_options) if storage_options else None)
-    target = WriteTarget(schema, tuple(partition_columns), dict(configuration))
+    data = [str(f["name"]) for f in target.schema.get("fields") or []]
     try:
-        adds = write_files(store, batches, target, max_rows_per_file=target_rows)
+        rows = checked_batches(batches, checks, data)
+        adds = write_files(store, rows, target, max_rows_per_file=target_rows, rules_checked=True)
     except DeltaLogError as exc:
         raise carry_error(exc) from exc
+    if written is not None:
+        written.add([add.path for add in adds])
     for add in adds:
         stats = orjson.loads(add.stats or "{}")
         row = {
@@ -101,4 +169,15 @@ def write_partitioned(
         yield pa.RecordBatch.from_pydict(row, schema=RESULT_SCHEMA)
 
 
-__all__ = ["RESULT_DDL", "RESULT_SCHEMA", "ExecutorError", "carried_error", "carry_error", "write_partitioned"]
+__all__ = [
+    "RESULT_DDL",
+    "RESULT_SCHEMA",
+    "ExecutorError",
+    "PathList",
+    "RowCheck",
+    "carried_error",
+    "carry_error",
+    "checked_batches",
+    "raise_carried",
+    "write_partitioned",
+]

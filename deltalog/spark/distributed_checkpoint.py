@@ -34,9 +34,10 @@ from deltalog.core import properties
 from deltalog.core.codec import from_dict
 from deltalog.core.features import check_readable, supported_features
 from deltalog.core.paths import LOG_DIR, Kind
-from deltalog.errors import CheckpointError, InvalidArgumentError, UnsupportedFeatureError
+from deltalog.errors import CheckpointError, DeltaLogError, InvalidArgumentError, UnsupportedFeatureError
 from deltalog.log import DeltaLog
 from deltalog.spark._checkpoint_io import ACTIONS_DDL, PART_RESULT_DDL, read_log_files, write_parts
+from deltalog.spark._files import raise_carried
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -97,7 +98,25 @@ def checkpoint(
     now_ms: int | None = None,
 ) -> CheckpointResult:
     """Checkpoint ``table_uri`` at ``version`` (default: latest) with Spark; ``parts`` defaults to the
-    context's default parallelism (1 writes a classic single-file checkpoint)."""
+    context's default parallelism (1 writes a classic single-file checkpoint). A deltalog error raised on an
+    executor (a corrupt commit, a missing log file) is raised here typed."""
+    try:
+        return _checkpoint(spark, table_uri, version, parts, storage_options, now_ms)
+    except DeltaLogError:
+        raise
+    except Exception as exc:
+        raise_carried(exc)
+        raise
+
+
+def _checkpoint(
+    spark: SparkSession,
+    table_uri: str,
+    version: int | None,
+    parts: int | None,
+    storage_options: dict[str, Any] | None,
+    now_ms: int | None,
+) -> CheckpointResult:
     from pyspark import StorageLevel
     from pyspark.sql import Window
     from pyspark.sql import functions as F

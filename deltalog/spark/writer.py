@@ -6,12 +6,20 @@ Flow of :func:`write`:
    DataFrame's schema, ``partition_by`` and ``replace_where`` against it, and starts one transaction, all
    *before* any file is written. An exactly-once batch (``app_id``/``app_version``) the table already holds
    stops here: nothing is written.
-2. Executors write the files inside ``df.mapInArrow`` with the one data-file writer (:mod:`deltalog.data.files`
+2. Spark SQL evaluates the table's row rules on the executors, as Delta Spark does: a column the DataFrame
+   lacks that is generated (``delta.generationExpression``) or has a default (``CURRENT_DEFAULT``) is computed
+   from its expression, and every CHECK constraint, invariant and generation expression becomes one boolean
+   column (:func:`row_rules`); the full Spark SQL language is available, not a subset.
+3. Executors write the files inside ``mapInArrow`` with the one data-file writer (:mod:`deltalog.data.files`
    through :mod:`deltalog.spark._files`: hive-style partition directories, ``part-<uuid>.snappy.parquet``,
-   Delta statistics, the table's NOT NULL columns, constraints and generated columns) and send back one small
-   row per file: path, partition values, size, stats. The data never passes through the driver.
-3. The driver commits the adds (and, for an overwrite, the removes from ``txn.remove_where``, which records
-   the read predicate) as one version. Files of a commit that is definitely refused (a conflict, an invalid
+   physical names and field ids on column-mapped tables, Delta statistics keyed physically, NOT NULL
+   columns). A batch with a rule column false **or null** fails its task before any of it is written, and the
+   job with a :class:`~deltalog.errors.ConstraintViolationError` naming the rule; nothing is committed. Each
+   task sends back one small row per file: path, partition values, size, stats. The data never passes
+   through the driver.
+4. The driver commits the adds (and, for an overwrite, the removes from ``txn.remove_where``, which records
+   the read predicate) as one version, stating that the rows were checked (``data_validated="checked"``,
+   recorded in commitInfo). Files of a commit that is definitely refused (a conflict, an invalid
    commit, an exactly-once batch committed meanwhile) are deleted; after ``CommitStateUnknownError`` nothing
    is deleted, since the commit may have landed.
 
@@ -31,9 +39,12 @@ from typing import TYPE_CHECKING, Any
 import orjson
 
 from deltalog.core import actions as A
-from deltalog.core.feature_gate import check_writable
+from deltalog.core.constraints import CHECKED, GENERATION, row_rules
+from deltalog.core.feature_gate import APPEND, OVERWRITE, check_operation
 from deltalog.core.partitions import conditions_from_where, parse_value, typed_conditions
 from deltalog.core.schema import check_partition_columns, top_level_fields
+from deltalog.data.constraints import DEFAULT
+from deltalog.data.files import WriteTarget
 from deltalog.data.locate import resolve
 from deltalog.data.output import delete_files
 from deltalog.errors import (
@@ -43,12 +54,13 @@ from deltalog.errors import (
     SchemaMismatchError,
     TableAlreadyExistsError,
     TableNotFoundError,
+    UnsupportedExpressionError,
 )
 from deltalog.log import DeltaLog
-from deltalog.spark._files import RESULT_DDL, carried_error, write_partitioned
+from deltalog.spark._files import RESULT_DDL, PathList, RowCheck, checked_batches, raise_carried, write_partitioned
 
 if TYPE_CHECKING:
-    from pyspark.sql import DataFrame
+    from pyspark.sql import Column, DataFrame
 
     from deltalog.table.snapshot import Snapshot
 
@@ -82,12 +94,26 @@ def _type_text(t: Any) -> str:
     return t if isinstance(t, str) else orjson.dumps(_bare_type(t)).decode()
 
 
+def computed_columns(table_schema: dict[str, Any]) -> dict[str, str]:
+    """Top-level columns the writer computes when the data lacks them: name -> generation or default SQL."""
+    out = {}
+    for f in top_level_fields(table_schema):
+        meta = f.get("metadata") or {}
+        for key in (GENERATION, DEFAULT):
+            if key in meta:
+                out[f["name"]] = str(meta[key])
+                break
+    return out
+
+
 def check_schema(table_schema: dict[str, Any], data_schema: dict[str, Any]) -> None:
-    """Refuse a DataFrame whose columns or types differ from the table's, naming every offending column."""
+    """Refuse a DataFrame whose columns or types differ from the table's, naming every offending column.
+    Generated and default columns may be left out: they are computed."""
     table = {f["name"]: f for f in top_level_fields(table_schema)}
     data = {f["name"]: f for f in top_level_fields(data_schema)}
+    computed = computed_columns(table_schema)
     problems = []
-    missing = [n for n in table if n not in data]
+    missing = [n for n in table if n not in data and n not in computed]
     extra = [n for n in data if n not in table]
     if missing:
         problems.append(f"missing columns {missing}")
@@ -155,9 +181,91 @@ def _prepare_table(
         raise SchemaMismatchError(
             f"partition_by {list(partition_by)} differs from the table's partition columns {snap.partition_columns}"
         )
-    check_writable(snap.protocol, snap.configuration, snap.schema_json, f"{log.location}/_delta_log")
     check_schema(snap.schema_json, data_schema)
     return snap
+
+
+def _check_writable(snap: Snapshot, mode: str, location: str) -> None:
+    """The feature gate for this write, before any task runs: the rule modules the commit path applies (row
+    rules are attested by Spark SQL on the executors, physical names checked again at commit)."""
+    operation = APPEND if mode == "append" else OVERWRITE
+    source = f"{location}/_delta_log"
+    check_operation(operation, snap.protocol, snap.configuration, snap.schema_json, source)
+
+
+def _quoted(name: str) -> str:
+    return "`" + name.replace("`", "``") + "`"
+
+
+def _analysed(df: DataFrame, column: Column, label: str, expression: str, feature: str) -> Column:
+    """``column`` after Spark has analysed it against ``df``; an expression Spark cannot evaluate there (a
+    parse error, an unknown column or function, a type error) refuses the write by rule name."""
+    try:
+        df.select(column).schema  # noqa: B018 - analysis happens here, on the driver, before any task runs
+    except Exception as exc:  # pyspark's AnalysisException / ParseException; their classes vary by version
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise UnsupportedExpressionError(
+            f"cannot write: {label} ({expression}) is not an expression Spark can evaluate on this table: {first}",
+            constraint=label,
+            expression=expression,
+            feature=feature,
+        ) from None
+    return column
+
+
+def row_rules_applied(df: DataFrame, snap: Snapshot) -> tuple[DataFrame, list[RowCheck]]:
+    """``df`` as the table's columns (generated and default ones computed when missing) plus one boolean
+    column per row rule, true where the row passes; and the rules, for the executors' check.
+
+    A CHECK constraint or invariant passes where it is true (false or null fails, as in Delta Spark's
+    ``CheckDeltaInvariant``); a generated column where ``column <=> expression``.
+    """
+    from pyspark.sql import functions as F
+    from pyspark.sql.types import StructType
+
+    spark_schema = StructType.fromJson(snap.schema_json)
+    computed = computed_columns(snap.schema_json)
+    present = set(df.columns)
+    columns = []
+    for field in spark_schema.fields:
+        if field.name in present:
+            columns.append(F.col(_quoted(field.name)))
+            continue
+        text = computed[field.name]  # check_schema let only computed columns be missing
+        label = f"generated column {field.name}" if GENERATION in field.metadata else f"default of {field.name}"
+        feature = "generatedColumns" if GENERATION in field.metadata else "allowColumnDefaults"
+        value = F.expr(text).cast(field.dataType).alias(field.name)
+        columns.append(_analysed(df, value, label, text, feature))
+    table = df.select(*columns)
+    checks: list[RowCheck] = []
+    rule_columns = []
+    for i, rule in enumerate(row_rules(snap.configuration, snap.schema_json)):
+        name = f"__deltalog_rule_{i}"
+        if rule.kind == "generated":
+            label, feature = rule.name, "generatedColumns"
+            passes = F.expr(f"{_quoted(str(rule.column))} <=> ({rule.expression})")
+        else:
+            label = f"CHECK constraint {rule.name}" if rule.kind == "check" else rule.name
+            feature = "checkConstraints" if rule.kind == "check" else "invariants"
+            passes = F.coalesce(F.expr(f"({rule.expression})").cast("boolean"), F.lit(False))
+        rule_columns.append(_analysed(table, passes.alias(name), label, rule.expression, feature))
+        checks.append(RowCheck(name, label, rule.expression))
+    return table.select("*", *rule_columns), checks
+
+
+def check_first(checked: DataFrame, checks: Sequence[RowCheck], data: Sequence[str]) -> None:
+    """Raise the :class:`ConstraintViolationError` of the first row that breaks a rule, if any, before any
+    file is written: a job whose tasks found it only while writing would leave the files of tasks that had
+    already finished (the accumulator that reports them can miss a task cancelled as it completes). One
+    extra pass over the input, made only for tables with rules."""
+    from pyspark.sql import functions as F
+
+    if not checks:
+        return
+    passes = functools.reduce(lambda a, b: a & b, [F.col(c.column) for c in checks])
+    offending = checked.where(~passes).limit(1).toArrow()
+    for _ in checked_batches(iter(offending.to_batches()), checks, data):
+        pass
 
 
 def _check_rows_match(where: Mapping[str, Any], snap: Snapshot, adds: Sequence[A.Add]) -> None:
@@ -215,6 +323,7 @@ def write(
     log = DeltaLog.for_table(table_uri, storage_options)
     data_schema = orjson.loads(df.schema.json())
     snap = _prepare_table(log, data_schema, partition_by, configuration)
+    _check_writable(snap, mode, log.location)
     _check_where(replace_where, snap.partition_columns)
 
     txn = log.start_transaction(app_id=app_id, app_version=app_version)
@@ -229,30 +338,34 @@ def write(
     if early:
         txn.declare_intent(where=dict(replace_where) if replace_where else None)
 
-    from pyspark.sql import functions as F
-
-    columns = [f["name"] for f in top_level_fields(snap.schema_json)]
     partition_columns = snap.partition_columns
+    try:
+        checked, checks = row_rules_applied(df, snap)
+    except BaseException:
+        txn.abort()
+        raise
+    reported = df.sparkSession.sparkContext.accumulator([], PathList())
     fn = functools.partial(
         write_partitioned,
         root=log.store.root,
         storage_options=storage_options,
-        schema=snap.schema_json,
-        partition_columns=partition_columns,
-        configuration=dict(snap.configuration),
+        target=WriteTarget.of(snap),
+        checks=tuple(checks),
         target_rows=target_rows_per_file,
+        written=reported,
     )
     try:
         if early:
             txn.check_early()  # before any file is written
-        rows = df.select(*[F.col(f"`{c}`") for c in columns]).mapInArrow(fn, RESULT_DDL).collect()
+        check_first(checked, checks, [f["name"] for f in top_level_fields(snap.schema_json)])
+        rows = checked.mapInArrow(fn, RESULT_DDL).collect()
     except BaseException as exc:
         txn.abort()  # removes the intent
+        # files of tasks that succeeded before the job failed: written for this job only, never committed
+        delete_files(log.store, [resolve(log.store, p) for p in reported.value])
         if isinstance(exc, ConcurrentModificationError) and _landed(log, app_id, app_version):
             return WriteResult(None, True, 0, 0, 0, ())
-        typed = carried_error(exc)  # a task's NOT NULL / CHECK violation, typed again (its files are gone)
-        if typed is not None:
-            raise typed from exc
+        raise_carried(exc)  # a task's NOT NULL / CHECK violation, typed again (its files are gone)
         raise
     adds = [
         A.Add(
@@ -285,7 +398,10 @@ def write(
     if replace_where:
         params["predicate"] = _where_text(replace_where)
     try:
-        result = txn.commit(adds, operation="WRITE", operation_parameters=params)
+        # An overwrite replaces whole files: no row of a removed file is copied into the new ones.
+        result = txn.commit(
+            adds, operation="WRITE", operation_parameters=params, data_validated=CHECKED, copies_rows=False
+        )
     except (ConcurrentModificationError, InvalidCommitError):
         delete_files(log.store, written)  # definitely refused; CommitStateUnknownError and the rest keep the files
         if _landed(log, app_id, app_version):

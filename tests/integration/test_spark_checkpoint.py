@@ -15,6 +15,7 @@ from click.testing import CliRunner
 from deltalog import DeltaLog
 from deltalog.cli.main import cli
 from deltalog.core.paths import Kind, parse
+from deltalog.errors import CorruptLogError
 from deltalog.spark.distributed_checkpoint import checkpoint
 from tests.integration.spark_logs import build_log
 
@@ -106,3 +107,18 @@ def test_spark_checkpoint_refuses_bad_part_count(spark: Any, tmp_path: Path) -> 
     build_log(root, commits=2, per_commit=1, now_ms=NOW)
     with pytest.raises(ValueError, match="parts must be >= 1"):
         checkpoint(spark, str(root), parts=0)
+
+
+def test_a_corrupt_commit_read_on_an_executor_fails_typed_and_writes_nothing(spark: Any, tmp_path: Path) -> None:
+    """The executors parse the commits: a broken line there reaches the caller as the CorruptLogError the local
+    reader would raise, naming the file and line, not as a Python worker's traceback inside a Spark error."""
+    root = tmp_path / "corrupt"
+    build_log(root, commits=4, per_commit=2, now_ms=NOW)
+    commit = root / "_delta_log" / "00000000000000000003.json"
+    lines = commit.read_bytes().rstrip(b"\n").split(b"\n")
+    commit.write_bytes(b"\n".join([*lines, b'{"add": {"path": "x.parquet",', b""]))
+    before = sorted(p.name for p in (root / "_delta_log").iterdir())
+    with pytest.raises(CorruptLogError) as info:
+        checkpoint(spark, str(root), parts=2, now_ms=NOW)
+    assert "00000000000000000003.json" in str(info.value) and info.value.line == len(lines) + 1
+    assert sorted(p.name for p in (root / "_delta_log").iterdir()) == before

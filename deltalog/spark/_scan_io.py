@@ -1,0 +1,82 @@
+"""Executor-side half of the Spark reader: pyarrow and deltalog's stores only (no pyspark, no Hadoop).
+
+Each task gets rows describing live files (path as the log spells it, physical partition values, deletion
+vector, ``numRecords``) and reads them with the data plane's reader (:func:`deltalog.data.read.read_batches`):
+the same code that serves ``Snapshot.scan``, so deletion vectors are applied, column mapping resolved,
+partition values typed from the log and old files conformed to today's schema on the executors exactly as on
+the driver. The store is rebuilt from the table root and the storage options, so an ``s3://`` or ``abfs://``
+table is read through fsspec without any Hadoop connector on the cluster.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any
+
+import orjson
+import pyarrow as pa
+
+from deltalog.actions import DeletionVector
+from deltalog.data.read import DataFile, read_batches, read_schema
+from deltalog.errors import DeltaLogError
+from deltalog.spark._files import carry_error
+from deltalog.storage.uri import store_for
+
+#: one row per live file, built by the driver
+FILES_SCHEMA = pa.schema(
+    [
+        pa.field("path", pa.string()),  # as in the log: URI-encoded, relative to the root or absolute
+        pa.field("partition_values", pa.string()),  # JSON object: physical column -> serialized value or null
+        pa.field("deletion_vector", pa.string()),  # JSON of the descriptor's fields, or null
+        pa.field("num_records", pa.int64()),
+    ]
+)
+FILES_DDL = "path string, partition_values string, deletion_vector string, num_records long"
+
+
+def file_row(file: DataFile) -> tuple[str, str, str | None, int | None]:
+    """The row the driver sends for ``file`` (a tuple in :data:`FILES_DDL` order)."""
+    dv = file.deletion_vector
+    return (
+        file.path,
+        orjson.dumps(dict(file.partition_values)).decode(),
+        None if dv is None else orjson.dumps(dataclasses.asdict(dv)).decode(),
+        file.num_records,
+    )
+
+
+def _data_file(row: Mapping[str, Any]) -> DataFile:
+    dv = row["deletion_vector"]
+    return DataFile(
+        row["path"],
+        orjson.loads(row["partition_values"]),
+        None if dv is None else DeletionVector(**orjson.loads(dv)),
+        row["num_records"],
+    )
+
+
+def read_files(
+    batches: Iterator[pa.RecordBatch],
+    *,
+    root: str,
+    storage_options: Mapping[str, Any] | None,
+    schema: Mapping[str, Any],
+    partition_columns: Sequence[str],
+    column_mapping: str,
+    columns: Sequence[str] | None,
+) -> Iterator[pa.RecordBatch]:
+    """``mapInArrow`` body over :data:`FILES_SCHEMA` rows: the live rows of each file, in the table's columns
+    (logical names, ``columns`` when given). A deltalog error (a missing or corrupt data or DV file) is carried
+    to the driver typed (:func:`deltalog.spark._files.carry_error`)."""
+    store = store_for(root, dict(storage_options) if storage_options else None)
+    spec = read_schema(schema, partition_columns, column_mapping, columns)
+    try:
+        for batch in batches:
+            for row in batch.to_pylist():
+                yield from read_batches(store, spec, _data_file(row))
+    except DeltaLogError as exc:
+        raise carry_error(exc) from exc
+
+
+__all__ = ["FILES_DDL", "FILES_SCHEMA", "file_row", "read_files"]
