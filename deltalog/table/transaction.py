@@ -94,6 +94,7 @@ class Transaction:
     # ------------------------------------------------------------------------------------------ reading
     @property
     def context(self) -> TableContext:
+        """The table (store, location, clock) this transaction commits to."""
         return self._context
 
     @property
@@ -204,6 +205,7 @@ class Transaction:
 
     # ------------------------------------------------------------------------------------------ staging
     def add(self, *adds: A.Add) -> None:
+        """Stage files to add (data files the caller has already written)."""
         self._staged.extend(adds)
 
     def stage(self, actions: Iterable[A.Action]) -> None:
@@ -347,6 +349,7 @@ class Transaction:
         return result
 
     def abort(self) -> None:
+        """Give the transaction up: nothing staged is committed, and its declared intent is released."""
         self._done = True
         self._release_intent()
         self._staged.clear()
