@@ -30,8 +30,16 @@ class DeltalogOps:
     """``DeltaLog.for_table(location, options)``: ``snapshot(version | timestamp).files()``, ``history``, appends."""
 
     def __init__(self, options: dict[str, Any]) -> None:
+        import contextlib
+        import importlib
+
         from deltalog import DeltaLog
 
+        # Untimed, as ``import deltalake`` is: the object-store clients deltalog imports on first use (s3fs,
+        # aiobotocore, adlfs: about 0.4 s of CPU), so the timed window holds the operation, not module imports.
+        for backend in ("deltalog.storage.s3", "deltalog.storage.azure"):
+            with contextlib.suppress(ImportError):
+                importlib.import_module(backend)
         self._options = options
         self._table = DeltaLog.for_table
         self._log: Any = None

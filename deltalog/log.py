@@ -13,7 +13,7 @@ import logging
 import os
 import threading
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from deltalog.checkpoint import hint
@@ -109,7 +109,10 @@ class DeltaLog:
         if version is not None and timestamp is not None:
             raise InvalidArgumentError("pass version or timestamp, not both")
         if timestamp is not None:
-            version = self.version_at(timestamp)
+            from deltalog.table import history
+
+            found, paths = history.version_and_listing(self.context, self.snapshot, timestamp)
+            return load.snapshot_in(self.context, found, paths)
         if version is None:
             return self._refresh()
         with self._lock:
@@ -303,8 +306,9 @@ class DeltaLog:
 
         return history.version_at(self.context, self.snapshot, timestamp, allow_after_latest)
 
-    def history(self, limit: int | None = None) -> Iterator[HistoryEntry]:
-        """Commits newest first: version, time (ms, as time travel sees it) and commitInfo."""
+    def history(self, limit: int | None = None) -> list[HistoryEntry]:
+        """Commits newest first (at most ``limit``): version, time (ms, as time travel sees it), the commitInfo's
+        fields as typed attributes; reads the log's listing and the commitInfos shown, never the table."""
         from deltalog.table import history
 
         return history.entries(self.context, self.snapshot, limit)

@@ -53,6 +53,8 @@ CHECKPOINT_POLICY = "delta.checkpointPolicy"
 
 @dataclass(frozen=True)
 class CheckpointResult:
+    """A checkpoint written (or found already written): its version, kind, files and size."""
+
     version: int
     kind: str  # "classic" | "multipart" | "v2"
     files: tuple[str, ...]  # store-relative paths written (or found already written)
@@ -61,6 +63,26 @@ class CheckpointResult:
     size_in_bytes: int
     seconds: float
     already_existed: bool = False
+
+    @property
+    def dry_run(self) -> bool:
+        """Always False: a checkpoint is written (the field other results share)."""
+        return False
+
+    @property
+    def paths(self) -> tuple[str, ...]:
+        """The checkpoint's files (parts, a V2 manifest and its sidecars), store-relative."""
+        return self.files
+
+    @property
+    def num_files(self) -> int:
+        """How many files the checkpoint is made of."""
+        return len(self.files)
+
+    @property
+    def bytes(self) -> int:
+        """The checkpoint's size on the store."""
+        return self.size_in_bytes
 
 
 @dataclass

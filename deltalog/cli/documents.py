@@ -166,16 +166,24 @@ def describe(snap: Snapshot) -> Document:
 def history(log: DeltaLog, limit: int | None) -> Document:
     commits = []
     for entry in log.history(limit=limit):
-        info = entry.commit_info
         commits.append(
             {
                 "version": entry.version,
                 **_instant("timestamp", entry.timestamp),
-                "operation": info.get("operation"),
-                "operation_parameters": info.get("operationParameters"),
-                "read_version": info.get("readVersion"),
-                "is_blind_append": info.get("isBlindAppend"),
-                "engine_info": info.get("engineInfo"),
+                "operation": entry.operation,
+                "operation_parameters": entry.operation_parameters,
+                "read_version": entry.read_version,
+                "is_blind_append": entry.is_blind_append,
+                "engine_info": entry.engine_info,
+                "user_id": entry.user_id,
+                "user_name": entry.user_name,
+                "isolation_level": entry.isolation_level,
+                "operation_metrics": entry.operation_metrics,
+                "user_metadata": entry.user_metadata,
+                "cluster_id": entry.cluster_id,
+                "job": entry.job,
+                "notebook": entry.notebook,
+                "in_commit_timestamp": entry.in_commit_timestamp,
             }
         )
     return {"table": log.location, "commits": commits}

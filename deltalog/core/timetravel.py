@@ -8,9 +8,8 @@ which writers keep strictly increasing.
 
 from __future__ import annotations
 
-import bisect
 import datetime as dt
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from deltalog.core.isotime import parse_datetime
 from deltalog.errors import InvalidArgumentError, VersionNotFoundError
@@ -56,26 +55,42 @@ def version_at(timeline: Sequence[tuple[int, int]], ts_ms: int, allow_after_late
     A time after the latest commit is an error unless ``allow_after_latest``: as in Delta Spark, "as of" a
     moment the log has not reached yet is more often a clock or zone mistake than a wish for the latest.
     """
-    if not timeline:
+    return search(len(timeline), timeline.__getitem__, ts_ms, allow_after_latest)
+
+
+def search(count: int, entry: Callable[[int], tuple[int, int]], ts_ms: int, allow_after_latest: bool = False) -> int:
+    """:func:`version_at` over a timeline of ``count`` entries that ``entry(i)`` gives one at a time.
+
+    Why: with in-commit timestamps each time is in a commit file, so a search that asks for O(log count)
+    entries reads O(log count) commits where building the timeline would read them all (Delta Spark's
+    history manager searches the same way).
+    """
+    if count == 0:
         raise VersionNotFoundError("the table has no commits to travel to")
-    times = [t for _, t in timeline]
-    i = bisect.bisect_right(times, ts_ms)
-    if i == 0:
-        first_v, first_t = timeline[0]
+    lo, hi = 0, count  # the first entry later than ts_ms
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if entry(mid)[1] <= ts_ms:
+            lo = mid + 1
+        else:
+            hi = mid
+    if lo == 0:
+        first_v, first_t = entry(0)
         raise VersionNotFoundError(
             f"timestamp {format_ms(ts_ms)} is before the earliest available commit "
             f"(version {first_v} at {format_ms(first_t)})",
             earliest=first_v,
-            latest=timeline[-1][0],
+            latest=entry(count - 1)[0],
         )
-    if i == len(times) and ts_ms > times[-1] and not allow_after_latest:
-        last_v, last_t = timeline[-1]
-        raise VersionNotFoundError(
-            f"timestamp {format_ms(ts_ms)} is after the latest commit (version {last_v} at {format_ms(last_t)})",
-            earliest=timeline[0][0],
-            latest=last_v,
-        )
-    return timeline[i - 1][0]
+    if lo == count and not allow_after_latest:
+        last_v, last_t = entry(count - 1)
+        if ts_ms > last_t:
+            raise VersionNotFoundError(
+                f"timestamp {format_ms(ts_ms)} is after the latest commit (version {last_v} at {format_ms(last_t)})",
+                earliest=entry(0)[0],
+                latest=last_v,
+            )
+    return entry(lo - 1)[0]
 
 
 def format_ms(ms: int) -> str:
@@ -86,4 +101,4 @@ def format_ms(ms: int) -> str:
     )
 
 
-__all__ = ["format_ms", "monotonize", "to_epoch_ms", "version_at"]
+__all__ = ["format_ms", "monotonize", "search", "to_epoch_ms", "version_at"]

@@ -72,12 +72,23 @@ class CleanupResult:
 
     @property
     def horizon(self) -> Horizon | None:
+        """The earliest version still reconstructable after the cleanup, and its commit time."""
         return self.plan.horizon
 
     @property
     def paths(self) -> tuple[str, ...]:
         """Every file the plan deletes, store-relative."""
         return tuple(f"{LOG_DIR}/{d.path}" for d in self.plan.deletions)
+
+    @property
+    def num_files(self) -> int:
+        """How many log files the plan deletes (intent files not counted: see ``intents``)."""
+        return len(self.plan.deletions)
+
+    @property
+    def bytes(self) -> int:
+        """The size of the log files the plan deletes, as listed."""
+        return sum(d.size for d in self.plan.deletions)
 
 
 def cleanup(

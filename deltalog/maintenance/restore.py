@@ -54,6 +54,28 @@ class RestoreResult:
     protocol_upgraded: bool = False  # the commit carries a protocol action (the target needed more)
     skipped_missing: tuple[str, ...] = ()  # files left out under ignore_missing_files: gone from storage
 
+    @property
+    def dry_run(self) -> bool:
+        """Always False: a restore commits (the field other results share, for code that handles them alike)."""
+        return False
+
+    @property
+    def paths(self) -> tuple[str, ...]:
+        """The data files the RESTORE commit added back, then those it removed, as the log names them."""
+        added = [a.path for a in self.commit.actions if isinstance(a, A.Add)]
+        removed = [a.path for a in self.commit.actions if isinstance(a, A.Remove)]
+        return (*added, *removed)
+
+    @property
+    def num_files(self) -> int:
+        """Files restored plus files removed."""
+        return self.num_restored + self.num_removed
+
+    @property
+    def bytes(self) -> int:
+        """Bytes restored plus bytes removed."""
+        return self.restored_bytes + self.removed_bytes
+
 
 def missing_files(store: LogStore, adds: Iterable[A.Add]) -> list[str]:
     """Store-relative data and DV files of ``adds`` that the store no longer has (vacuumed, lost).

@@ -70,7 +70,18 @@ class VacuumResult:
 
     @property
     def paths(self) -> tuple[str, ...]:
+        """Every file the plan deletes (or, on a dry run, would), store-relative."""
         return tuple(f.path for f in self.plan.deletions)
+
+    @property
+    def num_files(self) -> int:
+        """How many files the plan deletes."""
+        return len(self.plan.deletions)
+
+    @property
+    def bytes(self) -> int:
+        """The size of the files the plan deletes, as listed."""
+        return self.plan.total_bytes
 
 
 def vacuum(

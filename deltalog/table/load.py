@@ -26,6 +26,8 @@ from deltalog.core.state.files import FileState
 from deltalog.core.state.replay import replay, state_only
 from deltalog.core.version_state import VersionState, of_replay
 from deltalog.errors import CorruptLogError, DeltaLogError, VersionNotFoundError
+from deltalog.storage import bulk
+from deltalog.storage.base import LogStore
 from deltalog.table import listing
 from deltalog.table.context import TableContext
 from deltalog.table.file_list import FileList, Pending, Reload
@@ -41,28 +43,15 @@ LAZY_TAIL_BYTES = 4 << 20
 def read_commits(
     ctx: TableContext, segment: LogSegment, cache: dict[int, CommitData] | None = None
 ) -> list[CommitData]:
-    """The segment's commit files; object stores are read in parallel (latency, not bandwidth, dominates).
+    """The segment's commit files, all requested at once (:func:`deltalog.storage.bulk.read_many`: on an object
+    store latency, not bandwidth, dominates, so a thousand commits cost a few round trips, not a thousand).
 
     ``cache`` holds commits already read by an earlier attempt at the same version (a fallback past a bad
     checkpoint): they are not read again, so every commit costs one request however many attempts it takes.
     """
-    store = ctx.store
     wanted = [p for p in segment.commits if cache is None or p.version not in cache]
     paths = [f"{LOG_DIR}/{p.name}" for p in wanted]
-
-    def read(path: str) -> bytes:
-        try:
-            return store.read(path)
-        except FileNotFoundError:
-            raise CorruptLogError(f"{path} disappeared while the log was read", path=path) from None
-
-    if len(paths) > 4 and not store.capabilities.local:
-        from concurrent.futures import ThreadPoolExecutor
-
-        with ThreadPoolExecutor(max_workers=16) as pool:
-            datas = list(pool.map(read, paths))
-    else:
-        datas = [read(p) for p in paths]
+    datas = read_listed(ctx.store, paths)
     if engine_safety.relevant(ctx.location):
         versions = [p.version for p in wanted]
         ctx.warn_engine_risk(engine_safety.first_unsafe(ctx.location, zip(versions, datas, strict=True)))
@@ -75,17 +64,34 @@ def read_commits(
     return [cache[p.version] for p in segment.commits]
 
 
+def read_listed(store: LogStore, paths: list[str]) -> list[bytes]:
+    """The bytes of log files a listing showed, all requested at once; one that is gone since is a
+    :class:`CorruptLogError` naming it (a listed commit does not disappear from a sound log)."""
+    try:
+        return bulk.read_many(store, paths)
+    except FileNotFoundError as exc:
+        named = str(exc.filename or "").replace("\\", "/")
+        path = next((p for p in paths if named.endswith(p)), paths[0] if paths else LOG_DIR)
+        raise CorruptLogError(f"{path} disappeared while the log was read", path=path) from None
+
+
 # ---------------------------------------------------------------------------------------------- loading
-def load(ctx: TableContext, segment: LogSegment, tip: Tip | None = None) -> Snapshot:
+def load(
+    ctx: TableContext, segment: LogSegment, tip: Tip | None = None, checkpoint_store: LogStore | None = None
+) -> Snapshot:
     """Replay ``segment`` with its file list; an unreadable checkpoint falls back to an older one or to the commits.
 
-    ``tip`` is how the listing showed the version's files when that is more than the segment says.
+    ``tip`` is how the listing showed the version's files when that is more than the segment says;
+    ``checkpoint_store`` what the checkpoint is read through when not the table's store (one holding the
+    checkpoint already fetched with the listing: :func:`deltalog.table.listing.latest_segment`).
     """
-    used, state, files = _load_files(ctx, segment)
+    used, state, files = _load_files(ctx, segment, checkpoint_store)
     return Snapshot(ctx, used, state, FileList.loaded(files, _reloader(ctx)), tip)
 
 
-def _load_files(ctx: TableContext, segment: LogSegment) -> tuple[LogSegment, VersionState, FileState]:
+def _load_files(
+    ctx: TableContext, segment: LogSegment, checkpoint_store: LogStore | None = None
+) -> tuple[LogSegment, VersionState, FileState]:
     """The segment actually used, the version state and the files of ``segment``'s version.
 
     A torn or truncated checkpoint (a crashed writer, a bad copy) must not make a table unreadable when
@@ -104,7 +110,7 @@ def _load_files(ctx: TableContext, segment: LogSegment) -> tuple[LogSegment, Ver
     current = segment
     while True:
         try:
-            state, files = _load_once(ctx, current, cache)
+            state, files = _load_once(ctx, current, cache, checkpoint_store or ctx.store)
             if distrusted:
                 files = dataclasses.replace(files, distrusted=tuple(distrusted))
             return current, state, files
@@ -146,9 +152,11 @@ def _no_fallback(exc: CorruptLogError, distrusted: list[str]) -> CorruptLogError
     return CorruptLogError(f"{exc} (checkpoints skipped before it: {earlier})", path=exc.path, line=exc.line)
 
 
-def _load_once(ctx: TableContext, segment: LogSegment, cache: dict[int, CommitData]) -> tuple[VersionState, FileState]:
+def _load_once(
+    ctx: TableContext, segment: LogSegment, cache: dict[int, CommitData], checkpoint_store: LogStore
+) -> tuple[VersionState, FileState]:
     if segment.checkpoint is not None:
-        base = CheckpointReader(ctx.store).read_base(segment.checkpoint)
+        base = CheckpointReader(checkpoint_store).read_base(segment.checkpoint)
     else:
         base = BaseState(version=-1, source=f"{LOG_DIR}/{commit_name(0)}")
     commits = read_commits(ctx, segment, cache)
@@ -159,7 +167,9 @@ def _load_once(ctx: TableContext, segment: LogSegment, cache: dict[int, CommitDa
     return state, result.files
 
 
-def load_state(ctx: TableContext, segment: LogSegment, tip: Tip | None = None) -> Snapshot:
+def load_state(
+    ctx: TableContext, segment: LogSegment, tip: Tip | None = None, checkpoint_store: LogStore | None = None
+) -> Snapshot:
     """A snapshot holding protocol, metadata, txns and domains now and its file list on first use.
 
     For a blind append on a large table: the checkpoint's few non-file rows and the small commits after
@@ -169,14 +179,14 @@ def load_state(ctx: TableContext, segment: LogSegment, tip: Tip | None = None) -
     """
     commits_bytes = sum(p.size for p in segment.commits)
     if segment.checkpoint is None or commits_bytes > LAZY_TAIL_BYTES:
-        return load(ctx, segment, tip)
+        return load(ctx, segment, tip, checkpoint_store)
     try:
-        base = CheckpointReader(ctx.store).read_non_file(segment.checkpoint)
+        base = CheckpointReader(checkpoint_store or ctx.store).read_non_file(segment.checkpoint)
         state = _vet(ctx, segment, state_only(base, read_commits(ctx, segment)))
     except CorruptLogError:
-        return load(ctx, segment, tip)
+        return load(ctx, segment, tip, checkpoint_store)
     pending = pending_of_segment(segment)
-    files = FileList.deferred(lambda: _load_files(ctx, segment)[2], pending, _reloader(ctx))
+    files = FileList.deferred(lambda: _load_files(ctx, segment, checkpoint_store)[2], pending, _reloader(ctx))
     return Snapshot(ctx, segment, state, files, tip)
 
 
@@ -187,7 +197,14 @@ def pending_of_segment(segment: LogSegment) -> Pending:
 
 def snapshot_at(ctx: TableContext, version: int | None = None) -> Snapshot:
     """The table at ``version`` (the latest by default), loaded from the log as it is now."""
-    return load(ctx, listing.segment(ctx, version))
+    found = listing.find_segment(ctx, version)
+    return load(ctx, found.segment, checkpoint_store=found.checkpoint_store)
+
+
+def snapshot_in(ctx: TableContext, version: int, paths: list[LogPath]) -> Snapshot:
+    """The table at ``version``, its segment chosen from ``paths``, a listing of the whole log the caller
+    already holds (time travel by timestamp lists once, for the times and the segment alike)."""
+    return load(ctx, build_segment(paths, version, where=f"{ctx.location}/{LOG_DIR}"))
 
 
 def _vet(ctx: TableContext, segment: LogSegment, result: ReplayResult) -> VersionState:
@@ -281,4 +298,14 @@ def _source_deleted(ctx: TableContext, exc: CorruptLogError) -> bool:
         return False
 
 
-__all__ = ["LAZY_TAIL_BYTES", "load", "load_state", "pending_of_segment", "read_commits", "reload_files", "snapshot_at"]
+__all__ = [
+    "LAZY_TAIL_BYTES",
+    "load",
+    "load_state",
+    "pending_of_segment",
+    "read_commits",
+    "read_listed",
+    "reload_files",
+    "snapshot_at",
+    "snapshot_in",
+]

@@ -81,9 +81,11 @@ def refresh(ctx: TableContext, cached: Snapshot | None, lazy: bool = False) -> R
             if len(contiguous) == len(newer):
                 segment = LogSegment(newer[-1].version, None, tuple(contiguous))
                 return advance(ctx, cached, read_commits(ctx, segment), lazy=lazy)
-    segment, listed = listing.segment_and_listing(ctx, None)
+    found = listing.latest_segment(ctx)
+    segment, listed = found.segment, found.paths
     tip = tip_in(listed, segment.version)
-    snap = load_state(ctx, segment, tip) if lazy else load(ctx, segment, tip)
+    loader = load_state if lazy else load
+    snap = loader(ctx, segment, tip, found.checkpoint_store)
     if cached is not None and cached.metadata.id != snap.metadata.id:
         log.warning(
             "the table at %s was replaced: table id %s, cached at version %d, is now %s at version %d",

@@ -108,6 +108,7 @@ class Transaction:
     # ------------------------------------------------------------------------------------------ reading
     @property
     def context(self) -> TableContext:
+        """The table (store, location, clock) this transaction commits to."""
         return self._context
 
     @property
@@ -218,6 +219,7 @@ class Transaction:
 
     # ------------------------------------------------------------------------------------------ staging
     def add(self, *adds: A.Add) -> None:
+        """Stage files to add (data files the caller has already written)."""
         self._staged.extend(adds)
 
     def stage(self, actions: Iterable[A.Action]) -> None:
@@ -384,6 +386,7 @@ class Transaction:
         return result
 
     def abort(self) -> None:
+        """Give the transaction up: nothing staged is committed, and its declared intent is released."""
         self._done = True
         self._release_intent()
         self._staged.clear()

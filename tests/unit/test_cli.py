@@ -282,7 +282,23 @@ def test_describe_nested_types_and_column_mapping(tmp_path: Path) -> None:
 
 # ------------------------------------------------------------------------------------------- history
 
+#: the commitInfo fields Delta Spark's DESCRIBE HISTORY shows (issue 17), after those the CLI showed first
+MORE_KEYS = {
+    k: None
+    for k in [
+        "user_id",
+        "user_name",
+        "isolation_level",
+        "operation_metrics",
+        "user_metadata",
+        "cluster_id",
+        "job",
+        "notebook",
+        "in_commit_timestamp",
+    ]
+}
 COMMIT_KEYS = {
+    *MORE_KEYS,
     "version",
     "timestamp",
     "timestamp_ms",
@@ -320,6 +336,7 @@ def test_history_json_document(sales: Path) -> None:
         "read_version": 0,
         "is_blind_append": True,
         "engine_info": ENGINE,
+        **MORE_KEYS,
     }
     assert commits[1]["engine_info"] is None
     assert commits[1]["is_blind_append"] is False
@@ -344,6 +361,7 @@ def test_history_without_commit_info_shows_nulls(tmp_path: Path) -> None:
         "read_version": None,
         "is_blind_append": None,
         "engine_info": None,
+        **MORE_KEYS,
     }
     assert row(ok("history", root), "1", iso(commit_time(1)), "-", "-", "-", "-", "-")
 
@@ -636,6 +654,11 @@ def test_where_on_unpartitioned_table(tmp_path: Path) -> None:
 @pytest.mark.parametrize("verb", ["describe", "files", "snapshot", "history"])
 def test_corrupt_or_unsupported_log(tmp_path: Path, commits: list[Any], expected: str, verb: str) -> None:
     root = make_table(tmp_path / "t", commits)
+    if verb == "history" and not expected.startswith("error: _delta_log/"):
+        # history reads the listing and the commitInfos it shows, never the table's state (issue 16): a
+        # damaged commit it reads is refused, a missing metaData or an unknown reader feature is not its business
+        assert run(verb, root).exit_code == 0
+        return
     assert fails(verb, root).startswith(expected)
 
 

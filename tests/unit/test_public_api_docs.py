@@ -38,3 +38,55 @@ def test_spark_entry_points_have_the_implementations_signatures(public: object, 
 
     assert shape(public) == shape(implementation)
     assert inspect.getdoc(public)
+
+
+def _results() -> list[type]:
+    from deltalog.checkpoint.writer import CheckpointResult
+    from deltalog.maintenance.cleanup import CleanupResult
+    from deltalog.maintenance.restore import RestoreResult
+    from deltalog.maintenance.vacuum import VacuumResult
+
+    return [VacuumResult, CleanupResult, RestoreResult, CheckpointResult]
+
+
+def _public_classes() -> list[type]:
+    import deltalog
+
+    named = [getattr(deltalog, name) for name in deltalog.__all__ if not name.startswith("_")]
+    return [obj for obj in named if inspect.isclass(obj)] + _results()
+
+
+def _own_doc(cls: type) -> str | None:
+    doc = cls.__dict__.get("__doc__")
+    # a dataclass without a docstring gets its signature as one: that explains nothing
+    return None if not doc or doc.startswith(f"{cls.__name__}(") else doc
+
+
+def test_every_public_name_and_member_has_a_docstring() -> None:
+    """Every class deltalog exports (DeltaLog, Snapshot, Transaction, CommitResult, HistoryEntry, the errors) and
+    every result the API returns, and each of their public methods and properties, explain themselves."""
+    import dataclasses
+
+    missing = []
+    for cls in _public_classes():
+        if not _own_doc(cls):
+            missing.append(cls.__name__)
+        fields = {f.name for f in dataclasses.fields(cls)} if dataclasses.is_dataclass(cls) else set()
+        for name in sorted(vars(cls)):
+            raw = inspect.getattr_static(cls, name)
+            if name.startswith("_") or name in fields or issubclass(cls, BaseException):
+                continue
+            if (callable(raw) or isinstance(raw, (property, staticmethod, classmethod))) and not _doc(cls, name):
+                missing.append(f"{cls.__name__}.{name}")
+    assert missing == []
+
+
+@pytest.mark.parametrize("cls", _results(), ids=lambda c: c.__name__)
+def test_results_share_paths_counts_bytes_and_dry_run(cls: type) -> None:
+    for name, kind in (("paths", tuple), ("num_files", int), ("bytes", int), ("dry_run", bool)):
+        raw = inspect.getattr_static(cls, name, None)
+        fields = {f.name: f.type for f in __import__("dataclasses").fields(cls)}
+        assert isinstance(raw, property) or name in fields, f"{cls.__name__} has no {name}"
+        if isinstance(raw, property):
+            returned = inspect.signature(raw.fget).return_annotation  # type: ignore[arg-type]
+            assert kind.__name__ in str(returned), (cls.__name__, name, returned)
