@@ -11,7 +11,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from deltalog.core import actions as A
-from deltalog.core.feature_gate import check_writable
+from deltalog.core.feature_gate import WRITE, check_operation
 from deltalog.core.features import (
     check_configuration_honoured,
     required_features,
@@ -84,6 +84,7 @@ def prepare_commit(
     read_metadata: A.Metadata | None,
     read_schema: Mapping[str, Any] | None,
     source: str,
+    operation: str = WRITE,
 ) -> list[A.Action]:
     """The actions a transaction commits on top of the version it read, checked by every rule of a commit.
 
@@ -91,8 +92,9 @@ def prepare_commit(
     then hold a protocol and a metaData). A metaData is checked for what it changes (the table's own fields
     and values are not re-checked), and the features its schema and properties need are added to the
     protocol in this same commit (in the place of a staged protocol, else appended). The protocol may not be
-    downgraded nor drop features; the table must be one deltalog can write. ``source`` names the table in
-    errors.
+    downgraded nor drop features; the table must be one deltalog can write for ``operation`` (a
+    :mod:`~deltalog.core.feature_gate` operation; :data:`~deltalog.core.feature_gate.WRITE`, every commit
+    operation's duties, when the caller does not say). ``source`` names the table in errors.
     """
     metas = [a for a in actions if isinstance(a, A.Metadata)]
     protocols = [a for a in actions if isinstance(a, A.Protocol)]
@@ -115,7 +117,7 @@ def prepare_commit(
     validate_actions(actions, metadata, mode, previous=read_metadata if metas else None)
     if protocols and read_protocol is not None:
         check_protocol_change(read_protocol, protocol)
-    check_writable(protocol, metadata.configuration, schema, source)
+    check_operation(operation, protocol, metadata.configuration, schema, source)
     return list(actions)
 
 

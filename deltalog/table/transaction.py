@@ -23,7 +23,6 @@ import pyarrow as pa
 
 from deltalog._version import ENGINE_INFO
 from deltalog.core import actions as A
-from deltalog.core.codec import encode_actions
 from deltalog.core.commit_rules import commit_info_of, prepare_commit
 from deltalog.core.conflicts import (
     ISOLATION_LEVELS,
@@ -35,13 +34,19 @@ from deltalog.core.conflicts import (
     effective_isolation,
     is_blind_append,
 )
-from deltalog.core.feature_gate import check_writable
+from deltalog.core.feature_gate import check_writable, commit_operation
 from deltalog.core.partitions import PartitionValueError, conditions_from_where, typed_conditions
 from deltalog.core.pathkeys import file_key
 from deltalog.core.schema import top_level_fields
-from deltalog.errors import CommitStateUnknownError, InvalidArgumentError
+from deltalog.errors import (
+    CommitStateUnknownError,
+    InvalidArgumentError,
+    MetadataChangedError,
+    ProtocolChangedError,
+)
 from deltalog.table import declared_intents
-from deltalog.table.commit_loop import NO_TABLE, CommitResult, Committed, Committer, RetryPolicy
+from deltalog.table.attempts import Attempts, enable_row_tracking, known_for, listed_mtime, read_facts
+from deltalog.table.commit_loop import NO_TABLE, CommitResult, Committed, Committer, RetryPolicy, Young
 from deltalog.table.context import TableContext
 from deltalog.table.snapshot import Snapshot
 
@@ -65,10 +70,24 @@ class Transaction:
         retry: RetryPolicy | None = None,
         *,
         on_committed: Callable[[Committed], None] | None = None,
+        young: Young | None = None,
+        refresh: Callable[[], tuple[Snapshot, Young | None]] | None = None,
     ) -> None:
+        """``young`` lets the commit skip listings while it holds (:class:`~deltalog.table.commit_loop.Young`):
+        the caller vouches that ``snapshot`` descends from a commit it sent at ``young.anchor_ms``.
+
+        With ``refresh``, ``snapshot`` is the caller's cached one, taken without a listing: the first read
+        (:meth:`read`, :attr:`snapshot`, removes, app versions, intents) replaces it by ``refresh()``'s, so
+        what the transaction reads is as current as a listing makes it. A transaction that reads nothing (a
+        blind append) commits on the cached snapshot: the commit loop checks whatever came since, and a
+        metadata or protocol change there makes it start again once on the refreshed snapshot (having read
+        nothing, it is the transaction it would have been had it started after that change).
+        """
         self._context = context
         self._snapshot = snapshot
         self._on_committed = on_committed
+        self._young = young
+        self._refresh = refresh
         if isolation is not None and isolation not in ISOLATION_LEVELS:
             raise InvalidArgumentError(f"isolation level {isolation!r} is not one of {ISOLATION_LEVELS}")
         conf = snapshot.configuration if snapshot is not None else {}
@@ -96,9 +115,17 @@ class Transaction:
     def context(self) -> TableContext:
         return self._context
 
+    def _observe(self) -> None:
+        """Before the first read: replace a snapshot taken without a listing by a refreshed one."""
+        refresh, self._refresh = self._refresh, None
+        if refresh is not None and not self._done:
+            self._snapshot, self._young = refresh()
+            self._early_through = self.read_version
+
     @property
     def snapshot(self) -> Snapshot:
         """The snapshot this transaction reads; a transaction that creates the table has none."""
+        self._observe()
         if self._snapshot is None:
             raise InvalidArgumentError("this transaction creates the table: there is no snapshot to read")
         return self._snapshot
@@ -129,10 +156,12 @@ class Transaction:
 
     def read_files(self, paths: Iterable[str]) -> None:
         """Record files the new data depends on (paths as in the log)."""
+        self._observe()
         self._read_files.update(self._key(p) for p in paths)
 
     def app_version(self, app_id: str) -> int | None:
         """The committed version of ``app_id``, recorded so a concurrent commit of that app conflicts."""
+        self._observe()
         self._app_ids.add(app_id)
         return self._snapshot.app_version(app_id) if self._snapshot is not None else None
 
@@ -188,6 +217,7 @@ class Transaction:
     def check_early(self) -> None:
         """Raise now the typed conflict error the commit would raise (cheap; call it between work units): a
         commit since the read conflicts, or another writer's live intent overlaps ours with priority."""
+        self._observe()
         staged = list(self._staged)
         operation = self._declared.record.operation if self._declared is not None else None
         # Nothing staged yet is not an empty commit (its writes are still to come): no downgrade for that.
@@ -268,7 +298,14 @@ class Transaction:
         names (RESTORE's, for one).
         """
         try:
-            result = self._commit(actions, operation, operation_parameters, user_metadata, operation_metrics)
+            try:
+                result = self._commit(actions, operation, operation_parameters, user_metadata, operation_metrics)
+            except (MetadataChangedError, ProtocolChangedError):
+                if self._refresh is None:
+                    raise
+                log.info("a metadata or protocol change since the cached snapshot: committing on the latest")
+                self._observe()
+                result = self._commit(actions, operation, operation_parameters, user_metadata, operation_metrics)
         except CommitStateUnknownError:
             raise  # it may have landed: the intent stays live for a retried commit; abort() removes it
         except BaseException:
@@ -306,7 +343,8 @@ class Transaction:
         if self.app_id is not None and self.app_target is not None:
             all_actions = [a for a in all_actions if not (isinstance(a, A.Txn) and a.app_id == self.app_id)]
             all_actions.append(A.Txn(self.app_id, self.app_target, self._context.now_ms()))
-        prepared = self._prepare(all_actions)
+        gate_operation = commit_operation(all_actions, operation)
+        prepared = self._prepare(all_actions, gate_operation)
         isolation = effective_isolation(self.isolation, prepared, operation)
         intent = self._summary(prepared, isolation)
         commit_info = commit_info_of(
@@ -322,10 +360,24 @@ class Transaction:
             user_metadata=meta,
             now_ms=self._context.now_ms(),
         )
-        data = encode_actions([commit_info, *prepared])
-        committer = Committer(self._context.store, self.retry, self._check_winner_protocol)
+        ctx = self._context
+        read = read_facts(ctx, self._snapshot)
+        prepared = enable_row_tracking(prepared, read, lambda: self._live_files())
+        attempts = Attempts(
+            prepared,
+            commit_info,
+            read,
+            known=known_for(self._snapshot, prepared, operation, ctx.store.root),
+            now_ms=ctx.now_ms,
+            mtime_of=lambda version: listed_mtime(ctx, version),
+        )
+        data = attempts.encode(self.read_version + 1)
+        committer = Committer(ctx.store, self.retry, self._check_winner_protocol, ctx.now_ms)
         tip = self._snapshot.tip if self._snapshot is not None else NO_TABLE
-        outcome = committer.commit(self.read_version, data, intent, self.txn_id, tip)
+        outcome = committer.commit(
+            self.read_version, data, intent, self.txn_id, tip, encode=attempts.encode, young=self._young
+        )
+        prepared = [a for a in attempts.actions if not isinstance(a, A.CommitInfo)]
         self._done = True
         result = CommitResult(
             version=outcome.version,
@@ -341,7 +393,7 @@ class Transaction:
         )
         if self._on_committed is not None:
             try:
-                self._on_committed(Committed(self._snapshot, tuple(outcome.commits(data)), result))
+                self._on_committed(Committed(self._snapshot, tuple(outcome.commits()), result, outcome.sent_ms))
             except Exception:  # the commit has landed: a failing callback must not report it as failed
                 log.exception("the post-commit callback failed after version %s", result.version)
         return result
@@ -351,7 +403,7 @@ class Transaction:
         self._release_intent()
         self._staged.clear()
 
-    def _prepare(self, actions: Sequence[A.Action]) -> list[A.Action]:
+    def _prepare(self, actions: Sequence[A.Action], operation: str) -> list[A.Action]:
         snap = self._snapshot
         where = f"version {snap.version}" if snap is not None else "new table"
         return prepare_commit(
@@ -360,10 +412,15 @@ class Transaction:
             snap.metadata if snap is not None else None,
             snap.schema_json if snap is not None else None,
             f"{self._context.location}/_delta_log ({where})",
+            operation,
         )
 
+    def _live_files(self) -> int:
+        return self._snapshot.files().num_rows if self._snapshot is not None else 0
+
     def _check_winner_protocol(self, protocol: A.Protocol) -> None:
-        snap = self.snapshot
+        snap = self._snapshot
+        assert snap is not None  # a create has no winner: version 0 taken is TableAlreadyExistsError
         check_writable(protocol, snap.configuration, snap.schema_json, f"{self._context.location}/_delta_log")
 
     def _summary(self, actions: Sequence[A.Action], isolation: str) -> TxnSummary:

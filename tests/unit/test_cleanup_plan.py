@@ -337,8 +337,10 @@ def test_the_maintenance_gate_is_the_writer_check_on_the_protocol() -> None:
         Protocol(3, 7, ("deletionVectors", "vacuumProtocolCheck"), ("deletionVectors", "vacuumProtocolCheck")), "t"
     )
     check_maintainable(Protocol(1, 4), "t")  # changeDataFeed and generated columns: understood, never written here
-    with pytest.raises(UnsupportedFeatureError, match="rowTracking"):
-        check_maintainable(Protocol(3, 7, ("deletionVectors",), ("deletionVectors", "rowTracking")), "t")
+    # row tracking is implemented on the commit path (issue 14): it no longer blocks maintenance
+    check_maintainable(Protocol(3, 7, ("deletionVectors",), ("deletionVectors", "domainMetadata", "rowTracking")), "t")
+    with pytest.raises(UnsupportedFeatureError, match="collations"):
+        check_maintainable(Protocol(3, 7, ("deletionVectors",), ("deletionVectors", "collations")), "t")
     with pytest.raises(UnsupportedFeatureError):
         check_maintainable(Protocol(1, 8), "t")
     with pytest.raises(UnsupportedFeatureError):
