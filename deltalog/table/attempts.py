@@ -158,8 +158,9 @@ def row_tracking_schema(metadata: A.Metadata) -> list[str]:
 class Attempts:
     """The attempts of one commit: ``actions`` (prepared, without commitInfo) and ``info`` on top of ``read``.
 
-    ``known`` is :func:`known_for` the commit; ``now_ms`` the writer's clock; ``mtime_of`` the store's time of
-    a winner read without a listing (needed only for a winner without an in-commit timestamp).
+    ``known`` gives :func:`known_for` the commit (asked once, and only when row ids are assigned: it may load
+    the file list); ``now_ms`` is the writer's clock; ``mtime_of`` the store's time of a winner read without a
+    listing (needed only for a winner without an in-commit timestamp).
     """
 
     def __init__(
@@ -168,14 +169,15 @@ class Attempts:
         info: A.CommitInfo,
         read: ReadFacts,
         *,
-        known: KnownFiles,
+        known: Callable[[], KnownFiles],
         now_ms: Callable[[], int],
         mtime_of: Callable[[int], int],
     ) -> None:
         self._actions = tuple(actions)
         self._info = info
         self._read = read
-        self._known = known
+        self._known_of = known
+        self._known: KnownFiles | None = None
         self._now_ms = now_ms
         self._mtime_of = mtime_of
         self._read_time: ict.CommitTime | None = None
@@ -193,6 +195,8 @@ class Attempts:
         info = self._info
         if row_tracking.assigns(protocol, configuration):
             mark = self._mark(won)
+            if self._known is None:
+                self._known = self._known_of()
             actions = list(row_tracking.assign(actions, read_mark=mark, version=version, known=self._known).actions)
             tags = row_tracking.preserved_tags(protocol, configuration, copies_rows=False)
             if tags:

@@ -17,6 +17,7 @@ import logging
 import time
 import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from functools import partial
 from typing import Any
 
 import pyarrow as pa
@@ -367,7 +368,7 @@ class Transaction:
             prepared,
             commit_info,
             read,
-            known=known_for(self._snapshot, prepared, operation, ctx.store.root),
+            known=partial(known_for, self._snapshot, prepared, operation, ctx.store.root),
             now_ms=ctx.now_ms,
             mtime_of=lambda version: listed_mtime(ctx, version),
         )

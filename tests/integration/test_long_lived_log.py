@@ -32,7 +32,10 @@ def clean_up(root: Path) -> None:
 def test_a_table_recreated_shorter_is_reloaded_before_the_next_commit(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
-    log = DeltaLog.for_table(tmp_path)
+    """Once the writer's last commit is no longer young (docs/commits.md: within the window a warm append is
+    one PUT, trusting the table not to be recreated under it), the next commit lists and sees the new table."""
+    offset = [0.0]
+    log = DeltaLog.for_table(tmp_path, clock=lambda: time.time() + offset[0])
     log.create(SCHEMA)
     for i in range(5):
         log.start_transaction().commit([data_file(tmp_path, f"old{i}")])
@@ -43,6 +46,7 @@ def test_a_table_recreated_shorter_is_reloaded_before_the_next_commit(
     other.create(OTHER_SCHEMA)
     other.start_transaction().commit([data_file(tmp_path, "new")])
 
+    offset[0] = 30 * DAY_S  # a month later by the writer's clock
     with caplog.at_level(logging.WARNING, logger="deltalog.table.refresh"):
         result = log.start_transaction().commit([data_file(tmp_path, "after")])
     assert result.version == 2  # on top of the new table, not at 6 after a gap
