@@ -35,7 +35,7 @@ from deltalog.core.conflicts import (
     effective_isolation,
     is_blind_append,
 )
-from deltalog.core.feature_gate import check_writable, commit_operation
+from deltalog.core.feature_gate import WRITE, check_operation, commit_operation
 from deltalog.core.partitions import PartitionValueError, conditions_from_where, typed_conditions
 from deltalog.core.pathkeys import file_key
 from deltalog.core.schema import top_level_fields
@@ -89,6 +89,8 @@ class Transaction:
         self._on_committed = on_committed
         self._young = young
         self._refresh = refresh
+        #: the gate operation of the commit being made (a winner's protocol is checked for it); WRITE before
+        self._operation = WRITE
         if isolation is not None and isolation not in ISOLATION_LEVELS:
             raise InvalidArgumentError(f"isolation level {isolation!r} is not one of {ISOLATION_LEVELS}")
         conf = snapshot.configuration if snapshot is not None else {}
@@ -344,8 +346,8 @@ class Transaction:
         if self.app_id is not None and self.app_target is not None:
             all_actions = [a for a in all_actions if not (isinstance(a, A.Txn) and a.app_id == self.app_id)]
             all_actions.append(A.Txn(self.app_id, self.app_target, self._context.now_ms()))
-        gate_operation = commit_operation(all_actions, operation)
-        prepared = self._prepare(all_actions, gate_operation)
+        self._operation = commit_operation(all_actions, operation)
+        prepared = self._prepare(all_actions, self._operation)
         isolation = effective_isolation(self.isolation, prepared, operation)
         intent = self._summary(prepared, isolation)
         commit_info = commit_info_of(
@@ -420,9 +422,11 @@ class Transaction:
         return self._snapshot.files().num_rows if self._snapshot is not None else 0
 
     def _check_winner_protocol(self, protocol: A.Protocol) -> None:
-        snap = self._snapshot
-        assert snap is not None  # a create has no winner: version 0 taken is TableAlreadyExistsError
-        check_writable(protocol, snap.configuration, snap.schema_json, f"{self._context.location}/_delta_log")
+        snap = self._snapshot  # not :attr:`snapshot`: a check inside the commit never refreshes what it read
+        if snap is None:
+            raise InvalidArgumentError("this transaction creates the table: there is no snapshot to check against")
+        where = f"{self._context.location}/_delta_log"
+        check_operation(self._operation, protocol, snap.configuration, snap.schema_json, where)
 
     def _summary(self, actions: Sequence[A.Action], isolation: str) -> TxnSummary:
         read_set = ReadSet(tuple(self._predicates), frozenset(self._read_files), frozenset(self._app_ids))

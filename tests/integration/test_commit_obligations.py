@@ -235,3 +235,21 @@ def test_removes_and_rewrites_keep_or_refuse_row_ids(tmp_path: Path) -> None:
     assert info_line["tags"] == {"delta.rowTracking.preserved": "true"}
     assert_valid(enabled)
     assert_peers_agree(enabled)
+
+
+def test_an_append_retried_over_a_protocol_change_is_gated_as_an_append(tmp_path: Path) -> None:
+    """A winner's protocol is checked for what the retry does: on a table with row tracking enabled (where a
+    rewrite is refused) an append still lands after a winner that upgraded the protocol."""
+    DeltaLog.for_table(tmp_path).create(SCHEMA, configuration=ROWS)
+
+    def other() -> None:
+        DeltaLog.for_table(tmp_path).enable_feature("deletionVectors")
+
+    log = DeltaLog(BeforeFirstCommit(str(tmp_path), other), str(tmp_path))
+    log.snapshot()
+    result = log.start_transaction().commit([data_file(tmp_path, "a", rows=2)])
+    assert (result.version, result.winners) == (2, (1,))
+    (add,) = adds_of(tmp_path, 2)
+    assert (add["baseRowId"], add["defaultRowCommitVersion"]) == (0, 2)
+    assert_valid(tmp_path)
+    assert_peers_agree(tmp_path)

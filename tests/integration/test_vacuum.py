@@ -374,9 +374,10 @@ def test_progress_reports_listing_and_each_deletion(tmp_path: Path) -> None:
 
 
 def test_vacuum_refuses_a_protocol_it_does_not_know_and_accepts_vacuum_protocol_check(tmp_path: Path) -> None:
-    root = make_table(tmp_path / "t", [[protocol(1, 7, writer_features=["rowTracking"]), Y2026.metadata()]])
+    # (rowTracking served here until the commit path implemented it in issue 14)
+    root = make_table(tmp_path / "t", [[protocol(1, 7, writer_features=["someFutureFeature"]), Y2026.metadata()]])
     plant(root, "orphan.parquet")
-    with pytest.raises(UnsupportedFeatureError, match="rowTracking"):
+    with pytest.raises(UnsupportedFeatureError, match="someFutureFeature"):
         at(root).vacuum(dry_run=False)
     assert (root / "orphan.parquet").exists()
     checked = make_table(
