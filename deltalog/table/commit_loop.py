@@ -347,11 +347,14 @@ class Committer:
                 raise TableAlreadyExistsError(
                     f"a Delta table already exists at {self.store.root} (another writer created version 0 first)"
                 )
-            if short:
+            if short and not won:
                 # The version we lost is younger than anything cleanup may delete: the winner we just read is
-                # all we need, and the next version is tried without a listing.
+                # all we need, and the next version is tried without a listing. Lost again, the loop lists
+                # (one listing finds every further winner, where trying version after version would not end).
                 won.append(self._check(summary, outcome, _winner(attempt_version, taken_by, UNLISTED)))
+                tip = Tip(attempt_version, ((f"{commit_name(attempt_version)}", len(taken_by), UNLISTED),))
                 attempt_version += 1
+                tips[attempt_version] = tip
             else:
                 listing = self._list_from(attempt_version)
                 if not holds(tip, listing):

@@ -165,3 +165,19 @@ def test_a_metadata_change_since_the_cached_snapshot_does_not_fail_a_blind_appen
     assert result.version == 4 and result.read_version == 3  # started again on the latest snapshot
     assert log.snapshot().configuration.get("delta.appendOnly") == "true"
     check_log(table, tmp_path, 5)
+
+
+def test_a_young_writer_lost_twice_lists_once_for_every_further_winner(table: Table, tmp_path: Path) -> None:
+    log = table.log()
+    log.create(SCHEMA)
+    log.start_transaction().commit([add("a")])
+    log.start_transaction().commit([add("b")])  # young from here on
+    other = table.direct()
+    for i in range(3):
+        other.start_transaction().commit([add(f"w{i}")])  # versions 3, 4, 5
+    table.proxy.clear()
+    result = log.start_transaction().commit([add("late")])
+    assert (result.version, result.winners) == (6, (3, 4, 5))
+    # lost 3 (read it), lost 4 (read it): one listing finds 5, which is read; then 6, acknowledged as young
+    assert kinds(table.proxy.records()) == ["PUT", "GET", "PUT", "GET", "LIST", "GET", "PUT"]
+    check_log(table, tmp_path, 7)
