@@ -21,7 +21,7 @@ from deltalog.core import last_checkpoint as hints
 from deltalog.core.paths import LogPath
 from deltalog.core.reachability import holds
 from deltalog.core.segment import LogSegment
-from deltalog.errors import InvalidArgumentError
+from deltalog.errors import InvalidArgumentError, PropertyError
 from deltalog.storage.base import LogStore
 from deltalog.storage.uri import store_for
 from deltalog.table import listing, load, refresh
@@ -228,7 +228,11 @@ class DeltaLog:
             anchor = self._anchor
         if snap is None or anchor is None or snap.version < anchor[0]:
             return None
-        young = Young(anchor[1], log_retention_ms(snap.configuration))
+        try:
+            retention = log_retention_ms(snap.configuration)
+        except PropertyError:
+            return None  # a retention that does not parse vouches for nothing; the commit lists (and can repair it)
+        young = Young(anchor[1], retention)
         return young if young.holds(self.now_ms()) else None
 
     def _refreshed_for_transaction(self) -> tuple[Snapshot, Young | None]:
