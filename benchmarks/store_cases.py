@@ -76,8 +76,8 @@ def registry(
     far: int = 200,
     travel: int = 500,
     appends: int = 5,
-    writers: int = 4,
-    writer_appends: int = 10,
+    writers: int = 8,
+    writer_appends: int = 25,
     adds: int = 10,
 ) -> dict[str, StoreCase]:
     """The cases on a log of ``commits`` commits, and on checkpoint ``commits`` + ``near`` / + ``far`` commits."""

@@ -90,10 +90,20 @@ def _gate(res: StoreResult) -> str:
     return "" if ok is None else ("met" if ok else "not met")
 
 
+def _writers(res: StoreResult) -> str:
+    """Failed appends per run, and the median over runs of each run's p50/p95 commit latency (reported, never
+    gated: latency depends on the machine)."""
+    failed = " / ".join(str(r["failed"]) for r in res.runs)
+    p50, p95 = res.median("p50_s"), res.median("p95_s")
+    if p50 is None or p95 is None:
+        return failed
+    return f"{failed} (p50 {p50 * 1000:.0f} ms, p95 {p95 * 1000:.0f} ms)"
+
+
 def rows(results: list[StoreResult]) -> list[list[str]]:
     out = []
     for res in results:
-        failed = " / ".join(str(r["failed"]) for r in res.runs) if res.case.op == "writers" else ""
+        failed = _writers(res) if res.case.op == "writers" else ""
         out.append(
             [
                 res.case.title,

@@ -21,7 +21,7 @@ from deltalog.core import last_checkpoint as hints
 from deltalog.core.paths import LogPath
 from deltalog.core.reachability import holds
 from deltalog.core.segment import LogSegment
-from deltalog.errors import InvalidArgumentError
+from deltalog.errors import InvalidArgumentError, PropertyError
 from deltalog.storage.base import LogStore
 from deltalog.storage.uri import store_for
 from deltalog.table import listing, load, refresh
@@ -34,7 +34,7 @@ if TYPE_CHECKING:
     from deltalog.maintenance.cleanup import CleanupResult
     from deltalog.maintenance.restore import RestoreResult
     from deltalog.maintenance.vacuum import VacuumProgress, VacuumResult
-    from deltalog.table.commit_loop import RetryPolicy
+    from deltalog.table.commit_loop import RetryPolicy, Young
     from deltalog.table.history import HistoryEntry
     from deltalog.table.transaction import CommitResult, Committed, Transaction
 
@@ -57,6 +57,8 @@ class DeltaLog:
         self.auto_checkpoint = auto_checkpoint
         self._lock = threading.Lock()
         self._latest: Snapshot | None = None
+        #: (version, writer ms) of this log's last commit, sent before that time: the one-request path's anchor
+        self._anchor: tuple[int, int] | None = None
         self._hooks: list[Callable[[CommitResult], None]] = []
 
     @classmethod
@@ -132,9 +134,11 @@ class DeltaLog:
             cached = self._latest
         outcome = refresh.refresh(self.context, cached, lazy)
         if not isinstance(outcome, refresh.Unchanged):
-            self._remember(
-                outcome.snapshot, replace=isinstance(outcome, refresh.Rebuild) and not outcome.from_checkpoint
-            )
+            rebuilt = isinstance(outcome, refresh.Rebuild) and not outcome.from_checkpoint
+            if rebuilt:
+                with self._lock:
+                    self._anchor = None  # the cache did not hold: our last commit vouches for nothing now
+            self._remember(outcome.snapshot, replace=rebuilt)
         return outcome.snapshot
 
     def _remember(self, snap: Snapshot, replace: bool = False) -> None:
@@ -191,17 +195,54 @@ class DeltaLog:
         from deltalog.table.transaction import Transaction
 
         # A blind append needs protocol, metadata and txns, not the file list: the transaction's snapshot
-        # loads its files only if the transaction reads them.
-        snap = self._refresh(lazy=True)
+        # loads its files only if the transaction reads them. While our last commit is young the cached
+        # snapshot is taken as it is (no listing), and refreshed only if the transaction reads.
+        with self._lock:
+            cached = self._latest
+        young = self._young(cached)
+        if young is None or app_id is not None:
+            cached = self._refresh(lazy=True)
+            young = self._young(cached)
+            return Transaction(
+                self.context,
+                cached,
+                isolation,
+                app_id=app_id,
+                app_version=app_version,
+                retry=retry,
+                on_committed=self._committed,
+                young=young,
+            )
         return Transaction(
             self.context,
-            snap,
+            cached,
             isolation,
-            app_id=app_id,
-            app_version=app_version,
             retry=retry,
             on_committed=self._committed,
+            young=young,
+            refresh=lambda: self._refreshed_for_transaction(),
         )
+
+    def _young(self, snap: Snapshot | None) -> Young | None:
+        """The one-request path's anchor for a transaction on ``snap``: this log's last commit, when ``snap``
+        descends from it and it is still young (:func:`deltalog.core.reachability.young`)."""
+        from deltalog.core.properties import log_retention_ms
+        from deltalog.table.commit_loop import Young
+
+        with self._lock:
+            anchor = self._anchor
+        if snap is None or anchor is None or snap.version < anchor[0]:
+            return None
+        try:
+            retention = log_retention_ms(snap.configuration)
+        except PropertyError:
+            return None  # a retention that does not parse vouches for nothing; the commit lists (and can repair it)
+        young = Young(anchor[1], retention)
+        return young if young.holds(self.now_ms()) else None
+
+    def _refreshed_for_transaction(self) -> tuple[Snapshot, Young | None]:
+        snap = self._refresh(lazy=True)
+        return snap, self._young(snap)
 
     def add_columns(self, fields: Any) -> CommitResult:
         """Commit new nullable columns (``pyarrow.Field`` s or Delta field dicts) at the end of the schema,
@@ -281,6 +322,10 @@ class DeltaLog:
         try:
             if read is not None and [c.version for c in commits] == list(range(read.version + 1, version + 1)):
                 self._remember(refresh.advance(self.context, read, commits).snapshot)
+                if committed.sent_ms is not None:
+                    with self._lock:
+                        if self._anchor is None or self._anchor[0] < version:
+                            self._anchor = (version, committed.sent_ms)
         except Exception:
             log.exception("could not advance the cached snapshot after version %s", result.version)
         for hook in list(self._hooks):

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from deltalog.core import properties
-from deltalog.core.actions import Protocol
+from deltalog.core.actions import Add, Protocol, Remove
 from deltalog.core.features import CATALOG_FEATURES, MAX_WRITER_VERSION, check_readable, supported_features
 from deltalog.core.property_rules import CONSTRAINT_PREFIX
 from deltalog.core.schema import walk_fields
@@ -59,8 +59,9 @@ _VERBS = {WRITE: "write", METADATA: "change metadata", CLEANUP: "clean up the lo
 #: the modules whose duties deltalog's paths meet today: per-commit rules (append-only), the checkpoint
 #: writer (V2 policy, physical names, DV and row-tracking fields, domains), checkpoint protection (log
 #: cleanup keeps every checkpoint below ``delta.requireCheckpointProtectionBeforeVersion`` unless it
-#: truncates past it, and a checkpoint is gated on its own version's protocol) and the feature duties every
-#: commit runs (:mod:`deltalog.core.feature_duties`). Wiring a module adds its name.
+#: truncates past it, and a checkpoint is gated on its own version's protocol), the feature duties every
+#: commit runs (:mod:`deltalog.core.feature_duties`), and in-commit timestamps and row tracking
+#: (:mod:`deltalog.table.attempts`). Wiring a module adds its name.
 DEFAULT_IMPLEMENTED: frozenset[str] = frozenset(
     {
         "commit_rules",
@@ -71,6 +72,8 @@ DEFAULT_IMPLEMENTED: frozenset[str] = frozenset(
         "column_mapping",
         "constraints",
         "deletion_vectors",
+        "ict",
+        "row_tracking",
     }
 )
 #: every rule module, for callers (and tests) whose path calls them all
@@ -80,8 +83,6 @@ ALL_MODULES: frozenset[str] = DEFAULT_IMPLEMENTED | {
     "column_mapping",
     "constraints",
     "deletion_vectors",
-    "ict",
-    "row_tracking",
 }
 
 
@@ -302,6 +303,46 @@ RULES: Mapping[str, Rule] = {
 }
 
 
+# ------------------------------------------------------------------------------------------------ commits
+#: operation names (``commitInfo.operation``) whose removes and adds replace whole files with new rows; any
+#: other name that removes and adds with ``dataChange=true`` may copy rows from what it removes (a rewrite)
+_OVERWRITES = frozenset(
+    {
+        "WRITE",
+        "STREAMING UPDATE",
+        "TRUNCATE",
+        "CREATE TABLE AS SELECT",
+        "REPLACE TABLE",
+        "REPLACE TABLE AS SELECT",
+        "CREATE OR REPLACE TABLE",
+        "CREATE OR REPLACE TABLE AS SELECT",
+    }
+)
+
+
+def commit_operation(actions: Collection[Any], operation: str | None = None) -> str:
+    """The gate's operation for a commit of ``actions`` named ``operation`` (``commitInfo.operation``).
+
+    The log alone cannot tell an overwrite from a rewrite that copies rows, so the name decides between them
+    (a name deltalog does not know counts as a rewrite, which blocks more). A remove and an add of the same
+    path with a new DV is left to the deletion-vector rules: named like any other commit here, so that a
+    table whose DVs are supported but not enabled is gated as before.
+    """
+    if operation == "RESTORE":
+        return RESTORE
+    adds = [a for a in actions if isinstance(a, Add)]
+    removes = [a for a in actions if isinstance(a, Remove)]
+    if not adds and not removes:
+        return METADATA
+    if not any(a.data_change for a in (*adds, *removes)):
+        return REARRANGE
+    if not removes:
+        return APPEND
+    if not adds:
+        return DELETE
+    return OVERWRITE if operation in _OVERWRITES else REWRITE
+
+
 # ------------------------------------------------------------------------------------------------ the gate
 
 
@@ -417,5 +458,6 @@ __all__ = [
     "Table",
     "blockers",
     "check_operation",
+    "commit_operation",
     "duty",
 ]

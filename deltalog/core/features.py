@@ -177,8 +177,23 @@ WRITER_FEATURES_IF_UNUSED: frozenset[str] = frozenset(
 #: Type widening is honoured for columns that carry type-change metadata (another engine widened them), but
 #: switching it on is refused: deltalog has no type-change operation to offer.
 PROPERTY_FEATURES_IMPLEMENTED: frozenset[str] = frozenset(
-    {"appendOnly", "v2Checkpoint", "deletionVectors", "changeDataFeed", "columnMapping", "checkConstraints"}
+    {
+        "appendOnly",
+        "v2Checkpoint",
+        "deletionVectors",
+        "changeDataFeed",
+        "columnMapping",
+        "checkConstraints",
+        "inCommitTimestamp",
+        "rowTracking",
+    }
 )
+#: features that need others in the same protocol (PROTOCOL.md: row tracking and clustering keep their state
+#: in domain metadata)
+FEATURE_REQUIRES: Mapping[str, frozenset[str]] = {
+    "rowTracking": frozenset({"domainMetadata"}),
+    "clustering": frozenset({"domainMetadata"}),
+}
 SCHEMA_FEATURES_IMPLEMENTED: frozenset[str] = frozenset({"timestampNtz", "variantType", "typeWidening"})
 #: a feature whose preview name, already supported, does the same job
 _SATISFIED_BY = {"variantType": "variantType-preview", "typeWidening": "typeWidening-preview"}
@@ -271,7 +286,9 @@ def upgrade_protocol(
     w = max(base.min_writer_version, writer or 0)
     if r == 2:
         w = max(w, 5)  # reader version 2 means column mapping, which needs writer version 5
-    wanted = {f for f in features if f not in have and _SATISFIED_BY.get(f) not in have}
+    asked = set(features)
+    asked |= {dep for f in asked for dep in FEATURE_REQUIRES.get(f, ())}
+    wanted = {f for f in asked if f not in have and _SATISFIED_BY.get(f) not in have}
     if reader is not None or writer is not None:
         wanted |= legacy_features(reader or 1, writer or 1) - have
     if not wanted and (r, w) == (base.min_reader_version, base.min_writer_version):

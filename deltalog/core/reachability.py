@@ -74,10 +74,44 @@ def segment_tip(segment: LogSegment) -> Tip:
     return Tip(segment.version, _identity(segment.checkpoint.files))
 
 
+#: the modification time of a commit read, not listed, on the young path (:func:`young`): not yet seen
+UNLISTED = -1
+
+
 def holds(tip: Tip, paths: Sequence[LogPath]) -> bool:
-    """Whether every file of ``tip`` is in the listing with the same size and modification time."""
+    """Whether every file of ``tip`` is in the listing with the same size and modification time.
+
+    A file whose time is :data:`UNLISTED` (a winner read on the :func:`young` path, not yet listed) holds by
+    name and size: within the window nothing it builds on can have been cleaned up.
+    """
     listed = {p.name: (p.size, p.mtime) for p in paths}
-    return all(listed.get(name) == (size, mtime) for name, size, mtime in tip.files)
+    return all(
+        listed.get(name) == (size, mtime) or (mtime == UNLISTED and (listed.get(name) or (None,))[0] == size)
+        for name, size, mtime in tip.files
+    )
+
+
+#: how far the clock of a process cleaning the log may run ahead of the store's while a writer still takes
+#: the one-request path (:func:`young`); a log retention at or below it disables that path
+YOUNG_MARGIN_MS = 86_400_000
+
+
+def young(anchor_ms: int | None, now_ms: int, retention_ms: int, margin_ms: int = YOUNG_MARGIN_MS) -> bool:
+    """Whether a writer may skip the listing before a commit attempted above the version it committed at
+    ``anchor_ms`` (its own clock, taken before that write was sent); the listing after it always stays.
+
+    Log cleanup deletes a commit only once it is older than ``delta.logRetentionDuration`` and only below a
+    checkpoint at or before the newest expired version, in ascending order
+    (:func:`deltalog.core.cleanup_plan.plan_cleanup`). While the anchor version is younger than the retention
+    minus ``margin_ms`` (measured on one clock: the writer's, so its own skew does not matter), it is not
+    expired for a cleaner whose clock runs at most ``margin_ms`` ahead of the store's, so neither it nor any
+    later version was deleted: the name ``v`` a put-if-absent takes above it was free because nobody had
+    taken it, and the commit directly follows ``v - 1``. What a skipped listing cannot show, a table deleted
+    and recreated under a live writer, the listing after the write shows (docs/commits.md).
+    """
+    if anchor_ms is None:
+        return False
+    return now_ms - anchor_ms < retention_ms - margin_ms
 
 
 class Verdict(enum.Enum):
@@ -159,4 +193,16 @@ def moved_on(tip: Tip, paths: Sequence[LogPath]) -> str:
     )
 
 
-__all__ = ["Tip", "Judgement", "Verdict", "tip_in", "holds", "judge", "moved_on", "segment_tip"]
+__all__ = [
+    "UNLISTED",
+    "YOUNG_MARGIN_MS",
+    "Tip",
+    "Judgement",
+    "Verdict",
+    "tip_in",
+    "holds",
+    "judge",
+    "moved_on",
+    "segment_tip",
+    "young",
+]

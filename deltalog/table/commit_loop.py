@@ -13,6 +13,17 @@ The loop has three parts: :meth:`Committer.put` (one version, its unknown outcom
 reading the winners of a version taken by another writer (:meth:`Committer.winners_after`, and inside
 :meth:`Committer.commit`), and the retry on top of the last winner. Creating a table is the same loop with
 read version -1: version 0 taken by anyone else is :class:`~deltalog.errors.TableAlreadyExistsError`.
+
+A retry never re-sends the bytes of the lost attempt: what a commit writes can depend on its version and on
+the commits before it (an in-commit timestamp, row ids above the winner's high-water mark, an enablement
+version). The caller hands an :data:`Encode` hook that makes each attempt's bytes from the version and the
+winners read so far; the loop knows nothing of the features behind it.
+
+While the caller's :class:`Young` anchor holds (:func:`deltalog.core.reachability.young`), the transaction
+starts from its cached snapshot without listing first, and a lost race reads the winner it lost to (once) and
+tries the next version without listing. Every acknowledgment still lists after the write: cleanup cannot have
+removed a young version, but a table deleted and recreated under the writer can, and only the listing shows
+that (issue 12). A warm append is one PUT and one LIST.
 """
 
 from __future__ import annotations
@@ -20,7 +31,7 @@ from __future__ import annotations
 import logging
 import random
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 from typing import TypeVar
@@ -31,7 +42,7 @@ from deltalog.core import actions as A
 from deltalog.core.codec import decode_commit
 from deltalog.core.conflicts import TxnSummary, Winner, check_winner
 from deltalog.core.paths import LOG_DIR, Kind, LogPath, commit_name, parse
-from deltalog.core.reachability import Tip, Verdict, holds, judge, moved_on, tip_in
+from deltalog.core.reachability import UNLISTED, Tip, Verdict, holds, judge, moved_on, tip_in, young
 from deltalog.core.state import CommitData
 from deltalog.errors import (
     CommitNotReachableError,
@@ -67,6 +78,37 @@ class RetryPolicy:
     sleep: Callable[[float], None] = field(default=time.sleep, compare=False, repr=False)
 
 
+@dataclass(frozen=True)
+class Won:
+    """A version another writer took while we tried: its commit, and its time as a listing showed it
+    (:data:`~deltalog.core.reachability.UNLISTED` when it was read without a listing)."""
+
+    winner: Winner
+    mtime: int
+
+
+#: the caller's hook: (the version about to be attempted, every winner read so far, in order) -> the bytes of
+#: that attempt. Called before every retry, so each attempt re-runs what depends on the version and on the
+#: commits before it.
+Encode = Callable[[int, Sequence[Won]], bytes]
+
+
+@dataclass(frozen=True)
+class Young:
+    """When the commit may skip listings: ``anchor_ms`` is the writer's clock before it sent the commit the
+    read version descends from, ``retention_ms`` the table's ``delta.logRetentionDuration``."""
+
+    anchor_ms: int
+    retention_ms: int
+
+    def holds(self, now_ms: int) -> bool:
+        return young(self.anchor_ms, now_ms, self.retention_ms)
+
+
+def _now_ms() -> int:
+    return int(time.time() * 1000)
+
+
 @dataclass
 class Outcome:
     version: int
@@ -76,18 +118,23 @@ class Outcome:
     ours_found_after_unknown: bool = False
     #: our commit as the listing that proved it reachable showed it (size and the store's modification time)
     listed: LogPath | None = None
+    #: the bytes of the attempt that landed
+    data: bytes = b""
+    #: the writer's clock just before the attempt that landed was sent: the next commit's :class:`Young` anchor
+    sent_ms: int = 0
 
-    def commits(self, data: bytes) -> list[CommitData]:
-        """The winners read on the way and our own commit (``data``), in version order: what a snapshot of
-        the read version advances by to become our version's.
+    def commits(self, data: bytes | None = None) -> list[CommitData]:
+        """The winners read on the way and our own commit, in version order: what a snapshot of the read
+        version advances by to become our version's.
 
-        Our commit carries the time the listing showed; without one (it was not listed) the time is
-        unknown, and a refresh that compares it with the log will not trust it and load again.
+        Our commit carries the time the listing showed; without one (it was acknowledged as young) the time
+        is :data:`~deltalog.core.reachability.UNLISTED`, which a refresh matches by name and size.
         """
+        data = self.data if data is None else data
         name = commit_name(self.version)
         listed = self.listed
         if listed is None or listed.name != name or listed.size != len(data):
-            listed = parse(name, len(data))
+            listed = parse(name, len(data), UNLISTED)
         assert listed is not None
         return [*self.winner_data, CommitData(self.version, f"{LOG_DIR}/{name}", data, listed.mtime)]
 
@@ -118,6 +165,8 @@ class Committed:
     #: the versions after it, in order: the winners the commit moved past, then ours
     commits: tuple[CommitData, ...]
     result: CommitResult
+    #: the writer's clock just before our commit was sent (what the next commit's :class:`Young` anchors on)
+    sent_ms: int | None = None
 
 
 #: the tip a create is attempted on: the table has no version yet, so there is nothing to have moved on
@@ -125,8 +174,11 @@ NO_TABLE = Tip(-1, ())
 
 
 def _read_winner(store: LogStore, version: int, mtime: int = 0) -> tuple[Winner, CommitData]:
+    return _winner(version, store.read(f"{LOG_DIR}/{commit_name(version)}"), mtime)
+
+
+def _winner(version: int, data: bytes, mtime: int) -> tuple[Winner, CommitData]:
     path = f"{LOG_DIR}/{commit_name(version)}"
-    data = store.read(path)
     decoded = decode_commit(data, path)
     return Winner(version, decoded.actions, decoded.commit_info or {}), CommitData(version, path, data, mtime)
 
@@ -174,11 +226,13 @@ class Committer:
         store: LogStore,
         policy: RetryPolicy,
         check_protocol: Callable[[A.Protocol], None] | None = None,
+        now_ms: Callable[[], int] = _now_ms,
     ) -> None:
         self.store = store
         self.policy = policy
         self.check_protocol = check_protocol
         self.sleep = policy.sleep
+        self.now_ms = now_ms
 
     def _backoff(self, attempt: int) -> None:
         cap = min(self.policy.backoff_max_s, self.policy.backoff_base_s * (2 ** min(attempt, 16)))
@@ -186,13 +240,17 @@ class Committer:
 
     def put(self, version: int, data: bytes, txn_id: str) -> str:
         """Write ``version``: ``"ours"``, ``"recovered"`` (ours, found after an unknown outcome) or ``"taken"``."""
+        return self._put(version, data, txn_id)[0]
+
+    def _put(self, version: int, data: bytes, txn_id: str) -> tuple[str, bytes]:
+        """:meth:`put`, and when the version was taken the winner's commit as read to tell (read once)."""
         path = f"{LOG_DIR}/{commit_name(version)}"
         _refuse_unsafe_store(self.store)
         failed = False
         for transient in range(self.policy.transient_retries + 1):
             try:
                 self.store.put_if_absent(path, data)
-                return "recovered" if failed else "ours"
+                return ("recovered" if failed else "ours"), b""
             except FileAlreadyExistsError:
                 pass
             except (StorageError, OSError, TimeoutError) as exc:
@@ -212,8 +270,8 @@ class Committer:
                 self._backoff(transient)
                 continue
             if _is_ours(existing, txn_id):
-                return "recovered" if failed else "ours"
-            return "taken"
+                return ("recovered" if failed else "ours"), b""
+            return "taken", existing
         raise CommitStateUnknownError(
             f"could not determine whether commit {path} (txnId {txn_id}) landed after "
             f"{self.policy.transient_retries + 1} tries; look for that txnId in the log before retrying"
@@ -247,61 +305,101 @@ class Committer:
             for v in range(version + 1, _last_contiguous(commits, version) + 1)
         ]
 
-    def commit(self, read_version: int, data: bytes, summary: TxnSummary, txn_id: str, tip: Tip) -> Outcome:
+    def commit(
+        self,
+        read_version: int,
+        data: bytes,
+        summary: TxnSummary,
+        txn_id: str,
+        tip: Tip,
+        *,
+        encode: Encode | None = None,
+        young: Young | None = None,
+    ) -> Outcome:
         """Commit ``data`` as the version after ``read_version``, or after the winners it does not conflict with.
 
         ``tip`` is how the log listed ``read_version``'s files when the transaction's snapshot was taken: every
         version is attempted on top of a tip, and acknowledged only once a listing after the write proves it
-        reachable (:func:`~deltalog.core.reachability.judge`). A transaction whose read version is gone
-        (log cleanup, a recreated table) raises :class:`CommitNotReachableError`, having written nothing.
-        ``read_version`` -1 creates the table: ``tip`` is :data:`NO_TABLE`, and version 0 taken by another
-        writer is :class:`TableAlreadyExistsError` (ours, found by ``txnId`` after a lost response, is ours).
+        reachable (:func:`~deltalog.core.reachability.judge`), or, while ``young`` holds, without a listing.
+        A transaction whose read version is gone (log cleanup, a recreated table) raises
+        :class:`CommitNotReachableError`, having written nothing. ``read_version`` -1 creates the table:
+        ``tip`` is :data:`NO_TABLE`, and version 0 taken by another writer is :class:`TableAlreadyExistsError`
+        (ours, found by ``txnId`` after a lost response, is ours). ``encode`` makes every retry's bytes
+        (``data`` is the first attempt's); without it, every attempt sends ``data``.
         """
         start = time.monotonic()
         attempt_version = read_version + 1
         tips = {attempt_version: tip}
-        outcome = Outcome(version=attempt_version, attempts=0)
+        outcome = Outcome(version=attempt_version, attempts=0, data=data)
+        won: list[Won] = []
+        # Decided once: a window of days does not close within one commit's retries, and the listing path
+        # needs the tip the first attempt was made on.
+        short = young is not None and read_version >= 0 and young.holds(self.now_ms())
         while True:
             outcome.attempts += 1
-            written = self.put(attempt_version, data, txn_id)
-            listing = self._transient("listing the log", partial(list_log, self.store, max(attempt_version - 1, 0)))
+            outcome.sent_ms = self.now_ms()
+            written, taken_by = self._put(attempt_version, outcome.data, txn_id)
             if written != "taken":
+                listing = self._list_from(attempt_version)
                 return self._acknowledge(attempt_version, tip, listing, outcome, txn_id, written == "recovered")
             if read_version < 0:
                 raise TableAlreadyExistsError(
                     f"a Delta table already exists at {self.store.root} (another writer created version 0 first)"
                 )
-            if not holds(tip, listing):
-                raise CommitNotReachableError(
-                    f"cannot commit to {self.store.root}: {moved_on(tip, self._whole_log())} since this transaction "
-                    "read it; nothing was written. Start a new transaction on the latest snapshot",
-                    version=attempt_version,
-                )
-            commits = _commits(listing)
-            latest = _last_contiguous(commits, attempt_version - 1)
-            for v in range(attempt_version, latest + 1):
-                winner, commit_data = self._transient(
-                    f"reading winning commit {v}",
-                    partial(_read_winner, self.store, v, commits[v].mtime),
-                )
-                if winner.txn_id == txn_id and v in tips:
-                    # An earlier attempt whose outcome we lost did land: that is our commit, if reachable.
-                    return self._acknowledge(v, tips[v], listing, outcome, txn_id, True)
-                check_winner(summary, winner, self.check_protocol)
-                outcome.winners.append(v)
-                outcome.winner_data.append(commit_data)
-            if latest >= attempt_version:
-                new_tip = tip_in(listing, latest)
-                assert new_tip is not None
-                tip, attempt_version = new_tip, latest + 1
+            if short and not won:
+                # The version we lost is younger than anything cleanup may delete: the winner we just read is
+                # all we need, and the next version is tried without a listing. Lost again, the loop lists
+                # (one listing finds every further winner, where trying version after version would not end).
+                won.append(self._check(summary, outcome, _winner(attempt_version, taken_by, UNLISTED)))
+                tip = Tip(attempt_version, ((f"{commit_name(attempt_version)}", len(taken_by), UNLISTED),))
+                attempt_version += 1
                 tips[attempt_version] = tip
+            else:
+                listing = self._list_from(attempt_version)
+                if not holds(tip, listing):
+                    raise CommitNotReachableError(
+                        f"cannot commit to {self.store.root}: {moved_on(tip, self._whole_log())} since this "
+                        "transaction read it; nothing was written. Start a new transaction on the latest snapshot",
+                        version=attempt_version,
+                    )
+                commits = _commits(listing)
+                latest = _last_contiguous(commits, attempt_version - 1)
+                for v in range(attempt_version, latest + 1):
+                    if v == attempt_version and taken_by:
+                        read = _winner(v, taken_by, commits[v].mtime)
+                    else:
+                        read = self._transient(
+                            f"reading winning commit {v}", partial(_read_winner, self.store, v, commits[v].mtime)
+                        )
+                    if read[0].txn_id == txn_id and v in tips:
+                        # An earlier attempt whose outcome we lost did land: that is our commit, if reachable.
+                        return self._acknowledge(v, tips[v], listing, outcome, txn_id, True)
+                    won.append(self._check(summary, outcome, read))
+                if latest >= attempt_version:
+                    new_tip = tip_in(listing, latest)
+                    assert new_tip is not None
+                    tip, attempt_version = new_tip, latest + 1
+                    tips[attempt_version] = tip
             elapsed = time.monotonic() - start
             if outcome.attempts >= self.policy.max_attempts or elapsed > self.policy.max_seconds:
                 taken = f"versions {outcome.winners[0]}..{outcome.winners[-1]}" if outcome.winners else "the version"
                 raise MaxCommitAttemptsError(
                     f"gave up after {outcome.attempts} attempts in {elapsed:.1f}s; {taken} were taken by other writers"
                 )
+            if encode is not None and won:
+                outcome.data = encode(attempt_version, tuple(won))
             self._backoff(min(outcome.attempts, 6))
+
+    def _list_from(self, version: int) -> list[LogPath]:
+        return self._transient("listing the log", partial(list_log, self.store, max(version - 1, 0)))
+
+    def _check(self, summary: TxnSummary, outcome: Outcome, read: tuple[Winner, CommitData]) -> Won:
+        """Check one winner against ``summary`` (raising the conflict) and record it as moved past."""
+        winner, commit_data = read
+        check_winner(summary, winner, self.check_protocol)
+        outcome.winners.append(winner.version)
+        outcome.winner_data.append(commit_data)
+        return Won(winner, commit_data.mtime)
 
     def _acknowledge(
         self, version: int, tip: Tip, listing: list[LogPath], outcome: Outcome, txn_id: str, recovered: bool
@@ -351,4 +449,4 @@ class Committer:
         return True
 
 
-__all__ = ["NO_TABLE", "CommitResult", "Committed", "Committer", "Outcome", "RetryPolicy"]
+__all__ = ["NO_TABLE", "CommitResult", "Committed", "Committer", "Encode", "Outcome", "RetryPolicy", "Won", "Young"]

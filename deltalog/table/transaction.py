@@ -17,13 +17,13 @@ import logging
 import time
 import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from functools import partial
 from typing import Any
 
 import pyarrow as pa
 
 from deltalog._version import ENGINE_INFO
 from deltalog.core import actions as A
-from deltalog.core.codec import encode_actions
 from deltalog.core.commit_rules import commit_info_of, prepare_commit
 from deltalog.core.conflicts import (
     ISOLATION_LEVELS,
@@ -44,14 +44,21 @@ from deltalog.core.feature_duties import (
     touched_paths,
     validation,
 )
-from deltalog.core.feature_gate import WRITE, check_writable
+from deltalog.core.feature_gate import WRITE, check_operation, commit_operation
 from deltalog.core.file_facts import NO_FILES, KnownFiles, known_files, path_key
 from deltalog.core.partitions import PartitionValueError, conditions_from_where, typed_conditions
 from deltalog.core.pathkeys import file_key
 from deltalog.core.schema import top_level_fields
-from deltalog.errors import CommitStateUnknownError, InvalidArgumentError
+from deltalog.errors import (
+    CommitNotReachableError,
+    CommitStateUnknownError,
+    InvalidArgumentError,
+    MetadataChangedError,
+    ProtocolChangedError,
+)
 from deltalog.table import declared_intents
-from deltalog.table.commit_loop import NO_TABLE, CommitResult, Committed, Committer, RetryPolicy
+from deltalog.table.attempts import Attempts, enable_row_tracking, known_for, listed_mtime, read_facts
+from deltalog.table.commit_loop import NO_TABLE, CommitResult, Committed, Committer, RetryPolicy, Young
 from deltalog.table.context import TableContext
 from deltalog.table.snapshot import Snapshot
 
@@ -75,10 +82,26 @@ class Transaction:
         retry: RetryPolicy | None = None,
         *,
         on_committed: Callable[[Committed], None] | None = None,
+        young: Young | None = None,
+        refresh: Callable[[], tuple[Snapshot, Young | None]] | None = None,
     ) -> None:
+        """``young`` lets the commit skip listings while it holds (:class:`~deltalog.table.commit_loop.Young`):
+        the caller vouches that ``snapshot`` descends from a commit it sent at ``young.anchor_ms``.
+
+        With ``refresh``, ``snapshot`` is the caller's cached one, taken without a listing: the first read
+        (:meth:`read`, :attr:`snapshot`, removes, app versions, intents) replaces it by ``refresh()``'s, so
+        what the transaction reads is as current as a listing makes it. A transaction that reads nothing (a
+        blind append) commits on the cached snapshot: the commit loop checks whatever came since, and a
+        metadata or protocol change there makes it start again once on the refreshed snapshot (having read
+        nothing, it is the transaction it would have been had it started after that change).
+        """
         self._context = context
         self._snapshot = snapshot
         self._on_committed = on_committed
+        self._young = young
+        self._refresh = refresh
+        #: the gate operation of the commit being made (a winner's protocol is checked for it); WRITE before
+        self._gate_op = WRITE
         if isolation is not None and isolation not in ISOLATION_LEVELS:
             raise InvalidArgumentError(f"isolation level {isolation!r} is not one of {ISOLATION_LEVELS}")
         conf = snapshot.configuration if snapshot is not None else {}
@@ -90,10 +113,10 @@ class Transaction:
         self._app_ids: set[str] = set()
         self._staged: list[A.Action] = []
         self._done = False
-        self._gate = WRITE  # the feature-gate operation of the commit in progress (commit(gate=...))
+        self._gate = WRITE  # the feature-gate operation a caller named (commit(gate=...)); WRITE: from the actions
         self._declared: declared_intents.IntentHandle | None = None  # see declare_intent
         self._declarations = NOTHING_DECLARED  # what commit() was told of the rows
-        self._operation = "WRITE"
+        self._operation = "WRITE"  # commitInfo.operation of the commit in progress
         self._record: dict[str, Any] = {}  # what the writer vouched for, merged into commitInfo
         self._early_through = self.read_version
         self.app_id = app_id
@@ -111,9 +134,17 @@ class Transaction:
         """The table (store, location, clock) this transaction commits to."""
         return self._context
 
+    def _observe(self) -> None:
+        """Before the first read: replace a snapshot taken without a listing by a refreshed one."""
+        refresh, self._refresh = self._refresh, None
+        if refresh is not None and not self._done:
+            self._snapshot, self._young = refresh()
+            self._early_through = self.read_version
+
     @property
     def snapshot(self) -> Snapshot:
         """The snapshot this transaction reads; a transaction that creates the table has none."""
+        self._observe()
         if self._snapshot is None:
             raise InvalidArgumentError("this transaction creates the table: there is no snapshot to read")
         return self._snapshot
@@ -144,10 +175,12 @@ class Transaction:
 
     def read_files(self, paths: Iterable[str]) -> None:
         """Record files the new data depends on (paths as in the log)."""
+        self._observe()
         self._read_files.update(self._key(p) for p in paths)
 
     def app_version(self, app_id: str) -> int | None:
         """The committed version of ``app_id``, recorded so a concurrent commit of that app conflicts."""
+        self._observe()
         self._app_ids.add(app_id)
         return self._snapshot.app_version(app_id) if self._snapshot is not None else None
 
@@ -203,6 +236,7 @@ class Transaction:
     def check_early(self) -> None:
         """Raise now the typed conflict error the commit would raise (cheap; call it between work units): a
         commit since the read conflicts, or another writer's live intent overlaps ours with priority."""
+        self._observe()
         staged = list(self._staged)
         operation = self._declared.record.operation if self._declared is not None else None
         # Nothing staged yet is not an empty commit (its writes are still to come): no downgrade for that.
@@ -306,9 +340,22 @@ class Transaction:
         )
         self._operation = operation
         try:
-            result = self._commit(actions, operation, operation_parameters, user_metadata, operation_metrics)
+            try:
+                result = self._commit(actions, operation, operation_parameters, user_metadata, operation_metrics)
+            except (MetadataChangedError, ProtocolChangedError):
+                if self._refresh is None:
+                    raise
+                log.info("a metadata or protocol change since the cached snapshot: committing on the latest")
+                self._observe()
+                result = self._commit(actions, operation, operation_parameters, user_metadata, operation_metrics)
         except CommitStateUnknownError:
             raise  # it may have landed: the intent stays live for a retried commit; abort() removes it
+        except CommitNotReachableError:
+            # Nothing stayed written. A young transaction never listed: refreshing lets the log see what
+            # happened (a table recreated under it) so that the next transaction starts from the log.
+            self._observe()
+            self._release_intent()
+            raise
         except BaseException:
             self._release_intent()
             raise
@@ -344,6 +391,7 @@ class Transaction:
         if self.app_id is not None and self.app_target is not None:
             all_actions = [a for a in all_actions if not (isinstance(a, A.Txn) and a.app_id == self.app_id)]
             all_actions.append(A.Txn(self.app_id, self.app_target, self._context.now_ms()))
+        self._gate_op = self._gate if self._gate != WRITE else commit_operation(all_actions, operation)
         prepared = self._prepare(all_actions)
         isolation = effective_isolation(self.isolation, prepared, operation)
         intent = self._summary(prepared, isolation)
@@ -361,10 +409,24 @@ class Transaction:
             now_ms=self._context.now_ms(),
         )
         commit_info = with_record(commit_info, self._record)
-        data = encode_actions([commit_info, *prepared])
-        committer = Committer(self._context.store, self.retry, self._check_winner_protocol)
+        ctx = self._context
+        read = read_facts(ctx, self._snapshot)
+        prepared = enable_row_tracking(prepared, read, lambda: self._live_files())
+        attempts = Attempts(
+            prepared,
+            commit_info,
+            read,
+            known=partial(known_for, self._snapshot, prepared, operation, ctx.store.root),
+            now_ms=ctx.now_ms,
+            mtime_of=lambda version: listed_mtime(ctx, version),
+        )
+        data = attempts.encode(self.read_version + 1)
+        committer = Committer(ctx.store, self.retry, self._check_winner_protocol, ctx.now_ms)
         tip = self._snapshot.tip if self._snapshot is not None else NO_TABLE
-        outcome = committer.commit(self.read_version, data, intent, self.txn_id, tip)
+        outcome = committer.commit(
+            self.read_version, data, intent, self.txn_id, tip, encode=attempts.encode, young=self._young
+        )
+        prepared = [a for a in attempts.actions if not isinstance(a, A.CommitInfo)]
         self._done = True
         result = CommitResult(
             version=outcome.version,
@@ -380,7 +442,7 @@ class Transaction:
         )
         if self._on_committed is not None:
             try:
-                self._on_committed(Committed(self._snapshot, tuple(outcome.commits(data)), result))
+                self._on_committed(Committed(self._snapshot, tuple(outcome.commits()), result, outcome.sent_ms))
             except Exception:  # the commit has landed: a failing callback must not report it as failed
                 log.exception("the post-commit callback failed after version %s", result.version)
         return result
@@ -402,15 +464,17 @@ class Transaction:
             snap.metadata if snap is not None else None,
             snap.schema_json if snap is not None else None,
             f"{self._context.location}/_delta_log ({where})",
-            operation=self._gate,
+            operation=self._gate_op,
         )
         protocol = next((a for a in reversed(prepared) if isinstance(a, A.Protocol)), None)
         metadata = next((a for a in reversed(prepared) if isinstance(a, A.Metadata)), None)
-        protocol = protocol or self.snapshot.protocol
+        # the snapshot as read, never :attr:`snapshot` (that refreshes a young transaction: a read it did not make)
+        assert protocol is not None or snap is not None, "a commit that creates the table stages its protocol"
+        protocol = protocol or snap.protocol
         self._record = check_duties(
             prepared,
             protocol=protocol,
-            metadata=metadata or self.snapshot.metadata,
+            metadata=metadata or snap.metadata,
             read_metadata=snap.metadata if snap is not None else None,
             domains=snap.domain_metadata if snap is not None else {},
             operation=self._operation,
@@ -429,9 +493,15 @@ class Transaction:
         wanted = touched_paths(actions, root)
         return known_files((a for a in snap.add_actions() if path_key(a.path, root) in wanted), root)
 
+    def _live_files(self) -> int:
+        return self._snapshot.files().num_rows if self._snapshot is not None else 0
+
     def _check_winner_protocol(self, protocol: A.Protocol) -> None:
-        snap = self.snapshot
-        check_writable(protocol, snap.configuration, snap.schema_json, f"{self._context.location}/_delta_log")
+        snap = self._snapshot  # not :attr:`snapshot`: a check inside the commit never refreshes what it read
+        if snap is None:
+            raise InvalidArgumentError("this transaction creates the table: there is no snapshot to check against")
+        where = f"{self._context.location}/_delta_log"
+        check_operation(self._gate_op, protocol, snap.configuration, snap.schema_json, where)
 
     def _summary(self, actions: Sequence[A.Action], isolation: str) -> TxnSummary:
         read_set = ReadSet(tuple(self._predicates), frozenset(self._read_files), frozenset(self._app_ids))

@@ -15,7 +15,7 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 
-from deltalog import DeltaLog, VersionNotFoundError
+from deltalog import CommitNotReachableError, DeltaLog, VersionNotFoundError
 from tests.integration.datafiles import SCHEMA, assert_peers_agree, data_file, live_paths
 
 DAY_S = 86_400
@@ -32,7 +32,10 @@ def clean_up(root: Path) -> None:
 def test_a_table_recreated_shorter_is_reloaded_before_the_next_commit(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
-    log = DeltaLog.for_table(tmp_path)
+    """Once the writer's last commit is no longer young (docs/commits.md), the next transaction lists before
+    it starts and commits onto the new table."""
+    offset = [0.0]
+    log = DeltaLog.for_table(tmp_path, clock=lambda: time.time() + offset[0])
     log.create(SCHEMA)
     for i in range(5):
         log.start_transaction().commit([data_file(tmp_path, f"old{i}")])
@@ -43,11 +46,39 @@ def test_a_table_recreated_shorter_is_reloaded_before_the_next_commit(
     other.create(OTHER_SCHEMA)
     other.start_transaction().commit([data_file(tmp_path, "new")])
 
+    offset[0] = 30 * DAY_S  # a month later by the writer's clock
     with caplog.at_level(logging.WARNING, logger="deltalog.table.refresh"):
         result = log.start_transaction().commit([data_file(tmp_path, "after")])
     assert result.version == 2  # on top of the new table, not at 6 after a gap
     assert any("was replaced" in r.getMessage() for r in caplog.records)
     assert log.snapshot().schema == OTHER_SCHEMA
+    assert live_paths(tmp_path) == ["after.parquet", "new.parquet"]
+    assert_peers_agree(tmp_path)
+
+
+def test_a_young_writer_never_acknowledges_a_commit_across_the_gap_of_a_table_recreated_shorter(
+    tmp_path: Path,
+) -> None:
+    """A young writer skips the listing before its PUT, never the one after it: version 6 written into a
+    table that now ends at 1 is a gap every engine refuses, so it is withdrawn and the writer told; the next
+    transaction reads the new table."""
+    log = DeltaLog.for_table(tmp_path)
+    log.create(SCHEMA)
+    for i in range(5):
+        log.start_transaction().commit([data_file(tmp_path, f"old{i}")])
+    shutil.rmtree(tmp_path / "_delta_log")
+    other = DeltaLog.for_table(tmp_path)
+    other.create(OTHER_SCHEMA)
+    other.start_transaction().commit([data_file(tmp_path, "new")])
+
+    try:
+        landed = log.start_transaction().commit([data_file(tmp_path, "after")]).version
+    except CommitNotReachableError:  # told, with nothing left written: the next transaction starts afresh
+        landed = log.start_transaction().commit([data_file(tmp_path, "after")]).version
+    assert landed == 2  # on top of the new table
+    assert sorted(p.name for p in (tmp_path / "_delta_log").glob("*.json")) == [
+        f"{v:020d}.json" for v in range(3)
+    ]  # dense: no commit at 6 behind a gap
     assert live_paths(tmp_path) == ["after.parquet", "new.parquet"]
     assert_peers_agree(tmp_path)
 

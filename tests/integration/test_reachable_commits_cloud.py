@@ -103,8 +103,11 @@ def test_a_slow_writer_into_a_cleaned_up_log_is_never_acknowledged(new_location:
 
 
 def test_a_table_recreated_under_a_cached_log_is_read_from_the_log(new_location: Callable[[], Location]) -> None:
+    """Once the cached log's last commit is no longer young (docs/commits.md), the listing before the
+    transaction shows the new table and the append goes onto it."""
     location, options = new_location()
-    log = DeltaLog.for_table(location, options)
+    offset = [0.0]
+    log = DeltaLog.for_table(location, options, clock=lambda: time.time() + offset[0])
     log.create(SCHEMA)
     for i in range(3):
         log.start_transaction().commit([add(f"old{i}")])
@@ -115,6 +118,7 @@ def test_a_table_recreated_under_a_cached_log_is_read_from_the_log(new_location:
     other.create(SCHEMA)
     other.start_transaction().commit([add("new")])
 
+    offset[0] = 30 * 86_400  # a month later by the writer's clock: the last commit is old
     result = log.start_transaction().commit([add("after")])
     assert result.version == 2
     assert latest_paths(location, options) == {"new.parquet", "after.parquet"}

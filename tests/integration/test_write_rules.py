@@ -296,7 +296,7 @@ def test_properties_are_stored_in_canonical_spelling_and_take_effect(tmp_path: P
         ({"delta.constraints.positive": "id > 0"}, PropertyError, "delta.constraints.positive"),
         ({"delta.targetFileSize": "100mb"}, PropertyError, "delta.targetFileSize"),
         ({"delta.enableTypeWidening": "true"}, UnsupportedFeatureError, "typeWidening"),
-        ({"delta.enableInCommitTimestamps": "true"}, UnsupportedFeatureError, "inCommitTimestamp"),
+        ({"delta.enableIcebergCompatV2": "true"}, UnsupportedFeatureError, "icebergCompatV2"),
     ],
 )
 def test_bad_properties_are_refused_by_name_on_create_and_set(

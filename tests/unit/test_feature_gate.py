@@ -38,6 +38,10 @@ def schema(*fields: dict[str, Any]) -> dict[str, Any]:
     return {"type": "struct", "fields": list(fields)}
 
 
+#: no rule module wired: what each duty asks for, whatever today's paths run
+NO_MODULES = frozenset({"commit_rules", "checkpoint"})
+
+
 def blocked(
     op: str,
     protocol: Protocol,
@@ -241,9 +245,11 @@ def test_write_is_every_commit_kind_at_once() -> None:
     rt = proto("rowTracking", "domainMetadata")
     assert blocked(G.WRITE, rt, {"delta.enableRowTracking": "true"}, implemented=G.ALL_MODULES) == ["rowTracking"]
     assert allowed(G.WRITE, rt)
-    with pytest.raises(UnsupportedFeatureError) as info:
-        check_writable(rt, {}, NO_SCHEMA, SRC)  # today's callers: the row-tracking rules are not applied yet
-    assert info.value.feature == "rowTracking" and "row_tracking" in str(info.value)
+    check_writable(rt, {}, NO_SCHEMA, SRC)  # the commit path runs the row-tracking and ICT rules (issue 14)
+    check_writable(proto("inCommitTimestamp"), {"delta.enableInCommitTimestamps": "true"}, NO_SCHEMA, SRC)
+    with pytest.raises(UnsupportedFeatureError, match="materialized") as info:
+        check_writable(rt, {"delta.enableRowTracking": "true"}, NO_SCHEMA, SRC)  # a rewrite would copy rows
+    assert info.value.feature == "rowTracking"
 
 
 def test_features_newly_honoured_for_writing() -> None:
@@ -261,7 +267,9 @@ def test_reader_gating_knows_todays_variant_shredding_name() -> None:
 
 def test_blockers_list_every_feature_sorted_and_unknown_operations_are_refused() -> None:
     protocol = proto("rowTracking", "domainMetadata", "inCommitTimestamp", "someFutureWriterFeature")
-    found = G.blockers(G.APPEND, protocol, {"delta.enableInCommitTimestamps": "true"}, NO_SCHEMA)
+    found = G.blockers(
+        G.APPEND, protocol, {"delta.enableInCommitTimestamps": "true"}, NO_SCHEMA, implemented=NO_MODULES
+    )
     assert [b.feature for b in found] == ["inCommitTimestamp", "rowTracking", "someFutureWriterFeature"]
     assert all(b.operation == G.APPEND and b.reason for b in found)
     with pytest.raises(InvalidArgumentError, match="unknown operation"):
