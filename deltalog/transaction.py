@@ -34,7 +34,7 @@ from deltalog.core.conflicts import (
     effective_isolation,
     is_blind_append,
 )
-from deltalog.core.feature_gate import check_writable
+from deltalog.core.feature_gate import CommitKind
 from deltalog.core.features import (
     check_configuration_honoured,
     required_features,
@@ -99,6 +99,8 @@ class Transaction:
         self.app_id = app_id
         self.app_target = app_version
         self.already_committed = False
+        #: what the commit is to the writer-feature gate; a caller that applied rule modules declares them here
+        self.kind = CommitKind()
         if app_id is not None:
             if app_version is None:
                 raise InvalidArgumentError("app_version is required with app_id")
@@ -353,7 +355,7 @@ class Transaction:
         validate_actions(actions, metadata, mode, previous=snap.metadata if metas else None)
         if protocols:
             self._check_protocol_change(snap.protocol, protocol)
-        check_writable(protocol, metadata.configuration, schema, source)
+        self.kind.check(protocol, metadata.configuration, schema, source)
         return list(actions)
 
     @staticmethod
@@ -372,7 +374,7 @@ class Transaction:
 
     def _check_winner_protocol(self, protocol: A.Protocol) -> None:
         snap = self._snapshot
-        check_writable(protocol, snap.configuration, snap.schema_json, f"{self._log.location}/_delta_log")
+        self.kind.check(protocol, snap.configuration, snap.schema_json, f"{self._log.location}/_delta_log")
 
     def _intent(self, actions: Sequence[A.Action], isolation: str) -> Intent:
         read_set = ReadSet(tuple(self._predicates), frozenset(self._read_files), frozenset(self._app_ids))
