@@ -22,7 +22,6 @@ found early raises the same typed error the commit would, after deleting the fil
 
 from __future__ import annotations
 
-import contextlib
 import functools
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -33,16 +32,15 @@ import orjson
 from deltalog.core import actions as A
 from deltalog.core.feature_gate import check_writable
 from deltalog.core.partitions import conditions_from_where, parse_value, typed_conditions
-from deltalog.core.schema import check_partition_columns, top_level_fields
+from deltalog.core.schema import top_level_fields
 from deltalog.data.locate import resolve
 from deltalog.data.output import delete_files
+from deltalog.dml.tables import check_partition_by, create_if_missing, landed, where_text
 from deltalog.errors import (
     ConcurrentModificationError,
     InvalidArgumentError,
     InvalidCommitError,
     SchemaMismatchError,
-    TableAlreadyExistsError,
-    TableNotFoundError,
 )
 from deltalog.log import DeltaLog
 from deltalog.spark._files import RESULT_DDL, carried_error, write_partitioned
@@ -115,46 +113,14 @@ def _check_where(where: Mapping[str, Any] | None, partition_columns: Sequence[st
         )
 
 
-def _check_partitions(partition_by: Sequence[str], schema: dict[str, Any]) -> None:
-    """The Delta rules for partition columns (:func:`~deltalog.core.schema.check_partition_columns`), and
-    this writer's own: it has no string form for binary partition values."""
-    fields = {f["name"]: f for f in top_level_fields(schema)}
-    unknown = [c for c in partition_by if c not in fields]
-    if unknown:
-        raise SchemaMismatchError(f"partition columns {unknown} are not columns of the data ({sorted(fields)})")
-    check_partition_columns(schema, partition_by)
-    binary = [c for c in partition_by if fields[c]["type"] == "binary"]
-    if binary:
-        raise InvalidArgumentError(
-            f"columns {binary} cannot be partition columns: the Spark writer has no binary partition values"
-        )
-
-
-def _open(log: DeltaLog) -> Snapshot | None:
-    try:
-        return log.snapshot()
-    except TableNotFoundError:
-        return None
-
-
 def _prepare_table(
     log: DeltaLog,
     data_schema: dict[str, Any],
     partition_by: Sequence[str] | None,
     configuration: Mapping[str, str] | None,
 ) -> Snapshot:
-    snap = _open(log)
-    if snap is None:
-        parts = list(partition_by or ())
-        _check_partitions(parts, data_schema)
-        # another job may create it first: its schema is then checked below like any existing table's
-        with contextlib.suppress(TableAlreadyExistsError):
-            log.create(orjson.dumps(data_schema).decode(), partition_columns=parts, configuration=configuration)
-        snap = log.snapshot()
-    if partition_by is not None and list(partition_by) != snap.partition_columns:
-        raise SchemaMismatchError(
-            f"partition_by {list(partition_by)} differs from the table's partition columns {snap.partition_columns}"
-        )
+    snap, _ = create_if_missing(log, data_schema, partition_by, configuration)
+    check_partition_by(partition_by, snap)
     check_writable(snap.protocol, snap.configuration, snap.schema_json, f"{log.location}/_delta_log")
     check_schema(snap.schema_json, data_schema)
     return snap
@@ -172,15 +138,6 @@ def _check_rows_match(where: Mapping[str, Any], snap: Snapshot, adds: Sequence[A
                     f"written data does not match replace_where {dict(where)}: a file has partition values "
                     f"{dict(add.partition_values)}; nothing was committed"
                 )
-
-
-def _where_text(where: Mapping[str, Any] | None) -> str | None:
-    if not where:
-        return None
-    return " AND ".join(
-        f"{c.column} {c.op} {list(c.values) if len(c.values) > 1 else c.values[0]!r}"
-        for c in conditions_from_where(where)
-    )
 
 
 def write(
@@ -246,7 +203,7 @@ def write(
         rows = df.select(*[F.col(f"`{c}`") for c in columns]).mapInArrow(fn, RESULT_DDL).collect()
     except BaseException as exc:
         txn.abort()  # removes the intent
-        if isinstance(exc, ConcurrentModificationError) and _landed(log, app_id, app_version):
+        if isinstance(exc, ConcurrentModificationError) and landed(log, app_id, app_version):
             return WriteResult(None, True, 0, 0, 0, ())
         typed = carried_error(exc)  # a task's NOT NULL / CHECK violation, typed again (its files are gone)
         if typed is not None:
@@ -276,29 +233,21 @@ def write(
     except BaseException as exc:
         delete_files(log.store, written)  # nothing was attempted: the files belong to no commit
         txn.abort()
-        if isinstance(exc, ConcurrentModificationError) and _landed(log, app_id, app_version):
+        if isinstance(exc, ConcurrentModificationError) and landed(log, app_id, app_version):
             return WriteResult(None, True, 0, 0, 0, ())
         raise
     params: dict[str, Any] = {"mode": mode.capitalize(), "partitionBy": list(partition_columns)}
     if replace_where:
-        params["predicate"] = _where_text(replace_where)
+        params["predicate"] = where_text(replace_where)
     try:
         result = txn.commit(adds, operation="WRITE", operation_parameters=params)
     except (ConcurrentModificationError, InvalidCommitError):
         delete_files(log.store, written)  # definitely refused; CommitStateUnknownError and the rest keep the files
-        if _landed(log, app_id, app_version):
+        if landed(log, app_id, app_version):
             return WriteResult(None, True, 0, 0, 0, ())
         raise
     num_rows = sum(r["num_records"] for r in rows)
     return WriteResult(result.version, result.skipped, len(adds), num_rows, len(removes), tuple(a.path for a in adds))
-
-
-def _landed(log: DeltaLog, app_id: str | None, app_version: int | None) -> bool:
-    """Did another run of this exactly-once batch commit it meanwhile (a refusal is then a skip)?"""
-    if app_id is None or app_version is None:
-        return False
-    current = log.snapshot().app_version(app_id)
-    return current is not None and current >= app_version
 
 
 __all__ = ["SchemaMismatchError", "WriteResult", "check_schema", "write"]
