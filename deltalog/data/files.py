@@ -35,10 +35,12 @@ import pyarrow.parquet as pq
 
 from deltalog.arrow.stats import StatsCollector, dumps, indexed_column_limit, select_leaves, stats_column_names
 from deltalog.core.actions import Add
+from deltalog.core.cdf import CHANGE_DATA_DIR
 from deltalog.data.batches import batches, group_rows
 from deltalog.data.constraints import check_rows, fill_columns, table_rules
 from deltalog.data.output import Output, delete_files, write_failures
 from deltalog.data.paths import (
+    change_file_name,
     data_file_key,
     data_file_name,
     log_path,
@@ -160,8 +162,12 @@ class DataFileWriter:
         max_rows_per_file: int | None = None,
         max_open_files: int = MAX_OPEN_FILES,
         clock: Callable[[], float] = time.time,
+        change_data: bool = False,
     ) -> None:
         self.store = store
+        #: change data files (PROTOCOL "Change Data Files"): rows with ``_change_type``, under ``_change_data/``,
+        #: checked against no row rules (they are rows the table held, or rows this commit adds and checks)
+        self.change_data = change_data
         self.target = target
         self.clock = clock
         conf = target.configuration
@@ -176,8 +182,8 @@ class DataFileWriter:
         self.row_group_bytes = min(ROW_GROUP_BYTES, self.target_file_size)
         self.parquet_options = _parquet_options(conf)
         self.plans = plan_schema(target.schema, target.column_mapped)
-        self.rules = table_rules(target.schema, conf, self.plans)
-        self.prefix_length = random_prefix_length(conf, target.column_mapped)
+        self.rules = () if change_data else table_rules(target.schema, conf, self.plans)
+        self.prefix_length = 0 if change_data else random_prefix_length(conf, target.column_mapped)
         by_name = {p.name: p for p in self.plans}
         unknown = [c for c in target.partition_columns if c not in by_name]
         if unknown:
@@ -306,7 +312,12 @@ class DataFileWriter:
             oldest = min(open_parts, key=lambda p: p.used)
             self._flush(oldest, finish=True)
         names = [p.physical for p in self.partition_plans]
-        key = data_file_key(data_file_name(self.parquet_options["compression"]), names, part.values, self.prefix_length)
+        codec = self.parquet_options["compression"]
+        if self.change_data:  # partition directories, except on column-mapped tables (which have none)
+            directories = [] if self.target.column_mapped else names
+            key = f"{CHANGE_DATA_DIR}/{data_file_key(change_file_name(codec), directories, part.values)}"
+        else:
+            key = data_file_key(data_file_name(codec), names, part.values, self.prefix_length)
         output = Output(self.store, key)
         self._written.append(key)
         with write_failures(self.store, key):
