@@ -55,6 +55,7 @@ _LAZY = {
     "Transaction": "deltalog.transaction",
     "RetryPolicy": "deltalog.committer",
     "HistoryEntry": "deltalog.history",
+    "write": "deltalog.dml.write",
 }
 
 
@@ -109,4 +110,5 @@ __all__ = [
     "UnsupportedFeatureError",
     "VersionNotFoundError",
     "actions",
+    "write",
 ]

@@ -21,8 +21,8 @@ its actions, then declares its operations and the modules applied as the transac
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
-from typing import TYPE_CHECKING
+from collections.abc import Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 from deltalog.core import actions as A
 from deltalog.core import cdf, clustering, column_mapping, constraints, deletion_vectors, row_tracking
@@ -66,12 +66,15 @@ def apply(
     touched: Iterable[A.Add] = (),
     *,
     copies_rows: bool = False,
+    schema: Mapping[str, Any] | None = None,
 ) -> tuple[list[A.Action], CommitKind]:
     """Run the rule modules on ``actions`` (a commit on ``snap``; ``touched``: the live adds of the files it
     removes or re-adds) and the :class:`CommitKind` declaring them; the actions come back with row-tracking
     fields copied where the table tracks rows. ``copies_rows``: new files hold rows copied from removed ones
-    (a rewrite), whose change files, on a change-data-feed table, ``actions`` must hold for every change."""
-    protocol, conf, schema = snap.protocol, snap.configuration, snap.schema_json
+    (a rewrite), whose change files, on a change-data-feed table, ``actions`` must hold for every change.
+    ``schema``: the table's schema after the commit when it changes it (new columns)."""
+    protocol, conf = snap.protocol, snap.configuration
+    schema = schema if schema is not None else snap.schema_json
     root = snap.log.store.root
     known = known_files(touched, root)
     out = list(actions)
