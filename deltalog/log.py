@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 from deltalog import loading, log_listing
 from deltalog.core import engine_safety, properties
 from deltalog.core import last_checkpoint as hints
-from deltalog.core.feature_gate import check_writable
+from deltalog.core.feature_gate import CHECKPOINT, check_operation
 from deltalog.core.jsonlines import commit_info_of
 from deltalog.core.paths import LOG_DIR, Kind, LogPath, commit_name, parse
 from deltalog.core.reachability import holds, tip_in
@@ -310,7 +310,7 @@ class DeltaLog:
         from deltalog.checkpoint.writer import write_checkpoint
 
         snap = self.snapshot(version=version)
-        check_writable(snap.protocol, snap.configuration, snap.schema_json, f"{self.location}/{LOG_DIR}")
+        check_operation(CHECKPOINT, snap.protocol, snap.configuration, snap.schema_json, f"{self.location}/{LOG_DIR}")
         properties.check_checkpoint_properties(snap.configuration)
         if not self.store.exists(f"{LOG_DIR}/{commit_name(snap.version)}") and snap.segment.commits:
             raise CheckpointError(
