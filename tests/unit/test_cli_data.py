@@ -11,38 +11,15 @@ import csv
 import datetime as dt
 import io
 from pathlib import Path
-from typing import Any
 
 import orjson
 import pyarrow as pa
 import pyarrow.parquet as pq
-from click.testing import CliRunner, Result
 
 from deltalog import DeltaLog
-from deltalog.cli.main import cli
 from tests.peers import deltalake_view, duckdb_view
 from tests.protocol_checker import assert_valid
-
-
-def run(*args: Any) -> Result:
-    return CliRunner().invoke(cli, [str(a) for a in args])
-
-
-def ok(*args: Any) -> str:
-    result = run(*args)
-    assert result.exit_code == 0, (result.stdout, result.stderr, result.exception)
-    assert result.stderr == ""
-    return result.stdout
-
-
-def fails(*args: Any, code: int = 1) -> str:
-    result = run(*args)
-    assert "Traceback" not in result.output
-    assert result.exit_code == code, (result.exit_code, result.stdout, result.stderr)
-    assert result.stdout == ""
-    lines = result.stderr.splitlines()
-    assert len(lines) == 1 and lines[0].startswith("error: "), result.stderr
-    return lines[0]
+from tests.unit.cli_runs import fails, ok
 
 
 def inputs(tmp: Path) -> tuple[Path, Path]:
