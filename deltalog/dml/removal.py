@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -179,6 +179,16 @@ class Rewriter:
 
     def keep(self, batch: pa.RecordBatch) -> None:
         self.data.write(batch)
+
+    def insert_all(self, batches: Iterable[pa.RecordBatch]) -> None:
+        """New rows: into data files, and into change files as inserts where a change writer is on. Without
+        one, batches are prepared on a worker thread while earlier ones are written (two cores)."""
+        if self.change is None:
+            self.data.write_all(batches)
+            return
+        for batch in batches:
+            self.keep(batch)
+            self.changed(batch, "insert")
 
     def changed(self, batch: pa.RecordBatch, kind: str) -> None:
         if self.change is not None and batch.num_rows:

@@ -282,12 +282,17 @@ def _write(
             rules.check_up_front(snap, sorted(operations))
         else:
             rewriter = rewriter_for(False)
-        for batch in stream:
-            if where is not None:
-                _check_rows(batch, where, snap, rows)
-            rewriter.keep(batch)
-            rewriter.changed(batch, "insert")
-            rows += batch.num_rows
+        counted = [0]
+
+        def checked() -> Iterator[pa.RecordBatch]:
+            for batch in stream:
+                if where is not None:
+                    _check_rows(batch, where, snap, counted[0])
+                counted[0] += batch.num_rows
+                yield batch
+
+        rewriter.insert_all(checked())
+        rows = counted[0]
         finish(removal, rewriter)
         staged = [*([merged] if merged is not None else []), *removal.actions]
         actions, kind = rules.apply(
