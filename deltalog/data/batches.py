@@ -3,8 +3,7 @@
 A writer takes whatever Arrow a caller holds, lazily: an in-memory table is sliced (zero-copy), a reader or a
 dataset is pulled batch by batch, anything exporting ``__arrow_c_stream__`` (pandas, polars, duckdb results)
 is read through that stream. Rows are grouped for partitioned writes by the key columns' dictionary codes: a
-batch of one partition passes whole, a few partitions are filtered out one pass each, many are sorted by code
-and sliced.
+batch of one partition passes whole, two are filtered out, more are sorted by code and sliced.
 """
 
 from __future__ import annotations
@@ -23,7 +22,8 @@ TABLE_CHUNK_ROWS = 262_144  # an in-memory table is taken in slices of this many
 
 
 #: up to this many groups in a batch, each group is taken by one filter pass; beyond, by one sort and one take
-FILTER_GROUPS = 32
+#: (one sort of the integer codes and one take cost about two filter passes over a batch of strings)
+FILTER_GROUPS = 2
 
 
 def _codes(keys: pa.RecordBatch) -> tuple[pa.Array, list[int], list[tuple[Any, ...]]]:
@@ -52,8 +52,8 @@ def _codes(keys: pa.RecordBatch) -> tuple[pa.Array, list[int], list[tuple[Any, .
 
 def group_rows(keys: pa.RecordBatch, data: pa.RecordBatch) -> Iterator[tuple[Sequence[Any], pa.RecordBatch]]:
     """(key values as Python objects, rows of ``data`` with those keys) for every distinct key of ``keys``
-    (row-aligned with ``data``). One group is ``data`` itself; a few are filtered out one pass each (cheaper
-    than sorting strings); many are sorted by code and sliced (zero-copy after one take)."""
+    (row-aligned with ``data``). One group is ``data`` itself; two are filtered out one pass each; more are
+    sorted by code (integers: the values themselves are never compared) and sliced, zero-copy after one take."""
     if keys.num_rows == 0:
         return
     codes, present, values = _codes(keys)

@@ -53,7 +53,7 @@ from deltalog.storage.base import LogStore
 
 DEFAULT_TARGET_FILE_SIZE = 100 * 1024 * 1024
 ROW_GROUP_BYTES = 32 * 1024 * 1024
-MAX_BUFFERED_BYTES = 128 * 1024 * 1024
+MAX_BUFFERED_BYTES = 64 * 1024 * 1024
 MAX_OPEN_FILES = 64
 DICTIONARY_PAGE_BYTES = 256 * 1024
 TARGET_FILE_SIZE = "delta.targetFileSize"
@@ -338,8 +338,7 @@ class DataFileWriter:
         file = part.file
         assert file is not None
         with write_failures(self.store, file.output.key):
-            # the buffer is one slice per input batch: contiguous columns encode faster than many chunks
-            file.writer.write_table(table.combine_chunks(), row_group_size=max(1, table.num_rows))
+            file.writer.write_table(table, row_group_size=max(1, table.num_rows))
         file.stats.update(table)
 
     def _flush(self, part: _Partition, finish: bool = False) -> None:
