@@ -24,6 +24,7 @@ from typing import Any
 import click
 import pyarrow as pa
 
+from deltalog import Snapshot
 from deltalog.cli import render
 from deltalog.cli.documents import Document
 from deltalog.cli.layout import Column, Screen
@@ -31,7 +32,6 @@ from deltalog.cli.options import limit_option, open_snapshot, output_format, tab
 from deltalog.core.schema import top_level_fields
 from deltalog.data.predicate import RowFilter, row_filter
 from deltalog.errors import InvalidArgumentError
-from deltalog.snapshot import Snapshot
 
 
 def plain(value: Any) -> Any:

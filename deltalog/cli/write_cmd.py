@@ -19,6 +19,7 @@ import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 
 import deltalog
+from deltalog import DeltaLog
 from deltalog.cli import render
 from deltalog.cli.documents import Document
 from deltalog.cli.layout import Screen
@@ -26,7 +27,6 @@ from deltalog.cli.options import json_flag, open_log, table_argument
 from deltalog.dml.tables import open_table
 from deltalog.dml.write import MODES
 from deltalog.errors import InvalidArgumentError
-from deltalog.log import DeltaLog
 
 FORMATS = {".parquet": "parquet", ".csv": "csv"}
 

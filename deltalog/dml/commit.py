@@ -15,6 +15,7 @@ import logging
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from deltalog import CommitResult
 from deltalog.core import actions as A
 from deltalog.data.output import delete_files
 from deltalog.dml.tables import landed
@@ -25,11 +26,9 @@ from deltalog.errors import (
     MaxCommitAttemptsError,
     ProtocolError,
 )
-from deltalog.transaction import CommitResult
 
 if TYPE_CHECKING:
-    from deltalog.log import DeltaLog
-    from deltalog.transaction import Transaction
+    from deltalog import DeltaLog, Transaction
 
 logger = logging.getLogger(__name__)
 

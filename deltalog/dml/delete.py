@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import orjson
 
+from deltalog import CommitResult
 from deltalog.core import actions as A
 from deltalog.core import clustering, deletion_vectors, properties
 from deltalog.core.cdf import enabled as change_data_feed
@@ -37,11 +38,9 @@ from deltalog.dml.commit import commit_files, skipped
 from deltalog.dml.matching import FileMatch, Matches, find_matches
 from deltalog.dml.removal import Removal, Rewriter, by_rewriting, finish, with_deletion_vectors
 from deltalog.errors import InvalidCommitError
-from deltalog.transaction import CommitResult
 
 if TYPE_CHECKING:
-    from deltalog.log import DeltaLog
-    from deltalog.snapshot import Snapshot
+    from deltalog import DeltaLog, Snapshot
 
 OPERATION = "DELETE"
 #: no predicate: every row matches

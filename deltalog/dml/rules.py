@@ -30,7 +30,7 @@ from deltalog.core.feature_gate import DEFAULT_IMPLEMENTED, DELETE, DV_DELETE, C
 from deltalog.core.file_facts import known_files, path_key
 
 if TYPE_CHECKING:
-    from deltalog.snapshot import Snapshot
+    from deltalog import Snapshot
 
 #: the rule modules a data commit of this package applies (row tracking only where it assigns nothing)
 APPLIED = DEFAULT_IMPLEMENTED | {"deletion_vectors", "column_mapping", "cdf", "clustering", "constraints"}

@@ -24,8 +24,7 @@ from deltalog.core.schema import check_partition_columns, top_level_fields
 from deltalog.errors import InvalidArgumentError, SchemaMismatchError, TableAlreadyExistsError, TableNotFoundError
 
 if TYPE_CHECKING:
-    from deltalog.log import DeltaLog
-    from deltalog.snapshot import Snapshot
+    from deltalog import DeltaLog, Snapshot
 
 
 def open_table(log: DeltaLog) -> Snapshot | None:

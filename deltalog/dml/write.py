@@ -32,6 +32,7 @@ from typing import Any
 import orjson
 import pyarrow as pa
 
+from deltalog import CommitResult, DeltaLog, Snapshot, Transaction
 from deltalog.arrow_schema import delta_field
 from deltalog.core import actions as A
 from deltalog.core import column_mapping, deletion_vectors
@@ -53,10 +54,7 @@ from deltalog.errors import (
     TableAlreadyExistsError,
     UnsupportedFeatureError,
 )
-from deltalog.log import DeltaLog
-from deltalog.snapshot import Snapshot
 from deltalog.storage.base import LogStore
-from deltalog.transaction import CommitResult, Transaction
 
 MODES = ("append", "overwrite", "error", "ignore")
 SCHEMA_MODES = (None, "merge")
@@ -165,11 +163,11 @@ def _replace(
 ) -> tuple[Removal, RowFilter | None, Rewriter]:
     """What an overwrite removes (every file, the files of matching partitions, or the matching rows by
     deletion vectors or rewrites) and the writer its new rows go through."""
+    check_removable(snap, "an overwrite")
     if where is None or _partition_only(where, snap):
         chosen = None if where is None else row_filter(where, snap.schema_json, snap.partition_columns)
         return _whole_files(txn, snap, where, now_ms), chosen, rewriter_for(False)
     chosen = row_filter(where, snap.schema_json, snap.partition_columns)
-    check_removable(snap, "replace_where")
     txn.read(chosen.where)
     matches = find_matches(log.store, list(snap.add_actions()), describe(snap), chosen)
     if deletion_vectors.new_dvs_allowed(snap.protocol, snap.configuration):
@@ -231,13 +229,15 @@ def write(
     parts = [partition_by] if isinstance(partition_by, str) else (list(partition_by) if partition_by else None)
     log = _open_log(table_uri, storage_options)
     schema, stream = input_stream(data)
-    if open_table(log) is not None and mode in ("error", "ignore"):
+    existing = open_table(log)
+    if existing is not None and mode in ("error", "ignore"):
         if mode == "error":
             raise TableAlreadyExistsError(f"a Delta table already exists at {log.location} (mode='error')")
         txn = log.start_transaction()
         txn.abort()
         return skipped(txn, OPERATION)
-    create_if_missing(log, schema_of(schema), parts, configuration)
+    if existing is None:  # ``configuration`` only applies here: an existing table keeps its properties
+        create_if_missing(log, schema_of(schema), parts, configuration)
     txn = log.start_transaction(app_id=app_id, app_version=app_version)
     if txn.already_committed:
         return txn.commit(operation=OPERATION)

@@ -152,6 +152,12 @@ CASES: dict[str, Case] = {
         InvalidCommitError,
         "append-only",
     ),
+    "overwrite-append-only": (
+        append_only,
+        lambda r: deltalog.write(BASE, r, mode="overwrite"),
+        InvalidCommitError,
+        "append-only",
+    ),
     "check-constraint": (
         with_constraint,
         lambda r: deltalog.write(pa.table({"id": pa.array([3, -1], pa.int64()), "region": ["eu", "us"]}), r),
