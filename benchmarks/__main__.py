@@ -19,6 +19,7 @@ import sys
 from benchmarks import quick, scratch
 from benchmarks.bounds import BOUNDS
 from benchmarks.cases import CASES, GROUPS, WRITE_OPS, BuiltTable, Case, Table, WriteCase, build
+from benchmarks.data_main import run_data
 from benchmarks.engines import ENGINES
 from benchmarks.measure import ROOT, BenchError, EngineResult, case_engines, run_case
 from benchmarks.report import load_average, machine_facts, markdown_section, text_table, update_markdown
@@ -82,13 +83,26 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
         "request-counting proxy (benchmarks/proxy.py) instead of the local cases; --runs defaults to 3",
     )
     add("--latency-ms", type=float, default=25.0, help="with --store: ms the proxy adds per request (%(default)s)")
+    add(
+        "--data",
+        action="store_true",
+        help="run issue 15's data-plane cases (write, scan-selective, scan-full, delete) against deltalake "
+        "instead of the log cases; --runs defaults to 3",
+    )
     args = p.parse_args(argv)
-    for name, full, smoke in (("runs", 3 if args.store else 5, 1), ("slow_runs", 5, 1), ("write_runs", 3, 1)):
+    for name, full, smoke in (
+        ("runs", 3 if args.store or args.data else 5, 1),
+        ("slow_runs", 5, 1),
+        ("write_runs", 3, 1),
+    ):
         if getattr(args, name) is None:
             setattr(args, name, smoke if args.quick else full)
     if args.warmup is None:
         args.warmup = 0 if args.quick else 1
     args.no_write = args.no_write or args.quick
+    if args.data:  # its cases are checked by run_data
+        args.case_names, args.engine_names = [], []
+        return args
     if args.store:
         args.cases_by_name = QUICK_STORE_CASES if args.quick else STORE_CASES
         default_cases = ",".join(args.cases_by_name)
@@ -224,6 +238,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.store:
         _use_rev(args.rev, base)
         return run_store(args, argv, root, quick.BANNER)
+    if args.data:
+        _use_rev(args.rev, base)
+        return run_data(args, argv, root, args.quick, quick.BANNER)
     cases = [args.cases_by_name[n] for n in args.case_names]
     tables: dict[str, BuiltTable] = {}
     needed: dict[str, Table] = {}

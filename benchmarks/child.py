@@ -19,6 +19,7 @@ import resource
 import sys
 import time
 import traceback
+from collections.abc import Callable
 from typing import Any
 
 from benchmarks.source import ENV_SRC, use_exported_source
@@ -26,7 +27,7 @@ from benchmarks.source import ENV_SRC, use_exported_source
 MARK = "BENCH_RESULT "
 
 
-def _status_kib(field: str) -> int | None:
+def status_kib(field: str) -> int | None:
     """A ``VmRSS``/``VmHWM`` line of /proc/self/status, in KiB (None where there is no /proc)."""
     try:
         with open("/proc/self/status") as f:
@@ -38,18 +39,18 @@ def _status_kib(field: str) -> int | None:
     return None
 
 
-def _peak_rss_kib() -> int:
+def peak_rss_kib() -> int:
     """This process's peak RSS.
 
     ``VmHWM`` first: ``getrusage(RUSAGE_SELF).ru_maxrss`` is carried across ``execve`` on Linux, so a child
     spawned by a parent that once held 500 MiB reports at least 500 MiB whatever it did itself. ru_maxrss
     (KiB on Linux) is the fallback where /proc is missing.
     """
-    hwm = _status_kib("VmHWM")
+    hwm = status_kib("VmHWM")
     return hwm if hwm is not None else resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
 
 
-def _reset_peak_rss() -> bool:
+def reset_peak_rss() -> bool:
     """Reset ``VmHWM`` to the current RSS (Linux >= 4.0: write 5 to ``/proc/self/clear_refs``).
 
     Lets a run report the peak of the timed call alone, after an untimed setup that used more memory.
@@ -91,11 +92,11 @@ def measure(engine: str, table: str, version: int | None, count: bool, op: str =
     runner = cls()
     t1 = time.perf_counter()
     _check_source(engine)
-    rss_import = _status_kib("VmRSS") or 0
+    rss_import = status_kib("VmRSS") or 0
     call = plan(runner, op, table, version)  # untimed setup: nothing for a load
-    rss_before = _status_kib("VmRSS") or 0
-    peak_before = _peak_rss_kib()
-    reset = op not in READ_OPS and _reset_peak_rss()
+    rss_before = status_kib("VmRSS") or 0
+    peak_before = peak_rss_kib()
+    reset = op not in READ_OPS and reset_peak_rss()
     had_pandas = "pandas" in sys.modules
     c2, t2 = time.process_time(), time.perf_counter()
     files = call()
@@ -103,7 +104,7 @@ def measure(engine: str, table: str, version: int | None, count: bool, op: str =
     # pyarrow imports pandas (when installed) on the first pa.array() of a Python sequence: ~0.3-0.5 s in a
     # fresh process, inside the timed call. Recorded so the report can say when that happened.
     pandas_in_call = not had_pandas and "pandas" in sys.modules
-    peak_call = _peak_rss_kib()  # before the untimed count, so the count cannot inflate it
+    peak_call = peak_rss_kib()  # before the untimed count, so the count cannot inflate it
     verify = getattr(runner, "verify", None)
     if verify is not None:
         verify()  # untimed checks of what the call returned (e.g. deltalog's stats column has no nulls)
@@ -136,12 +137,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--count", action="store_true", help="also count live files independently (untimed)")
     args = parser.parse_args(argv)
     use_exported_source()
+    return report(args.engine, lambda: measure(args.engine, args.table, args.version, args.count, args.op))
 
+
+def report(engine: str | None, run: Callable[[], dict[str, Any]]) -> int:
+    """Print what ``run`` measured, or its error, as the one line the parent reads; the exit code."""
     try:
-        out = measure(args.engine, args.table, args.version, args.count, args.op)
+        out = run()
         code = 0
     except Exception as exc:  # reported to the parent, which decides whether the engine is required
-        out = {"engine": args.engine, "error": f"{type(exc).__name__}: {exc}", "traceback": traceback.format_exc()}
+        out = {"engine": engine, "error": f"{type(exc).__name__}: {exc}", "traceback": traceback.format_exc()}
         code = 3
     import json  # only now: deltalog imports json too, and a pre-import would shave its import time
 

@@ -55,6 +55,7 @@ _LAZY = {
     "Transaction": "deltalog.table.transaction",
     "RetryPolicy": "deltalog.table.commit_loop",
     "HistoryEntry": "deltalog.table.history",
+    "write": "deltalog.dml.write",
 }
 
 
@@ -109,4 +110,5 @@ __all__ = [
     "UnsupportedFeatureError",
     "VersionNotFoundError",
     "actions",
+    "write",
 ]

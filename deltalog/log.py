@@ -418,5 +418,13 @@ class DeltaLog:
     def __repr__(self) -> str:
         return f"DeltaLog({self.location!r})"
 
+    def delete(self, predicate: Any = None) -> CommitResult:
+        """Delete the rows matching ``predicate`` (a pyarrow Expression, SQL text or a ``where`` mapping; None:
+        every row) as one commit: deletion vectors where the table enables them, else rewritten files. See
+        :func:`deltalog.dml.delete.delete`."""
+        from deltalog.dml.delete import delete
+
+        return delete(self.start_transaction, predicate)
+
 
 __all__ = ["DeltaLog", "Timestamp"]

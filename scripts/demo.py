@@ -120,6 +120,7 @@ def main(argv: list[str] | None = None) -> int:
         demo_report.show_snapshot(root, console)
         back = demo_pipeline.read_back(spark, root, earlier_version=outcome.day2_version)
         demo_report.show_reads(back, console)
+        demo_report.show_scan(demo_report.scan(root, demo_pipeline.BACKFILL_DAY, 50.0), console)
     finally:
         spark.stop()
     done = time.monotonic()

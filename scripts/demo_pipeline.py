@@ -132,21 +132,21 @@ def daily_batch(
 
 
 def concurrent_writers(spark: SparkSession, root: Path, say: Say) -> tuple[int, int, int]:
-    """A plain-Python writer and a Spark job on the same table at the same time; both must land.
+    """A plain-Python writer (``deltalog.write``) and a Spark job on the same table at the same time; both
+    must land.
 
-    Both start from the same version. The Spark job's ``before_commit`` (its files are written, its commit
-    not yet made) lets the plain writer commit first, so the Spark commit finds a winner it did not read,
-    checks it (an append into another partition: no conflict) and lands on the next version.
+    The Spark job's ``before_commit`` (its files are written, its commit not yet made) lets the plain writer
+    write and commit its day first, so the Spark commit finds a winner it did not read, checks it (an append
+    into another partition: no conflict) and lands on the next version.
     Returns (plain writer's version, Spark job's version, the version the Spark job read).
     """
     spark_in_flight = Event()
     writer = demo_plain_writer.PlainWriter(root, PARTITION, BACKFILL_DAY)
 
     def plain_job() -> int:
-        writer.prepare(demo_plain_writer.rows(*BACKFILL))
         if not spark_in_flight.wait(WAIT_S):
             raise TimeoutError("the Spark job never reached its commit")
-        result = writer.commit()
+        result = writer.write(*BACKFILL)
         assert result.version is not None
         return result.version
 
@@ -157,8 +157,9 @@ def concurrent_writers(spark: SparkSession, root: Path, say: Say) -> tuple[int, 
             spark_in_flight.set()
             version = plain.result(timeout=WAIT_S)  # its error, if any, fails the Spark job before it commits
             say(
-                f"    plain-Python writer (thread): v{version}, 1 file, {writer.num_rows} rows into "
-                f"{PARTITION}={BACKFILL_DAY}, committed while the Spark job had its files written"
+                f"    plain-Python writer (deltalog.write, in a thread): v{version}, {writer.num_files} file, "
+                f"{writer.num_rows} rows into {PARTITION}={BACKFILL_DAY}, committed while the Spark job had its "
+                "files written"
             )
 
         try:

@@ -15,8 +15,9 @@ The verbs are thin: open the snapshot, build a document (:mod:`deltalog.cli.docu
 around the engine call here, leaving stdout to the result.
 
 The read verbs live here; ``commit`` (:mod:`deltalog.cli.commit_cmd`), ``checkpoint``/``compact``
-(:mod:`deltalog.cli.checkpoint_cmd`), the maintenance verbs (:mod:`deltalog.cli.maintenance`) and
-``doctor`` (:mod:`deltalog.cli.doctor`) register themselves on the group.
+(:mod:`deltalog.cli.checkpoint_cmd`), the maintenance verbs (:mod:`deltalog.cli.maintenance`),
+``doctor`` (:mod:`deltalog.cli.doctor`) and the data verbs ``scan`` and ``write``
+(:mod:`deltalog.cli.scan_cmd`, :mod:`deltalog.cli.write_cmd`) register themselves on the group.
 """
 
 from __future__ import annotations
@@ -235,9 +236,18 @@ def main() -> None:
 
 
 # The other verbs live in their own modules and are registered here, after ``cli`` exists.
-from deltalog.cli import checkpoint_cmd, commit_cmd, docs_cmd, doctor, intents, maintenance  # noqa: E402
+from deltalog.cli import (  # noqa: E402
+    checkpoint_cmd,
+    commit_cmd,
+    docs_cmd,
+    doctor,
+    intents,
+    maintenance,
+    scan_cmd,
+    write_cmd,
+)
 
-for _module in (commit_cmd, checkpoint_cmd, maintenance, doctor, intents, docs_cmd):
+for _module in (commit_cmd, checkpoint_cmd, maintenance, doctor, intents, scan_cmd, write_cmd, docs_cmd):
     _module.register(cli)
 
 __all__ = [

@@ -1,8 +1,9 @@
 """Options and small pieces every verb of the ``deltalog`` command shares.
 
 One spelling of ``--version``/``--timestamp``, ``--where``, ``--limit`` and the output format
-(``--format table|json|csv``, ``--json`` being ``--format json``) across verbs, and one way to print a
-verb's document (the JSON contract, the rows of a listing as CSV, or the document laid out for people).
+(``--format table|json|csv``; ``--json`` and ``--csv`` are short for the last two) across verbs, and one way
+to print a verb's document (the JSON contract, the rows of a listing as CSV, or the document laid out for
+people).
 """
 
 from __future__ import annotations
@@ -85,10 +86,12 @@ def output_format(*, csv: bool = False) -> Callable[[Callable[..., Any]], Callab
 
     def decorate(f: Callable[..., Any]) -> Callable[..., Any]:
         @functools.wraps(f)
-        def verb(*args: Any, fmt: str | None, as_json: bool, **kwargs: Any) -> Any:
-            if as_json and fmt not in (None, "json"):
-                raise click.UsageError(f"--json and --format {fmt} cannot be used together")
-            return f(*args, fmt="json" if as_json else fmt or "table", **kwargs)
+        def verb(*args: Any, fmt: str | None, as_json: bool, as_csv: bool = False, **kwargs: Any) -> Any:
+            flags = [name for name, on in (("json", as_json), ("csv", as_csv)) if on]
+            if len(flags) > 1 or (flags and fmt not in (None, flags[0])):
+                given = [f"--{n}" for n in flags] + ([f"--format {fmt}"] if fmt else [])
+                raise click.UsageError(f"{' and '.join(given)} cannot be used together")
+            return f(*args, fmt=flags[0] if flags else fmt or "table", **kwargs)
 
         verb = click.option(
             "--format",
@@ -97,6 +100,8 @@ def output_format(*, csv: bool = False) -> Callable[[Callable[..., Any]], Callab
             help="Output: table (for people, the default), json (one document, the contract in "
             "'deltalog docs cli')" + (", csv (the rows, for spreadsheets)." if csv else "."),
         )(verb)
+        if csv:
+            verb = click.option("--csv", "as_csv", is_flag=True, help="Same as --format csv.")(verb)
         return click.option("--json", "as_json", is_flag=True, help="Same as --format json.")(verb)
 
     return decorate

@@ -91,16 +91,20 @@ def assign(
     previous: Mapping[str, Any] | None = None,
     keep_names: bool = False,
     name_factory: Callable[[], str] = new_physical_name,
+    accept_new_above: int | None = None,
 ) -> tuple[dict[str, Any], int]:
     """A copy of ``schema`` in which every field has an id and a physical name, and the new max id.
 
     Fields without either get ``max_id + 1, ...`` (walk order, parents first) and a fresh ``col-<uuid>`` (or, with
     ``keep_names``, their current name: enabling name mode on an existing table). Fields with both keep them;
-    with a ``previous`` schema, only the pairs it had are kept (a renamed column keeps its pair), any other is
-    refused. Half-mapped fields, duplicate ids or physical names, ids outside 32 bits are refused.
+    with a ``previous`` schema, only the pairs it had are kept (a renamed column keeps its pair) and, when
+    ``accept_new_above`` is given (the read version's ``maxColumnId``), new pairs above it with unused names:
+    a data writer's, which wrote files under them. Any other pair is refused, as are half-mapped fields,
+    duplicate ids or physical names, and ids outside 32 bits.
     """
     out: dict[str, Any] = orjson.loads(orjson.dumps(schema))
     known = _pairs(previous) if previous is not None else None
+    known_names = set(known.values()) if known is not None else set()
     ids: set[int] = set()
     names: set[str] = set()
     for at in walk_fields(out):
@@ -121,7 +125,16 @@ def assign(
             raise SchemaError(f"column {at.path!r}: {COLUMN_ID}={ident!r} is not a positive 32-bit id", field=at.path)
         if not isinstance(name, str) or not name:
             raise SchemaError(f"column {at.path!r}: {PHYSICAL_NAME}={name!r} is not a name", field=at.path)
-        if known is not None and known.get(ident) != name and (has_id or has_name):
+        # A data writer that already wrote files under a new column's pair (ids above the table's max, a name
+        # no column had) brings it; anything else that is not the column's own pair is refused.
+        brought = (
+            known is not None
+            and accept_new_above is not None
+            and ident > accept_new_above
+            and ident not in known
+            and name not in known_names
+        )
+        if known is not None and known.get(ident) != name and (has_id or has_name) and not brought:
             raise SchemaError(
                 f"column {at.path!r} brings its own column mapping metadata (id {ident}, {name!r}): ids and physical "
                 "names of new columns are assigned by the commit, and existing ones never change",
@@ -150,15 +163,14 @@ def mapped_metadata(before: A.Metadata | None, after: A.Metadata, protocol_after
             return after
         if FEATURE not in supported_features(protocol_after):
             raise UnsupportedFeatureError(f"{MODE}={new_mode} needs the columnMapping feature", feature=FEATURE)
-        floor = max(
-            max_column_id(before.configuration) if before is not None else 0, max_column_id(after.configuration)
-        )
+        read_max = max_column_id(before.configuration) if before is not None else 0
+        floor = max(read_max, max_column_id(after.configuration))
     except PropertyError as exc:
         raise InvalidCommitError(str(exc), rule="column-mapping") from None
     enabling = before is not None and old_mode == "none"
     previous = parse_schema(before.schema_string) if before is not None and not enabling else None
     current = parse_schema(after.schema_string)
-    schema, top = assign(current, max_id=floor, previous=previous, keep_names=enabling)
+    schema, top = assign(current, max_id=floor, previous=previous, keep_names=enabling, accept_new_above=read_max)
     conf = {**after.configuration, MAX_COLUMN_ID: str(top)}
     text = after.schema_string if schema == current else orjson.dumps(schema).decode()
     if text == after.schema_string and conf == dict(after.configuration):

@@ -2,8 +2,8 @@
 
 A writer takes whatever Arrow a caller holds, lazily: an in-memory table is sliced (zero-copy), a reader or a
 dataset is pulled batch by batch, anything exporting ``__arrow_c_stream__`` (pandas, polars, duckdb results)
-is read through that stream. Rows are grouped for partitioned writes with one sort and one take per batch, so
-each partition's rows are a zero-copy slice, whatever the number of partitions.
+is read through that stream. Rows are grouped for partitioned writes by the key columns' dictionary codes: a
+batch of one partition passes whole, two are filtered out, more are sorted by code and sliced.
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ import itertools
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -20,33 +21,55 @@ from deltalog.errors import InvalidArgumentError
 TABLE_CHUNK_ROWS = 262_144  # an in-memory table is taken in slices of this many rows (zero-copy)
 
 
-def _changes(keys: pa.RecordBatch) -> Any:
-    """For rows 1..n-1: whether any key differs from the row before (null equals null)."""
-    change: Any = None
-    for col in keys.columns:
-        a, b = col.slice(1), col.slice(0, len(col) - 1)
-        differ = pc.not_equal(a, b)
-        differ = pc.if_else(pc.is_null(differ), pc.xor(pc.is_null(a), pc.is_null(b)), differ)
-        change = differ if change is None else pc.or_(change, differ)
-    return change
+#: up to this many groups in a batch, each group is taken by one filter pass; beyond, by one sort and one take
+#: (one sort of the integer codes and one take cost about two filter passes over a batch of strings)
+FILTER_GROUPS = 2
 
 
-def run_starts(keys: pa.RecordBatch) -> list[int]:
-    """The rows of (sorted) ``keys`` that start a run of equal values; the first row always does."""
-    if keys.num_rows == 0:
-        return []
-    return [0, *(pc.indices_nonzero(_changes(keys)).to_numpy() + 1).tolist()]
+def _codes(keys: pa.RecordBatch) -> tuple[pa.Array, list[int], list[tuple[Any, ...]]]:
+    """A group code per row (rows with equal keys, null equal to null, share one), the codes present in order
+    of first appearance, and each one's key values as Python objects. Codes come from the key columns'
+    dictionary encodings (each value hashed once, never compared), combined in mixed radix."""
+    codes: pa.Array | None = None
+    dictionaries = []
+    for column in keys.columns:
+        encoded = pc.dictionary_encode(column, null_encoding="encode")
+        size = len(encoded.dictionary)
+        indices = encoded.indices.cast(pa.int64())
+        codes = indices if codes is None else pc.add(pc.multiply(codes, size), indices)
+        dictionaries.append((encoded.dictionary.to_pylist(), size))
+    assert codes is not None
+    present = pc.unique(codes).to_pylist()
+    values = []
+    for code in present:
+        row = []
+        for names, size in reversed(dictionaries):
+            code, index = divmod(code, size)
+            row.append(names[index])
+        values.append(tuple(reversed(row)))
+    return codes, present, values
 
 
 def group_rows(keys: pa.RecordBatch, data: pa.RecordBatch) -> Iterator[tuple[Sequence[Any], pa.RecordBatch]]:
     """(key values as Python objects, rows of ``data`` with those keys) for every distinct key of ``keys``
-    (row-aligned with ``data``); rows are reordered only when the keys are not already grouped."""
-    if keys.num_rows > 1 and pc.any(_changes(keys)).as_py():
-        order = pc.sort_indices(keys, sort_keys=[(n, "ascending", "at_end") for n in keys.schema.names])
-        keys, data = keys.take(order), data.take(order)
-    bounds = [*run_starts(keys), data.num_rows]
+    (row-aligned with ``data``). One group is ``data`` itself; two are filtered out one pass each; more are
+    sorted by code (integers: the values themselves are never compared) and sliced, zero-copy after one take."""
+    if keys.num_rows == 0:
+        return
+    codes, present, values = _codes(keys)
+    if len(present) == 1:
+        yield list(values[0]), data
+        return
+    if len(present) <= FILTER_GROUPS:
+        for code, key in zip(present, values, strict=True):
+            yield list(key), data.filter(pc.equal(codes, code))
+        return
+    order = pc.sort_indices(codes)
+    taken, ordered = data.take(order), np.asarray(codes.take(order).to_numpy())
+    bounds = [0, *(np.flatnonzero(np.diff(ordered)) + 1).tolist(), len(ordered)]
+    by_code = dict(zip(present, values, strict=True))
     for start, end in itertools.pairwise(bounds):
-        yield [col[start].as_py() for col in keys.columns], data.slice(start, end - start)
+        yield list(by_code[int(ordered[start])]), taken.slice(start, end - start)
 
 
 def batches(data: Any) -> Iterator[pa.RecordBatch]:
@@ -74,4 +97,4 @@ def batches(data: Any) -> Iterator[pa.RecordBatch]:
     raise InvalidArgumentError(f"cannot write {type(data).__name__}: expected Arrow data (a table, batches, a reader)")
 
 
-__all__ = ["TABLE_CHUNK_ROWS", "batches", "group_rows", "run_starts"]
+__all__ = ["FILTER_GROUPS", "TABLE_CHUNK_ROWS", "batches", "group_rows"]

@@ -22,6 +22,7 @@ import array
 import struct
 import uuid
 import zlib
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -220,15 +221,35 @@ def write_deletion_vector(store: LogStore, rows: Rows, num_records: int | None =
     The name is a fresh UUID and the write is ``put_if_absent``: a DV file is never overwritten, so a
     descriptor in the log always means the bytes it was committed with.
     """
-    values = _checked(rows, num_records)
-    bitmap = encode_bitmap(values)
+    return write_deletion_vectors(store, [rows], [num_records])[0]
+
+
+def write_deletion_vectors(
+    store: LogStore, rows: Sequence[Rows], num_records: Sequence[int | None] | None = None
+) -> list[DeletionVector]:
+    """Write several DVs into one new DV file, as Delta Spark packs the DVs of one task: the version byte, then
+    each DV framed (size, bytes, CRC-32) at the offset its ``u`` descriptor gives. One file per delete, not per
+    data file, keeps a delete touching thousands of files from writing thousands of objects."""
+    counts = list(num_records) if num_records is not None else [None] * len(rows)
+    if len(counts) != len(rows):
+        raise InvalidArgumentError(f"{len(rows)} row sets but {len(counts)} record counts")
+    if not rows:
+        return []
+    parts, placed = [bytes([FILE_VERSION])], []
+    offset = 1
+    for values, n in zip(rows, counts, strict=True):
+        checked = _checked(values, n)
+        bitmap = encode_bitmap(checked)
+        parts.append(frame(bitmap))
+        placed.append((offset, len(bitmap), len(checked)))
+        offset += len(parts[-1])
     ident = uuid.uuid4()
     key = dv_file_name(ident)
     with failures_named(key):
-        store.put_if_absent(key, dv_file_bytes(bitmap))
+        store.put_if_absent(key, b"".join(parts))
     encoded = z85_encode(ident.bytes)
     assert len(encoded) == UUID_Z85_LEN
-    return DeletionVector("u", encoded, len(bitmap), len(values), offset=1)
+    return [DeletionVector("u", encoded, size, cardinality, offset=at) for at, size, cardinality in placed]
 
 
 def merge_deletion_vector(
@@ -263,4 +284,5 @@ __all__ = [
     "read_deletion_vector",
     "unframe",
     "write_deletion_vector",
+    "write_deletion_vectors",
 ]

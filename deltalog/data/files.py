@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -35,10 +35,12 @@ import pyarrow.parquet as pq
 
 from deltalog.arrow.stats import StatsCollector, dumps, indexed_column_limit, select_leaves, stats_column_names
 from deltalog.core.actions import Add
+from deltalog.core.cdf import CHANGE_DATA_DIR
 from deltalog.data.batches import batches, group_rows
 from deltalog.data.constraints import check_rows, fill_columns, table_rules
 from deltalog.data.output import Output, delete_files, write_failures
 from deltalog.data.paths import (
+    change_file_name,
     data_file_key,
     data_file_name,
     log_path,
@@ -51,8 +53,9 @@ from deltalog.storage.base import LogStore
 
 DEFAULT_TARGET_FILE_SIZE = 100 * 1024 * 1024
 ROW_GROUP_BYTES = 32 * 1024 * 1024
-MAX_BUFFERED_BYTES = 128 * 1024 * 1024
+MAX_BUFFERED_BYTES = 64 * 1024 * 1024
 MAX_OPEN_FILES = 64
+DICTIONARY_PAGE_BYTES = 256 * 1024
 TARGET_FILE_SIZE = "delta.targetFileSize"
 CODEC = "delta.parquet.compression.codec"
 PAGE_VERSION = "delta.parquet.format.version"
@@ -115,7 +118,13 @@ def _parquet_options(configuration: Mapping[str, str]) -> dict[str, Any]:
     version = str(configuration.get(PAGE_VERSION, "1.0.0")).strip()
     if version != "1.0.0" and not (version.startswith("2.") and version.count(".") == 2):
         raise InvalidArgumentError(f"{PAGE_VERSION}={version!r}: expected 1.0.0 or 2.MINOR.PATCH")
-    return {"compression": _CODECS[codec], "data_page_version": "1.0" if version == "1.0.0" else "2.0"}
+    return {
+        "compression": _CODECS[codec],
+        "data_page_version": "1.0" if version == "1.0.0" else "2.0",
+        # a column whose dictionary outgrows this falls back to plain encoding: unique ids, random floats and
+        # instants stop paying for a dictionary sooner (a quarter less encoding CPU, files no larger)
+        "dictionary_pagesize_limit": DICTIONARY_PAGE_BYTES,
+    }
 
 
 def _physical_path(plans: Sequence[FieldPlan], path: Sequence[str]) -> tuple[str, ...] | None:
@@ -128,6 +137,15 @@ def _physical_path(plans: Sequence[FieldPlan], path: Sequence[str]) -> tuple[str
         out.append(found[0].physical)
         level = list(found[0].children)
     return tuple(out)
+
+
+@dataclass(frozen=True)
+class Prepared:
+    """One input batch, checked and split: its row count and (serialized partition values, rows) per
+    partition, ready to be buffered."""
+
+    num_rows: int
+    parts: tuple[tuple[tuple[str | None, ...], pa.RecordBatch], ...]
 
 
 @dataclass
@@ -161,8 +179,12 @@ class DataFileWriter:
         max_open_files: int = MAX_OPEN_FILES,
         clock: Callable[[], float] = time.time,
         rules_checked: bool = False,
+        change_data: bool = False,
     ) -> None:
         self.store = store
+        #: change data files (PROTOCOL "Change Data Files"): rows with ``_change_type``, under ``_change_data/``,
+        #: checked against no row rules (they are rows the table held, or rows this commit adds and checks)
+        self.change_data = change_data
         self.target = target
         self.clock = clock
         conf = target.configuration
@@ -178,9 +200,10 @@ class DataFileWriter:
         self.parquet_options = _parquet_options(conf)
         self.plans = plan_schema(target.schema, target.column_mapped)
         # rules_checked: the caller evaluated the CHECK constraints, invariants, generated and default columns on
-        # every row in full Spark SQL (the Spark writer does, on its executors); NOT NULL is still enforced here
-        self.rules = () if rules_checked else table_rules(target.schema, conf, self.plans)
-        self.prefix_length = random_prefix_length(conf, target.column_mapped)
+        # every row in full Spark SQL (the Spark writer does, on its executors); NOT NULL is still enforced here.
+        # change_data: _change_data files hold rows already checked when they were written.
+        self.rules = () if rules_checked or change_data else table_rules(target.schema, conf, self.plans)
+        self.prefix_length = 0 if change_data else random_prefix_length(conf, target.column_mapped)
         by_name = {p.name: p for p in self.plans}
         unknown = [c for c in target.partition_columns if c not in by_name]
         if unknown:
@@ -213,6 +236,31 @@ class DataFileWriter:
     def write(self, batch: pa.RecordBatch) -> None:
         """Check ``batch`` against the table's rules, then buffer or write it; raises before writing any of
         it when a rule fails."""
+        self.accept(self.prepare(batch))
+
+    def write_all(self, batches: Iterable[pa.RecordBatch]) -> None:
+        """:meth:`write` every batch, preparing the next one (reading it, checking it, splitting it by
+        partition) on a worker thread while this one is buffered and encoded: both release the GIL, so a
+        write uses two cores. At most one prepared batch waits."""
+        source = iter(batches)
+
+        def next_prepared() -> Prepared | None:
+            batch = next(source, None)
+            return None if batch is None else self.prepare(batch)
+
+        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="deltalog-prepare") as pool:
+            pending = pool.submit(next_prepared)
+            while (prepared := pending.result()) is not None:
+                pending = pool.submit(next_prepared)
+                try:
+                    self.accept(prepared)
+                except BaseException:
+                    pending.cancel()
+                    raise
+
+    def prepare(self, batch: pa.RecordBatch) -> Prepared:
+        """``batch`` checked against the table's rules and split by partition; touches no state but the name
+        matching cache, so it may run on another thread than :meth:`accept` (one prepare at a time)."""
         if not isinstance(batch, pa.RecordBatch):
             raise InvalidArgumentError(f"write() takes a pyarrow RecordBatch, not {type(batch).__name__}")
         physical, missing = self._conform(batch)
@@ -222,9 +270,13 @@ class DataFileWriter:
             check_not_null(column, plan, plan.name, None)
         check_rows(self.rules, physical, self.plans)
         if physical.num_rows == 0:
-            return
-        self.num_rows += physical.num_rows
-        for values, rows in self._split(physical):
+            return Prepared(0, ())
+        return Prepared(physical.num_rows, tuple(self._split(physical)))
+
+    def accept(self, prepared: Prepared) -> None:
+        """Buffer a prepared batch's rows per partition; full buffers become row groups."""
+        self.num_rows += prepared.num_rows
+        for values, rows in prepared.parts:
             self._append(values, rows)
 
     def _conform(self, batch: pa.RecordBatch) -> tuple[pa.RecordBatch, set[str]]:
@@ -309,7 +361,12 @@ class DataFileWriter:
             oldest = min(open_parts, key=lambda p: p.used)
             self._flush(oldest, finish=True)
         names = [p.physical for p in self.partition_plans]
-        key = data_file_key(data_file_name(self.parquet_options["compression"]), names, part.values, self.prefix_length)
+        codec = self.parquet_options["compression"]
+        if self.change_data:  # partition directories, except on column-mapped tables (which have none)
+            directories = [] if self.target.column_mapped else names
+            key = f"{CHANGE_DATA_DIR}/{data_file_key(change_file_name(codec), directories, part.values)}"
+        else:
+            key = data_file_key(data_file_name(codec), names, part.values, self.prefix_length)
         output = Output(self.store, key)
         self._written.append(key)
         with write_failures(self.store, key):
@@ -382,8 +439,7 @@ def write_files(store: LogStore, data: Any, target: WriteTarget, **options: Any)
     is deleted and the error propagates (``options``: see :class:`DataFileWriter`)."""
     writer = DataFileWriter(store, target, **options)
     try:
-        for batch in batches(data):
-            writer.write(batch)
+        writer.write_all(batches(data))
         return writer.close()
     except BaseException:
         writer.abort()
@@ -393,6 +449,7 @@ def write_files(store: LogStore, data: Any, target: WriteTarget, **options: Any)
 __all__ = [
     "DEFAULT_TARGET_FILE_SIZE",
     "DataFileWriter",
+    "Prepared",
     "WriteTarget",
     "write_files",
 ]

@@ -96,6 +96,12 @@ def data_file_name(codec: str) -> str:
     return f"part-{uuid.uuid4()}{suffix}.parquet"
 
 
+def change_file_name(codec: str) -> str:
+    """``cdc-<uuid4>.snappy.parquet``: a change data file, named as Delta Spark names them (without its task
+    number, as :func:`data_file_name`)."""
+    return "cdc-" + data_file_name(codec).removeprefix("part-")
+
+
 def data_file_key(
     name: str, partition_columns: Sequence[str], values: Sequence[str | None], prefix_length: int = 0
 ) -> str:
@@ -114,6 +120,7 @@ def log_path(key: str) -> str:
 
 __all__ = [
     "DEFAULT_PREFIX_LENGTH",
+    "change_file_name",
     "data_file_key",
     "data_file_name",
     "escape_path_name",

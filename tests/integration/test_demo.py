@@ -19,6 +19,7 @@ from deltalog import ConcurrentAppendError, DeltaLog
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "scripts"))
 # scripts/ is not a package: the demo runs its modules as siblings
 import demo_pipeline
+import demo_plain_writer
 import demo_report
 
 
@@ -67,10 +68,20 @@ def test_demo_pipeline_outcomes(spark: Any, tmp_path: Path) -> None:
     assert sum(rows for _, rows in demo_report.rows_by_partition(snap).values()) == 1900
     assert demo_pipeline.problems(outcome, back) == []
 
+    # 6. the same table read in Python: every row Spark counted, and day filters that prune to one partition
+    scanned = demo_report.scan(root, demo_pipeline.BACKFILL_DAY, 50.0)
+    assert scanned.rows == 1900
+    plain = demo_plain_writer.rows(*demo_pipeline.BACKFILL, demo_pipeline.BACKFILL_DAY).to_pylist()
+    cities = [r["city"] for r in plain if r["amount"] > 50.0]
+    assert scanned.by_city == {c: cities.count(c) for c in sorted(set(cities))}
+
     out = io.StringIO()
     console = Console(file=out, width=120)
     demo_report.show_history(root, console)
     demo_report.show_snapshot(root, console)
     demo_report.show_reads(back, console)
+    demo_report.show_scan(scanned, console)
     text = out.getvalue()
     assert "CREATE TABLE" in text and "mode=Overwrite" in text and "1900 rows" in text
+    assert "Python reads" in text and "every live row: 1900 rows" in text
+    assert any("deltalog.write" in line for line in said)

@@ -22,9 +22,9 @@ import pyarrow.parquet as pq
 
 from deltalog import DeltaLog
 from deltalog import actions as A
-from deltalog.core.codec import encode_actions
 from deltalog.data.dv import inline_deletion_vector, merge_deletion_vector, read_deletion_vector, write_deletion_vector
 from deltalog.data.read import DataFile, read_file, read_schema
+from tests.integration.dml_kit import enable_deletion_vectors, hand_commit
 from tests.integration.restore_kit import duck_rows, lake_rows
 from tests.peers import deltalake_view, duckdb_view
 
@@ -49,21 +49,6 @@ def _table(root: Path) -> DeltaLog:
     return log
 
 
-def _commit(log: DeltaLog, actions: Sequence[A.Action], operation: str) -> None:
-    """Write the next commit file by hand, as another engine would."""
-    version = log.latest_version() + 1
-    info = A.CommitInfo(timestamp=int(time.time() * 1000), operation=operation, engine_info="test")
-    log.store.put_if_absent(f"_delta_log/{version:020d}.json", encode_actions([info, *actions]))
-
-
-def _enable_dvs(log: DeltaLog) -> None:
-    snap = log.snapshot()
-    features = ("appendOnly", "deletionVectors", "invariants")
-    protocol = A.Protocol(3, 7, ("deletionVectors",), features)
-    config = {**snap.configuration, "delta.enableDeletionVectors": "true"}
-    _commit(log, [protocol, dataclasses.replace(snap.metadata, configuration=config)], "SET TBLPROPERTIES")
-
-
 def _delete(log: DeltaLog, path: str, rows: Sequence[int], inline: bool = False) -> A.DeletionVector:
     """Delete ``rows`` of the live file ``path`` with a DV merged into its current one (Spark's removeRows)."""
     (old,) = [a for a in log.snapshot().add_actions() if a.path == path]
@@ -84,7 +69,7 @@ def _delete(log: DeltaLog, path: str, rows: Sequence[int], inline: bool = False)
         deletion_vector=old.deletion_vector,
     )
     add = dataclasses.replace(old, stats=stats, deletion_vector=dv)
-    _commit(log, [remove, add], "DELETE")
+    hand_commit(log, [remove, add], "DELETE")
     return dv
 
 
@@ -110,7 +95,7 @@ def _assert_everyone_reads(root: Path, log: DeltaLog, deleted: set[int]) -> None
 def test_dvs_written_here_are_applied_by_both_peers_and_merged_dvs_too(tmp_path: Path) -> None:
     root = tmp_path / "t"
     log = _table(root)
-    _enable_dvs(log)
+    enable_deletion_vectors(log)
     first_rows = [0, 3, *range(100, 1200), 1499, 1500, ROWS - 1]  # a run, row-group edges, the last row
     first = _delete(log, "part=a/part-0.parquet", first_rows)
     assert first.cardinality == len(first_rows)

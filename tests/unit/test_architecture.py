@@ -34,10 +34,13 @@ ROWS: dict[str, int] = {
     "deltalog.table": 5,
     "deltalog.maintenance": 6,
     "deltalog.dml": 6,
+    # opening or creating the table a writer writes, and deltalog.write itself: edges, as Spark's writer is
+    "deltalog.dml.tables": 8,
+    "deltalog.dml.write": 9,
     "deltalog.log": 7,
-    "deltalog.spark": 8,
-    "deltalog": 9,  # the package's own __init__: the public surface
-    "deltalog.cli": 10,
+    "deltalog.spark": 9,
+    "deltalog": 10,  # the package's own __init__: the public surface
+    "deltalog.cli": 11,
 }
 #: within row 1, core and storage know nothing of each other: only errors below them
 ISOLATED_ROWS = {1}

@@ -13,11 +13,11 @@ from typing import Any
 
 import orjson
 import pytest
-from click.testing import CliRunner, Result
 
 from deltalog import VersionNotFoundError
 from deltalog.cli import documents, render
 from deltalog.cli.main import cli, main
+from tests.unit.cli_runs import as_json, fails, ok, run
 from tests.unit.logkit import Y2026, inline_dv, protocol, txn
 from tests.unit.logwriter import make_table, write_checkpoint
 
@@ -86,34 +86,6 @@ def sales(tmp_path: Path) -> Path:
             ],
         ],
     )
-
-
-def run(*args: Any) -> Result:
-    return CliRunner().invoke(cli, [str(a) for a in args])
-
-
-def ok(*args: Any) -> str:
-    result = run(*args)
-    assert result.exit_code == 0, (result.stdout, result.stderr, result.exception)
-    assert result.stderr == ""
-    return result.stdout
-
-
-def as_json(*args: Any) -> Any:
-    return orjson.loads(ok(*args, "--json"))
-
-
-def fails(*args: Any, code: int = 1) -> str:
-    """Run a failing command; assert the contract (one stderr line, nothing on stdout) and return the line."""
-    result = run(*args)
-    assert "Traceback" not in result.output
-    assert result.exception is None or isinstance(result.exception, SystemExit), result.exception
-    assert result.exit_code == code, (result.exit_code, result.stderr)
-    assert result.stdout == ""
-    lines = result.stderr.splitlines()
-    assert len(lines) == 1, result.stderr
-    assert lines[0].startswith("error: ")
-    return lines[0]
 
 
 def row(text: str, *cells: str) -> bool:

@@ -19,14 +19,12 @@ import orjson
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from click.testing import CliRunner, Result
 from rich.console import Console
 
 import deltalog.cli.checkpoint_cmd as cli_checkpoint
 from deltalog import DeltaLog
 from deltalog import actions as A
 from deltalog.cli.checkpoint_cmd import checkpoint_progress
-from deltalog.cli.main import cli
 from deltalog.core import last_checkpoint as hints
 from deltalog.core.paths import LOG_DIR, checkpoint_name, commit_name, multipart_name
 from deltalog.errors import InvalidArgumentError
@@ -39,6 +37,7 @@ from deltalog.maintenance.checkpoint_job import (
     discover_tables,
     summarize,
 )
+from tests.unit.cli_runs import as_json, fails, ok, run
 from tests.unit.logkit import Y2026, protocol
 from tests.unit.logwriter import make_table
 
@@ -61,33 +60,6 @@ def more(root: Path, commits: int) -> None:
     for _ in range(commits):
         v = log.snapshot().version + 1
         log.start_transaction().commit([A.Add(f"region=eu/g{v:03d}.parquet", {"region": "eu"}, v, 1, True)])
-
-
-def run(*args: Any) -> Result:
-    return CliRunner().invoke(cli, [str(a) for a in args])
-
-
-def ok(*args: Any) -> str:
-    result = run(*args)
-    assert result.exit_code == 0, (result.stdout, result.stderr, result.exception)
-    assert result.stderr == ""
-    return result.stdout
-
-
-def as_json(*args: Any) -> Any:
-    return orjson.loads(ok(*args, "--json"))
-
-
-def fails(*args: Any, code: int = 1) -> str:
-    """A failing command: nothing on stdout, one ``error:`` line on stderr; returns that line."""
-    result = run(*args)
-    assert "Traceback" not in result.output
-    assert result.exception is None or isinstance(result.exception, SystemExit), result.exception
-    assert result.exit_code == code, (result.exit_code, result.stdout, result.stderr)
-    assert result.stdout == ""
-    lines = result.stderr.splitlines()
-    assert len(lines) == 1 and lines[0].startswith("error: "), result.stderr
-    return lines[0]
 
 
 def hint(root: Path) -> dict[str, Any]:

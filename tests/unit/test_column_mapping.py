@@ -189,3 +189,19 @@ def test_new_adds_use_physical_keys() -> None:
             CM.check_file_keys([add(partition, stats)], schema, "name", ["p"])
         assert info.value.rule == "physical-names"
     CM.check_file_keys([add({"p": "a"}, {"minValues": {"s": {"x": 1}}})], schema, "none", ["p"])
+
+
+def test_a_data_writers_new_pair_above_the_read_max_is_kept_and_nothing_else() -> None:
+    """deltalog.write names a merged column's files before its commit: its pair is accepted when the id is
+    above the read version's maxColumnId and the name unused; a reused id or name is still refused."""
+    previous = struct(field("a", ident=1, physical="col-a"))
+    brought = struct(field("a", ident=1, physical="col-a"), field("x", ident=2, physical="col-x"))
+    schema, top = CM.assign(brought, max_id=1, previous=previous, accept_new_above=1)
+    assert top == 2 and schema == brought
+    for bad in (field("x", ident=1, physical="col-x"), field("x", ident=2, physical="col-a")):
+        with pytest.raises(SchemaError):
+            CM.assign(
+                struct(field("a", ident=1, physical="col-a"), bad), max_id=1, previous=previous, accept_new_above=1
+            )
+    with pytest.raises(SchemaError, match="its own"):
+        CM.assign(brought, max_id=1, previous=previous)

@@ -30,6 +30,7 @@ from deltalog.data.dv import (
     merge_deletion_vector,
     read_deletion_vector,
     write_deletion_vector,
+    write_deletion_vectors,
 )
 from deltalog.errors import CorruptDataError, InvalidArgumentError
 from deltalog.storage.local import LocalLogStore
@@ -312,3 +313,21 @@ def test_merging_unions_and_never_shrinks(tmp_path: Path) -> None:
     assert merge_deletion_vector(store, second, [1, 7], num_records=100) == second  # nothing new
     inline = merge_deletion_vector(store, inline_deletion_vector([2]), [3])
     assert read_deletion_vector(store, inline).tolist() == [2, 3]
+
+
+def test_several_dvs_pack_into_one_file_each_at_its_offset(tmp_path: Path) -> None:
+    """One DV file per delete, as Delta Spark packs a task's DVs: each descriptor reads back its own rows."""
+    store = LocalLogStore(str(tmp_path))
+    sets = [[0, 5, 9], list(range(100, 5000)), [7]]
+    dvs = write_deletion_vectors(store, sets, [10, 6000, 8])
+    (only,) = list(tmp_path.glob("deletion_vector_*.bin"))
+    assert {d.path_or_inline_dv for d in dvs} == {dvs[0].path_or_inline_dv} and dvs[0].offset == 1
+    data = only.read_bytes()
+    assert data[0] == 1 and len(data) == 1 + sum(8 + d.size_in_bytes for d in dvs)
+    for rows, dv in zip(sets, dvs, strict=True):
+        assert read_deletion_vector(store, dv).tolist() == rows and dv.cardinality == len(rows)
+        size, at = dv.size_in_bytes, dv.offset or 0
+        assert oracle_decode(data[at + 4 : at + 4 + size])[0] == rows  # the bytes, not just our reader
+    with pytest.raises(InvalidArgumentError, match="beyond the file's 8 rows"):
+        write_deletion_vectors(store, [[9]], [8])
+    assert write_deletion_vectors(store, []) == []

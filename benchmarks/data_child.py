@@ -1,0 +1,132 @@
+"""One data-plane measurement in a fresh interpreter (see :mod:`benchmarks.data_cases`): untimed setup, the
+timed call, untimed checks, one JSON line after :data:`benchmarks.child.MARK`.
+
+Peak RSS is the timed call's own: ``VmHWM`` is reset right before it (after the setup built the input data or
+copied the table), so the input a write is handed is in the baseline for both engines, not in the peak.
+
+Usage: ``python -m benchmarks.data_child '<json spec>'`` with engine, case, table (the built table, or the
+directory a write creates), scratch (a directory for the delete's copy) and sizes.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import sys
+import time
+from collections.abc import Callable
+from typing import Any
+
+from benchmarks.child import peak_rss_kib, report, reset_peak_rss, status_kib
+from benchmarks.source import use_exported_source
+
+
+def _filter(spec: dict[str, Any]) -> Any:
+    import pyarrow.compute as pc
+
+    from benchmarks.data_cases import Sizes, selective_range
+
+    low, high = selective_range(Sizes(**spec["sizes"]))
+    return (pc.field("id") >= low) & (pc.field("id") <= high)
+
+
+def _deltalog(spec: dict[str, Any]) -> tuple[Callable[[], Any], Callable[[Any], dict[str, Any]]]:
+    # the modules the calls import on first use, imported before the clock starts (deltalake's are, by
+    # ``from deltalake import ...``): the cases time the operation, not the import
+    import deltalog.data.scan
+    import deltalog.dml.delete
+    import deltalog.dml.write
+    from deltalog import DeltaLog
+
+    case, table = spec["case"], spec["table"]
+    if case == "write":
+        from benchmarks.data_cases import Sizes, write_data
+
+        sizes = Sizes(**spec["sizes"])
+        data = write_data(sizes.write_rows, sizes.partitions)
+        write = deltalog.dml.write.write
+        return lambda: write(data, table, partition_by=["part"]), lambda _: {"rows": data.num_rows}
+    if case in ("scan-selective", "scan-full"):
+        expr = _filter(spec) if case == "scan-selective" else None
+
+        def scan() -> Any:
+            return DeltaLog.for_table(table).snapshot().to_arrow(filter=expr)
+
+        def opened(result: Any) -> dict[str, Any]:
+            from deltalog.data.scan import TableDescription, plan
+
+            snap = DeltaLog.for_table(table).snapshot()
+            desc = TableDescription(snap.log.store, snap.schema_json, tuple(snap.partition_columns))
+            return {"rows": result.num_rows, "files": len(plan(snap.raw_files(stats=True), desc, expr))}
+
+        return scan, opened
+    if case == "delete":
+        return lambda: DeltaLog.for_table(table).delete("k = 7"), lambda _: {"rows": _rows_left(table)}
+    raise ValueError(f"unknown case {case!r}")
+
+
+def _deltalake(spec: dict[str, Any]) -> tuple[Callable[[], Any], Callable[[Any], dict[str, Any]]]:
+    from deltalake import DeltaTable, write_deltalake
+
+    case, table = spec["case"], spec["table"]
+    if case == "write":
+        from benchmarks.data_cases import Sizes, write_data
+
+        sizes = Sizes(**spec["sizes"])
+        data = write_data(sizes.write_rows, sizes.partitions)
+        return lambda: write_deltalake(table, data, partition_by=["part"]), lambda _: {"rows": data.num_rows}
+    if case in ("scan-selective", "scan-full"):
+        expr = _filter(spec) if case == "scan-selective" else None
+
+        def scan() -> Any:
+            return DeltaTable(table).to_pyarrow_dataset().to_table(filter=expr)
+
+        def opened(result: Any) -> dict[str, Any]:
+            fragments = DeltaTable(table).to_pyarrow_dataset().get_fragments(filter=expr)
+            return {"rows": result.num_rows, "files": sum(1 for _ in fragments)}
+
+        return scan, opened
+    if case == "delete":
+        return lambda: DeltaTable(table).delete("k = 7"), lambda _: {"rows": _rows_left(table)}
+    raise ValueError(f"unknown case {case!r}")
+
+
+def _rows_left(table: str) -> int:
+    """Rows a peer reads after the delete (deltalake's SQL path applies deletion vectors)."""
+    import pyarrow as pa
+    from deltalake import DeltaTable, QueryBuilder
+
+    result = QueryBuilder().register("t", DeltaTable(table)).execute("select count(*) as n from t").read_all()
+    return int(pa.table(result).column("n")[0].as_py())
+
+
+def measure(spec: dict[str, Any]) -> dict[str, Any]:
+    if spec["case"] == "delete":  # a fresh copy per run: a delete changes the table
+        shutil.copytree(spec["table"], spec["scratch"])
+        spec = {**spec, "table": spec["scratch"]}
+    call, check = (_deltalog if spec["engine"] == "deltalog" else _deltalake)(spec)
+    rss_before = status_kib("VmRSS") or 0
+    reset = reset_peak_rss()
+    c0, t0 = time.process_time(), time.perf_counter()
+    result = call()
+    t1, c1 = time.perf_counter(), time.process_time()
+    peak = peak_rss_kib()
+    return {
+        "engine": spec["engine"],
+        "case": spec["case"],
+        "seconds": t1 - t0,
+        "cpu_s": c1 - c0,
+        "rss_before_kib": rss_before,
+        "call_peak_rss_kib": peak if reset else None,
+        **check(result),
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    spec = json.loads((argv if argv is not None else sys.argv[1:])[0])
+    use_exported_source()
+    return report(spec.get("engine"), lambda: measure(spec))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,95 @@
+"""Committing files a data operation wrote: the files belong to the commit, so a commit that certainly did not
+land takes them away, and one that may have landed leaves them.
+
+A refused commit (a conflict, a broken rule, a feature the table needs, a read version gone, every attempt lost
+to other writers) wrote nothing that references the files, so they are deleted. After
+:class:`~deltalog.errors.CommitStateUnknownError`, or any failure whose outcome the commit path could not tell
+(a storage error while it checked), the commit may be in the table, and deleting its files would break it:
+they stay, for VACUUM to judge later. An exactly-once batch refused because another run of it landed first is
+done: the refusal becomes a skip.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from deltalog.core import actions as A
+from deltalog.data.output import delete_files
+from deltalog.dml.rules import Declared
+from deltalog.errors import (
+    CommitNotReachableError,
+    ConcurrentModificationError,
+    InvalidCommitError,
+    MaxCommitAttemptsError,
+    ProtocolError,
+)
+from deltalog.table.commit_loop import CommitResult
+
+if TYPE_CHECKING:
+    from deltalog.table.context import TableContext
+    from deltalog.table.transaction import Transaction
+
+logger = logging.getLogger(__name__)
+
+#: a commit that declares nothing beyond the data writer's checks
+NOTHING_DECLARED = Declared()
+
+#: failures after which the commit certainly is not in the table
+REFUSED = (
+    ConcurrentModificationError,
+    InvalidCommitError,
+    ProtocolError,
+    MaxCommitAttemptsError,
+    CommitNotReachableError,
+)
+
+
+def skipped(txn: Transaction, operation: str) -> CommitResult:
+    """The result of a commit that was not needed: an exactly-once batch the table already holds."""
+    nothing: tuple[int, ...] = ()
+    return CommitResult(None, 0, nothing, txn.txn_id, operation, (), txn.read_version, txn.isolation, skipped=True)
+
+
+def discard(ctx: TableContext, written: Sequence[str]) -> None:
+    """Delete files no commit references; what cannot be deleted is left for VACUUM, with a warning."""
+    left = delete_files(ctx.store, written)
+    if left:
+        logger.warning(
+            "%s: %d file(s) of a refused commit could not be deleted (VACUUM will): %s",
+            ctx.location,
+            len(left),
+            left[:5],
+        )
+
+
+def commit_files(
+    txn: Transaction,
+    actions: Sequence[A.Action],
+    written: Sequence[str],
+    operation: str,
+    parameters: Mapping[str, Any],
+    metrics: Mapping[str, str] | None = None,
+    declared: Declared = NOTHING_DECLARED,
+    landed: Callable[[], bool] | None = None,
+) -> CommitResult:
+    """Commit ``actions`` in ``txn``; ``written`` are the store keys of the files they add (data, change and
+    deletion-vector files), deleted when the commit is refused. An exactly-once transaction refused because
+    its batch landed meanwhile returns a skipped result."""
+    try:
+        return txn.commit(
+            actions,
+            operation=operation,
+            operation_parameters=parameters,
+            operation_metrics=metrics,
+            **declared.as_kwargs(),
+        )
+    except REFUSED:
+        discard(txn.context, written)
+        if landed is not None and landed():
+            return skipped(txn, operation)
+        raise
+
+
+__all__ = ["REFUSED", "commit_files", "discard", "skipped"]

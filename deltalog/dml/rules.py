@@ -1,0 +1,45 @@
+"""What a data commit owes the table's writer features, asked before any file is written and declared at commit.
+
+The one commit path (:mod:`deltalog.table.transaction`, :mod:`deltalog.core.feature_duties`) runs every rule
+module on what a transaction commits: deletion-vector shapes and removes naming the live vector, physical
+names under column mapping, change files on change-data-feed tables, clustering statistics, row ids and
+in-commit timestamps. What only the writer knows it declares there: that the data-file writer evaluated the
+table's CHECK constraints, invariants and generated columns on every row (``data_validated="checked"``), and
+whether new files copy rows of removed ones (a rewrite, whose ``_change_data`` files then cover every change).
+:func:`check_up_front` asks the per-operation gate before anything is written, so a table whose features
+forbid the write is refused by name with nothing to clean up.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from deltalog.core.constraints import CHECKED
+from deltalog.core.feature_gate import check_operation
+
+if TYPE_CHECKING:
+    from deltalog.table.snapshot import Snapshot
+
+
+def check_up_front(snap: Snapshot, location: str, operations: Sequence[str]) -> None:
+    """Refuse, before any file is written, the operations the table's features forbid (typed
+    :class:`~deltalog.errors.UnsupportedFeatureError` naming the feature)."""
+    source = f"{location}/_delta_log (version {snap.version})"
+    for operation in operations:
+        check_operation(operation, snap.protocol, snap.configuration, snap.schema_json, source)
+
+
+@dataclass(frozen=True)
+class Declared:
+    """What a data commit tells the commit path about its rows (keyword arguments of ``Transaction.commit``)."""
+
+    copies_rows: bool = False
+
+    def as_kwargs(self) -> dict[str, Any]:
+        # The data-file writer evaluated every row rule; a rewrite's change files cover each change it makes.
+        return {"data_validated": CHECKED, "copies_rows": self.copies_rows, "cdc_covers_all": self.copies_rows}
+
+
+__all__ = ["Declared", "check_up_front"]

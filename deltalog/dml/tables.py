@@ -1,0 +1,101 @@
+"""The table a writer writes to: opened, created when missing, its partitioning checked; and the exactly-once
+question asked after a refusal.
+
+Both writers (:func:`deltalog.write` for Arrow data and :func:`deltalog.spark.write` for DataFrames) make the
+same decisions here, in the same order, before any data file is written:
+
+* a missing table is created from the data's schema and ``partition_by`` (version 0); another writer creating
+  it first is not an error: its table is then checked like any existing one;
+* ``partition_by``, when given, must be the table's partitioning (neither writer repartitions a table);
+* after a refused commit of an exactly-once batch (``app_id``/``app_version``), a concurrent run of the same
+  batch may be what won: the batch is then done, and the refusal is a skip.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+import orjson
+
+from deltalog.core.partitions import conditions_from_where
+from deltalog.core.schema import check_partition_columns, top_level_fields
+from deltalog.errors import InvalidArgumentError, SchemaMismatchError, TableAlreadyExistsError, TableNotFoundError
+
+if TYPE_CHECKING:
+    from deltalog.log import DeltaLog
+    from deltalog.table.snapshot import Snapshot
+
+
+def open_table(log: DeltaLog) -> Snapshot | None:
+    """The latest snapshot, or None when there is no table yet."""
+    try:
+        return log.snapshot()
+    except TableNotFoundError:
+        return None
+
+
+def check_partitions(partition_by: Sequence[str], schema: Mapping[str, Any]) -> None:
+    """The Delta rules for partition columns (:func:`~deltalog.core.schema.check_partition_columns`), and the
+    writers' own: a partition value is written as text, and binary values have no text form they agree on."""
+    fields = {f["name"]: f for f in top_level_fields(schema)}
+    unknown = [c for c in partition_by if c not in fields]
+    if unknown:
+        raise SchemaMismatchError(
+            f"partition columns {unknown} are not columns of the data ({sorted(fields)})", column=unknown[0]
+        )
+    check_partition_columns(schema, partition_by)
+    binary = [c for c in partition_by if fields[c]["type"] == "binary"]
+    if binary:
+        raise InvalidArgumentError(f"columns {binary} cannot be partition columns: binary values have no text form")
+
+
+def create_if_missing(
+    log: DeltaLog,
+    schema: Mapping[str, Any],
+    partition_by: Sequence[str] | None,
+    configuration: Mapping[str, str] | None = None,
+) -> tuple[Snapshot, bool]:
+    """The table's latest snapshot, creating the table from ``schema`` (Delta JSON) first when there is none;
+    and whether this call created it. A table another writer created meanwhile is returned as it is."""
+    snap = open_table(log)
+    created = False
+    if snap is None:
+        parts = list(partition_by or ())
+        check_partitions(parts, schema)
+        # another writer may create it first: its table is then checked like any existing table
+        with contextlib.suppress(TableAlreadyExistsError):
+            log.create(orjson.dumps(schema).decode(), partition_columns=parts, configuration=configuration)
+            created = True
+        snap = log.snapshot()
+    return snap, created
+
+
+def check_partition_by(partition_by: Sequence[str] | None, snap: Snapshot) -> None:
+    """``partition_by`` (when given) must be the table's partitioning: writers do not repartition a table."""
+    if partition_by is not None and list(partition_by) != list(snap.partition_columns):
+        raise SchemaMismatchError(
+            f"partition_by {list(partition_by)} differs from the table's partition columns {snap.partition_columns}"
+        )
+
+
+def landed(log: DeltaLog, app_id: str | None, app_version: int | None) -> bool:
+    """Did another run of this exactly-once batch commit it meanwhile (a refusal is then a skip)?"""
+    if app_id is None or app_version is None:
+        return False
+    current = log.snapshot().app_version(app_id)
+    return current is not None and current >= app_version
+
+
+def where_text(where: Mapping[str, Any] | None) -> str | None:
+    """A partition predicate in :meth:`deltalog.Snapshot.files`' form, as a commit records it."""
+    if not where:
+        return None
+    return " AND ".join(
+        f"{c.column} {c.op} {list(c.values) if len(c.values) > 1 else c.values[0]!r}"
+        for c in conditions_from_where(where)
+    )
+
+
+__all__ = ["check_partition_by", "check_partitions", "create_if_missing", "landed", "open_table", "where_text"]

@@ -1,0 +1,117 @@
+"""``deltalog scan`` and ``deltalog write``: rows out and rows in from the command line, one error line when not.
+
+A table is written from parquet and CSV files (creating it, appending, overwriting by predicate, merging a new
+column), then scanned as people, JSON and CSV see it: columns chosen, a Spark SQL ``--where``, ``--limit``,
+``--version``; deleted rows stay deleted. Every mistake is one ``error:`` line on stderr and nothing on stdout.
+"""
+
+from __future__ import annotations
+
+import csv
+import datetime as dt
+import io
+from pathlib import Path
+
+import orjson
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from deltalog import DeltaLog
+from tests.peers import deltalake_view, duckdb_view
+from tests.protocol_checker import assert_valid
+from tests.unit.cli_runs import fails, ok
+
+
+def inputs(tmp: Path) -> tuple[Path, Path]:
+    parquet = tmp / "sales.parquet"
+    pq.write_table(
+        pa.table(
+            {
+                "id": pa.array([1, 2, 3], pa.int64()),
+                "region": ["eu", "us/west", "eu"],
+                "amount": [1.5, None, 3.25],
+                "day": [dt.date(2024, 1, 1)] * 3,
+            }
+        ),
+        parquet,
+    )
+    more = tmp / "more.csv"
+    more.write_text("id,region,amount,day\n4,eu,7.5,2024-01-02\n5,us/west,,2024-01-03\n")
+    return parquet, more
+
+
+def csv_rows(text: str) -> list[dict[str, str]]:
+    return list(csv.DictReader(io.StringIO(text)))
+
+
+def test_write_then_scan_in_every_format(tmp_path: Path) -> None:
+    table = tmp_path / "t"
+    parquet, more = inputs(tmp_path)
+    assert "as version 1: 3 rows in 2 files" in ok("write", table, parquet, "--partition-by", "region")
+    doc = orjson.loads(ok("write", table, more, "--json"))
+    assert doc["version"] == 2 and doc["num_rows"] == 2 and not doc["skipped"]
+    assert DeltaLog.for_table(table).snapshot().schema_json["fields"][3]["type"] == "date"  # CSV read as the table's
+    assert_valid(table)
+    assert deltalake_view(table).rows == duckdb_view(table).rows == 5
+
+    people = ok("scan", table)
+    assert "Rows of" in people and "us/west" in people and people.rstrip().endswith("5 rows")
+    rows = csv_rows(ok("scan", table, "--where", "amount > 2 OR amount IS NULL", "--columns", "id,amount", "--csv"))
+    assert sorted(rows, key=lambda r: r["id"]) == [
+        {"id": "2", "amount": ""},
+        {"id": "3", "amount": "3.25"},
+        {"id": "4", "amount": "7.5"},
+        {"id": "5", "amount": ""},
+    ]
+    doc = orjson.loads(ok("scan", table, "--where", "region = 'us/west'", "--json"))
+    assert doc["columns"] == ["id", "region", "amount", "day"] and doc["where"] == "region = 'us/west'"
+    assert sorted(r["id"] for r in doc["rows"]) == [2, 5] and doc["rows"][0]["day"].startswith("2024-01-0")
+    assert orjson.loads(ok("scan", table, "--limit", "2", "--json"))["num_rows"] == 2
+    assert len(csv_rows(ok("scan", table, "--version", "1", "--format", "csv"))) == 3
+
+    DeltaLog.for_table(table).delete("id = 1")
+    assert sorted(r["id"] for r in csv_rows(ok("scan", table, "--csv"))) == ["2", "3", "4", "5"]
+
+
+def test_overwrite_by_predicate_and_merge_schema(tmp_path: Path) -> None:
+    table = tmp_path / "t"
+    parquet, _ = inputs(tmp_path)
+    ok("write", table, parquet)
+    fix = tmp_path / "fix.csv"
+    fix.write_text("id,region,amount,day\n3,eu,30.0,2024-01-01\n")
+    ok("write", table, fix, "--mode", "overwrite", "--replace-where", "id = 3")
+    wider = tmp_path / "wider.csv"
+    wider.write_text("id,region,amount,day,note\n9,eu,1.0,2024-02-01,new\n")
+    assert "schema_mode='merge'" in fails("write", table, wider)
+    ok("write", table, wider, "--merge-schema")
+    doc = orjson.loads(ok("scan", table, "--json"))
+    assert sorted((r["id"], r["amount"], r["note"]) for r in doc["rows"]) == [
+        (1, 1.5, None),
+        (2, None, None),
+        (3, 30.0, None),
+        (9, 1.0, "new"),
+    ]
+    assert "nothing written" in ok("write", table, wider, "--mode", "ignore")
+    assert_valid(table)
+
+
+def test_mistakes_are_one_line(tmp_path: Path) -> None:
+    table = tmp_path / "t"
+    parquet, _ = inputs(tmp_path)
+    assert "no Delta table" in fails("scan", tmp_path / "nothing")
+    ok("write", table, parquet)
+    assert "nope" in fails("scan", table, "--where", "nope = 1")
+    assert "LIKE" in fails("scan", table, "--where", "region LIKE 'e%'")
+    assert "unknown column 'nope'" in fails("scan", table, "--columns", "id,nope")
+    assert "cannot be used together" in fails("scan", table, "--json", "--csv", code=2)
+    bad = tmp_path / "bad.csv"
+    bad.write_text("id,region,amount,day\nx,eu,1.0,2024-01-01\n")
+    assert "bad.csv: not a readable csv file" in fails("write", table, bad)
+    broken = tmp_path / "broken.parquet"
+    broken.write_bytes(b"PAR1 not really")
+    assert "broken.parquet: not a readable parquet file" in fails("write", table, broken)
+    other = tmp_path / "data.txt"
+    other.write_text("x")
+    assert "expected a .parquet or .csv file" in fails("write", table, other, code=2)
+    assert "already exists" in fails("write", table, parquet, "--mode", "error")
+    assert DeltaLog.for_table(table).latest_version() == 1
