@@ -77,10 +77,16 @@ def render_write(doc: Document, screen: Screen) -> None:
     if doc["skipped"]:
         screen.line(f"nothing written: the table at {doc['table']} exists (mode ignore)")
         return
-    screen.line(
-        f"wrote {doc['file']} to {doc['table']} as version {doc['version']}: "
-        f"{render.count(doc['num_rows'], 'row')} in {render.count(doc['num_files'], 'file')}, "
-        f"{render.count(doc['num_bytes'], 'byte')}"
+    # Label and value pairs: a path folds at one column, whole, never inside a sentence.
+    screen.pairs(
+        "Write",
+        [
+            ("location", doc["table"]),
+            ("from", doc["file"]),
+            ("committed version", doc["version"]),
+            ("rows", render.count(doc["num_rows"], "row")),
+            ("files", f"{render.count(doc['num_files'], 'file')}, {render.count(doc['num_bytes'], 'byte')}"),
+        ],
     )
 
 

@@ -273,3 +273,18 @@ def test_records_when_a_row_cannot_fit(lake: Path) -> None:
     assert any(line.startswith("timestamp ") for line in out.splitlines())  # one block per commit
     wide = run(["history", lake], 120).out
     assert any(line.startswith("version  timestamp") for line in wide.splitlines())  # one row per commit
+
+
+@pytest.mark.parametrize("width", WIDTHS)
+def test_write_and_scan_show_whole_values(tmp_path: Path, width: int | None) -> None:
+    source = tmp_path / "rows.parquet"
+    rows = pa.table({"id": [1, 2], "region": [REGION, "eu"], "note": [LONG_PARAMETER, None]})
+    pq.write_table(rows, source)
+    table = tmp_path / "t"
+    written = run(["write", table, source, "--partition-by", "region"], width).out
+    assert_shows(written, [str(table), str(source)], [])
+    out = run(["scan", table], width).out
+    assert_shows(out, [REGION], ["eu"])
+    assert set(LONG_PARAMETER.split()) <= set(re.split(r"[\s,=]+", out))  # folded at blanks, every word kept
+    assert sorted(doc("scan", table)["rows"], key=lambda r: r["id"])[0]["region"] == REGION
+    assert_peers_agree(table)
