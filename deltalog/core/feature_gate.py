@@ -422,22 +422,6 @@ def check_operation(
         )
 
 
-@dataclass(frozen=True)
-class CommitKind:
-    """What one commit is to the gate: the operations it performs and the rule modules its caller applied to
-    its actions. The default is a commit of undeclared kind under the commit path's own rules, which is what
-    :func:`check_writable` checks; a caller that ran a module's rules on what it stages (a DV delete ran
-    ``deletion_vectors``) declares so, and the gate then blocks only what is still unmet."""
-
-    operations: tuple[str, ...] = (WRITE,)
-    implemented: frozenset[str] = DEFAULT_IMPLEMENTED
-
-    def check(self, protocol: Protocol, configuration: Mapping[str, str], schema: Any, source: str) -> None:
-        """:func:`check_operation` for each of the commit's operations."""
-        for operation in self.operations:
-            check_operation(operation, protocol, configuration, schema, source, implemented=self.implemented)
-
-
 def check_writable(protocol: Protocol, configuration: Mapping[str, str], schema: Any, source: str) -> None:
     """Refuse to write a table whose protocol asks for writer behaviour this engine does not implement.
 
@@ -470,7 +454,6 @@ __all__ = [
     "VACUUM",
     "WRITE",
     "Blocker",
-    "CommitKind",
     "Duty",
     "Table",
     "blockers",

@@ -315,25 +315,3 @@ def test_the_manuals_matrix_is_the_gates() -> None:
             assert cell == ("refused" if d.refused else d.module or "·"), (label, op)
         rows += 1
     assert rows == len(ROW_TABLES)
-
-
-def test_a_commit_declaring_its_operation_and_applied_modules_is_gated_by_them() -> None:
-    """Transaction.kind: undeclared commits are checked as check_writable checks them; a DV delete whose caller
-    ran the deletion-vector rules passes where the undeclared commit is refused, and only then."""
-    dvs = proto("deletionVectors")
-    conf = {"delta.enableDeletionVectors": "true"}
-    with pytest.raises(UnsupportedFeatureError, match="deletionVectors"):
-        G.CommitKind().check(dvs, conf, NO_SCHEMA, SRC)
-    with pytest.raises(UnsupportedFeatureError, match="deletionVectors"):
-        check_writable(dvs, conf, NO_SCHEMA, SRC)
-    with pytest.raises(UnsupportedFeatureError, match="deletion_vectors rules are not applied"):
-        G.CommitKind((G.DV_DELETE,)).check(dvs, conf, NO_SCHEMA, SRC)
-    declared = G.CommitKind((G.DV_DELETE, G.DELETE), G.DEFAULT_IMPLEMENTED | {"deletion_vectors"})
-    declared.check(dvs, conf, NO_SCHEMA, SRC)
-    with pytest.raises(UnsupportedFeatureError, match="rowTracking"):  # every operation it declares is asked
-        G.CommitKind((G.DV_DELETE, G.REWRITE), G.ALL_MODULES).check(
-            proto("deletionVectors", "rowTracking", "domainMetadata"),
-            {**conf, "delta.enableRowTracking": "true"},
-            NO_SCHEMA,
-            SRC,
-        )
