@@ -240,9 +240,8 @@ class LocalLogStore:
         final = self._abs(path)
         try:
             tmp = self._write_temp(final, data)
-            # Overwrite is the point here (never a commit: refused above); the temp file keeps readers from
-            # seeing a torn write.
-            os.replace(tmp, final)
+            # The temp file keeps readers from seeing a torn write.
+            os.replace(tmp, final)  # overwrite-ok: the _last_checkpoint hint; put() refuses commits above
         except OSError as exc:
             raise os_error("put", self._where(path), path, exc) from exc
         self._fsync_dir(os.path.dirname(final))
