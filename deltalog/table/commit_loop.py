@@ -3,11 +3,11 @@
 Correctness rests on four things: the store's atomic ``put_if_absent`` (one writer per version), a
 conflict check of every winning commit before moving past it, the ``txnId`` stamped in our commitInfo,
 which is how a write whose outcome was lost (a timeout after sending) is recognised when it did land, and
-a listing after every write that proves the new version is reachable (:mod:`deltalog.core.reachability`):
-put-if-absent alone would also "win" a version that log cleanup freed below a newer checkpoint, or one
-after a gap. Retrying an unknown outcome at the *same* version is safe: if our first write lands later,
-the retry finds it and sees our ``txnId``; if another writer took the version, our first write can never
-land.
+a listing after every write that proves the new version is reachable (judged in
+:mod:`deltalog.table.acknowledgment` by :mod:`deltalog.core.reachability`): put-if-absent alone would also
+"win" a version that log cleanup freed below a newer checkpoint, or one after a gap. Retrying an unknown
+outcome at the *same* version is safe: if our first write lands later, the retry finds it and sees our
+``txnId``; if another writer took the version, our first write can never land.
 
 The loop has three parts: :meth:`Committer.put` (one version, its unknown outcome resolved by ``txnId``),
 reading the winners of a version taken by another writer (:meth:`Committer.winners_after`, and inside
@@ -36,13 +36,11 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import TypeVar
 
-import orjson
-
 from deltalog.core import actions as A
 from deltalog.core.codec import decode_commit
 from deltalog.core.conflicts import TxnSummary, Winner, check_winner
-from deltalog.core.paths import LOG_DIR, Kind, LogPath, commit_name, parse
-from deltalog.core.reachability import UNLISTED, Tip, Verdict, holds, judge, moved_on, tip_in, young
+from deltalog.core.paths import LOG_DIR, Kind, LogPath, commit_name
+from deltalog.core.reachability import UNLISTED, Tip, holds, moved_on, tip_in, young
 from deltalog.core.state import CommitData
 from deltalog.errors import (
     CommitNotReachableError,
@@ -54,6 +52,7 @@ from deltalog.errors import (
 )
 from deltalog.storage.base import LogStore
 from deltalog.storage.options import UNSAFE_OPT_IN, unsafe_commits_allowed
+from deltalog.table.acknowledgment import Acknowledger, Outcome, is_ours
 from deltalog.table.listing import list_log
 from deltalog.table.snapshot import Snapshot
 
@@ -107,36 +106,6 @@ class Young:
 
 def _now_ms() -> int:
     return int(time.time() * 1000)
-
-
-@dataclass
-class Outcome:
-    version: int
-    attempts: int
-    winners: list[int] = field(default_factory=list)
-    winner_data: list[CommitData] = field(default_factory=list)
-    ours_found_after_unknown: bool = False
-    #: our commit as the listing that proved it reachable showed it (size and the store's modification time)
-    listed: LogPath | None = None
-    #: the bytes of the attempt that landed
-    data: bytes = b""
-    #: the writer's clock just before the attempt that landed was sent: the next commit's :class:`Young` anchor
-    sent_ms: int = 0
-
-    def commits(self, data: bytes | None = None) -> list[CommitData]:
-        """The winners read on the way and our own commit, in version order: what a snapshot of the read
-        version advances by to become our version's.
-
-        Our commit carries the time the listing showed; without one (it was acknowledged as young) the time
-        is :data:`~deltalog.core.reachability.UNLISTED`, which a refresh matches by name and size.
-        """
-        data = self.data if data is None else data
-        name = commit_name(self.version)
-        listed = self.listed
-        if listed is None or listed.name != name or listed.size != len(data):
-            listed = parse(name, len(data), UNLISTED)
-        assert listed is not None
-        return [*self.winner_data, CommitData(self.version, f"{LOG_DIR}/{name}", data, listed.mtime)]
 
 
 @dataclass(frozen=True)
@@ -195,16 +164,6 @@ def _last_contiguous(commits: dict[int, LogPath], after: int) -> int:
     return latest
 
 
-def _is_ours(data: bytes, txn_id: str) -> bool:
-    first = data.split(b"\n", 1)[0]
-    try:
-        obj = orjson.loads(first)
-    except orjson.JSONDecodeError:
-        return False
-    info = obj.get("commitInfo") if isinstance(obj, dict) else None
-    return isinstance(info, dict) and info.get("txnId") == txn_id
-
-
 def _refuse_unsafe_store(store: LogStore) -> None:
     """No commit through a store that cannot put-if-absent atomically, unless the user opted in.
 
@@ -233,6 +192,7 @@ class Committer:
         self.check_protocol = check_protocol
         self.sleep = policy.sleep
         self.now_ms = now_ms
+        self.ack = Acknowledger(store, self._transient)
 
     def _backoff(self, attempt: int) -> None:
         cap = min(self.policy.backoff_max_s, self.policy.backoff_base_s * (2 ** min(attempt, 16)))
@@ -269,7 +229,7 @@ class Committer:
                 failed = True
                 self._backoff(transient)
                 continue
-            if _is_ours(existing, txn_id):
+            if is_ours(existing, txn_id):
                 return ("recovered" if failed else "ours"), b""
             return "taken", existing
         raise CommitStateUnknownError(
@@ -341,7 +301,7 @@ class Committer:
             written, taken_by = self._put(attempt_version, outcome.data, txn_id)
             if written != "taken":
                 listing = self._list_from(attempt_version)
-                return self._acknowledge(attempt_version, tip, listing, outcome, txn_id, written == "recovered")
+                return self.ack.acknowledge(attempt_version, tip, listing, outcome, txn_id, written == "recovered")
             if read_version < 0:
                 raise TableAlreadyExistsError(
                     f"a Delta table already exists at {self.store.root} (another writer created version 0 first)"
@@ -358,7 +318,7 @@ class Committer:
                 listing = self._list_from(attempt_version)
                 if not holds(tip, listing):
                     raise CommitNotReachableError(
-                        f"cannot commit to {self.store.root}: {moved_on(tip, self._whole_log())} since this "
+                        f"cannot commit to {self.store.root}: {moved_on(tip, self.ack.whole_log())} since this "
                         "transaction read it; nothing was written. Start a new transaction on the latest snapshot",
                         version=attempt_version,
                     )
@@ -373,7 +333,7 @@ class Committer:
                         )
                     if read[0].txn_id == txn_id and v in tips:
                         # An earlier attempt whose outcome we lost did land: that is our commit, if reachable.
-                        return self._acknowledge(v, tips[v], listing, outcome, txn_id, True)
+                        return self.ack.acknowledge(v, tips[v], listing, outcome, txn_id, True)
                     won.append(self._check(summary, outcome, read))
                 if latest >= attempt_version:
                     new_tip = tip_in(listing, latest)
@@ -400,53 +360,6 @@ class Committer:
         outcome.winners.append(winner.version)
         outcome.winner_data.append(commit_data)
         return Won(winner, commit_data.mtime)
-
-    def _acknowledge(
-        self, version: int, tip: Tip, listing: list[LogPath], outcome: Outcome, txn_id: str, recovered: bool
-    ) -> Outcome:
-        """The outcome for our commit at ``version``, once ``listing`` (made after the write) proves it reachable."""
-        path = f"{LOG_DIR}/{commit_name(version)}"
-        judged = judge(version, tip, listing)
-        if judged.verdict is not Verdict.REACHABLE:
-            # A store that lists by name prefix (Azure) trusts versions to be contiguous, which they are not
-            # here: only the whole log shows whether a newer checkpoint or an older file is there.
-            judged = judge(version, tip, self._whole_log())
-        if judged.verdict is Verdict.REACHABLE:
-            outcome.version = version
-            outcome.ours_found_after_unknown = recovered
-            outcome.listed = judged.ours
-            return outcome
-        if judged.verdict is Verdict.ORPHAN:
-            removed = self._withdraw(path, txn_id)
-            raise CommitNotReachableError(
-                f"commit {path} in {self.store.root} was not acknowledged: {judged.reason}. "
-                + ("It was removed again; " if removed else "")
-                + "nothing in the table changed. Start a new transaction on the latest snapshot",
-                version=version,
-                path=path,
-            )
-        raise CommitStateUnknownError(
-            f"commit {path} (txnId {txn_id}) in {self.store.root} was written, but whether readers of the table "
-            f"see it cannot be told: {judged.reason}. Check the latest snapshot (for an exactly-once "
-            "transaction, its app version) before retrying"
-        )
-
-    def _whole_log(self) -> list[LogPath]:
-        return self._transient("listing the log", partial(list_log, self.store, 0))
-
-    def _withdraw(self, path: str, txn_id: str) -> bool:
-        """Delete our own unreachable commit file: safe, since no writer builds on a version it cannot reach."""
-        try:
-            if not _is_ours(self._transient(f"reading {path}", partial(self.store.read, path)), txn_id):
-                return False
-            self.store.delete(path)
-        except FileNotFoundError:
-            return False
-        except (StorageError, OSError, TimeoutError) as exc:
-            log.warning("could not remove the unreachable commit %s (%s); readers never see it", path, exc)
-            return False
-        log.warning("removed our unreachable commit %s from %s", path, self.store.root)
-        return True
 
 
 __all__ = ["NO_TABLE", "CommitResult", "Committed", "Committer", "Encode", "Outcome", "RetryPolicy", "Won", "Young"]
