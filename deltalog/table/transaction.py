@@ -9,6 +9,10 @@ Every version goes through here and the commit loop (:mod:`deltalog.table.commit
 metadata changes, restores, and creating the table (a transaction with no snapshot, read version -1). So
 the rules every commit must meet live in one place. What happens after a commit (advancing a cached
 snapshot, hooks, automatic checkpoints) is the caller's: it hands an ``on_committed`` callback.
+
+This module is the transaction as its callers see it: what it reads (kept by :mod:`deltalog.table.read_set`)
+and what it stages. Turning staged actions into a commit (every rule and feature duty, the commitInfo, the
+attempts the commit loop sends) is :mod:`deltalog.table.prepare`.
 """
 
 from __future__ import annotations
@@ -17,38 +21,14 @@ import logging
 import time
 import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from functools import partial
 from typing import Any
 
 import pyarrow as pa
 
-from deltalog._version import ENGINE_INFO
 from deltalog.core import actions as A
-from deltalog.core.commit_rules import commit_info_of, prepare_commit
-from deltalog.core.conflicts import (
-    ISOLATION_LEVELS,
-    SERIALIZABLE,
-    PartitionSchema,
-    ReadPredicate,
-    ReadSet,
-    TxnSummary,
-    effective_isolation,
-    is_blind_append,
-)
-from deltalog.core.constraints import with_record
-from deltalog.core.feature_duties import (
-    NOTHING_DECLARED,
-    Declarations,
-    check_duties,
-    needs_known_files,
-    touched_paths,
-    validation,
-)
-from deltalog.core.feature_gate import WRITE, check_operation, commit_operation
-from deltalog.core.file_facts import NO_FILES, KnownFiles, known_files, path_key
-from deltalog.core.partitions import PartitionValueError, conditions_from_where, typed_conditions
-from deltalog.core.pathkeys import file_key
-from deltalog.core.schema import top_level_fields
+from deltalog.core.conflicts import ISOLATION_LEVELS, SERIALIZABLE, TxnSummary, effective_isolation
+from deltalog.core.feature_duties import NOTHING_DECLARED, Declarations, validation
+from deltalog.core.feature_gate import WRITE, check_operation
 from deltalog.errors import (
     CommitNotReachableError,
     CommitStateUnknownError,
@@ -57,9 +37,10 @@ from deltalog.errors import (
     ProtocolChangedError,
 )
 from deltalog.table import declared_intents
-from deltalog.table.attempts import Attempts, enable_row_tracking, known_for, listed_mtime, read_facts
-from deltalog.table.commit_loop import NO_TABLE, CommitResult, Committed, Committer, RetryPolicy, Young
+from deltalog.table.commit_loop import CommitResult, Committed, Committer, RetryPolicy, Young
 from deltalog.table.context import TableContext
+from deltalog.table.prepare import CommitRequest, gate_operation, run_commit, skipped, with_app_version
+from deltalog.table.read_set import ReadRecord, partition_schema
 from deltalog.table.snapshot import Snapshot
 
 log = logging.getLogger(__name__)
@@ -108,16 +89,12 @@ class Transaction:
         self.isolation: str = isolation or _table_isolation(conf)
         self.retry = retry or RetryPolicy()
         self.txn_id = str(uuid.uuid4())
-        self._predicates: list[ReadPredicate] = []
-        self._read_files: set[str] = set()
-        self._app_ids: set[str] = set()
+        self._reads = ReadRecord(context.store.root)
         self._staged: list[A.Action] = []
         self._done = False
         self._gate = WRITE  # the feature-gate operation a caller named (commit(gate=...)); WRITE: from the actions
         self._declared: declared_intents.IntentHandle | None = None  # see declare_intent
         self._declarations = NOTHING_DECLARED  # what commit() was told of the rows
-        self._operation = "WRITE"  # commitInfo.operation of the commit in progress
-        self._record: dict[str, Any] = {}  # what the writer vouched for, merged into commitInfo
         self._early_through = self.read_version
         self.app_id = app_id
         self.app_target = app_version
@@ -169,43 +146,20 @@ class Transaction:
         kept (a read by data columns only is thus a read of every partition).
         """
         files = self.snapshot.files(where=where)  # validates columns and values
-        self._predicates.append(self._predicate(where))
-        self._read_files.update(self._key(p) for p in files.column("path").to_pylist())
+        self._reads.add_predicate(where, self._snapshot)
+        self._reads.add_files(files.column("path").to_pylist())
         return files
 
     def read_files(self, paths: Iterable[str]) -> None:
         """Record files the new data depends on (paths as in the log)."""
         self._observe()
-        self._read_files.update(self._key(p) for p in paths)
+        self._reads.add_files(paths)
 
     def app_version(self, app_id: str) -> int | None:
         """The committed version of ``app_id``, recorded so a concurrent commit of that app conflicts."""
         self._observe()
-        self._app_ids.add(app_id)
+        self._reads.app_ids.add(app_id)
         return self._snapshot.app_version(app_id) if self._snapshot is not None else None
-
-    def _key(self, path: str) -> str:
-        return file_key(path, None, self._context.store.root)
-
-    def _partition_schema(self) -> PartitionSchema:
-        snap = self._snapshot
-        if snap is None:
-            return PartitionSchema(types={}, physical={})
-        cols = {f["name"]: f["type"] for f in top_level_fields(snap.schema_json)}
-        return PartitionSchema(
-            types={c: cols[c] for c in snap.partition_columns if c in cols},
-            physical={c: snap.physical_names.get(c, c) for c in snap.partition_columns},
-        )
-
-    def _predicate(self, where: Mapping[str, Any] | None) -> ReadPredicate:
-        if not where:
-            return ReadPredicate()
-        schema = self._partition_schema()
-        conds = [c for c in conditions_from_where(where) if c.column in schema.types]
-        try:
-            return ReadPredicate(tuple(typed_conditions(conds, schema.types)))
-        except PartitionValueError as exc:
-            raise InvalidArgumentError(str(exc)) from None
 
     # ------------------------------------------------------------------------------------------ intents
     def declare_intent(
@@ -226,10 +180,17 @@ class Transaction:
         self.read(where)
         if files is not None:
             self.read_files(files)
-        files_read, now = sorted(self._read_files), self._context.now_ms()
+        files_read, now = sorted(self._reads.files), self._context.now_ms()
         what = {"operation": operation, "is_compaction": is_compaction, "heartbeat_s": heartbeat_s}
         self._declared = declared_intents.declare(
-            self._context.store, self.txn_id, self.read_version, self._predicates, files_read, now, timeout_s, **what
+            self._context.store,
+            self.txn_id,
+            self.read_version,
+            self._reads.predicates,
+            files_read,
+            now,
+            timeout_s,
+            **what,
         )
         return self._declared
 
@@ -242,7 +203,7 @@ class Transaction:
         # Nothing staged yet is not an empty commit (its writes are still to come): no downgrade for that.
         isolation = effective_isolation(self.isolation, staged, operation) if staged else self.isolation
         summary = self._summary(staged, isolation)
-        types = self._partition_schema().types
+        types = partition_schema(self._snapshot).types
         self._early_through = declared_intents.check_early(
             self._context.store, summary, self._early_through, self._check_winner_protocol, self._declared, types
         )
@@ -283,14 +244,15 @@ class Transaction:
 
     def remove_files(self, paths: Iterable[str], data_change: bool = True) -> list[A.Remove]:
         """Stage removes of specific live files (paths as in the log); they are recorded as read."""
-        wanted = {self._key(p) for p in paths}
+        key = self._reads.key
+        wanted = {key(p) for p in paths}
         now = self._context.now_ms()
-        removes = [a.remove(now, data_change) for a in self.snapshot.add_actions() if self._key(a.path) in wanted]
-        found = {self._key(r.path) for r in removes}
+        removes = [a.remove(now, data_change) for a in self.snapshot.add_actions() if key(a.path) in wanted]
+        found = {key(r.path) for r in removes}
         missing = wanted - found
         if missing:
             raise InvalidArgumentError(f"not live at version {self.read_version}: {sorted(missing)[:5]}")
-        self._read_files.update(found)
+        self._reads.files.update(found)
         self._staged.extend(removes)
         return removes
 
@@ -338,7 +300,6 @@ class Transaction:
             rows_validated=validation(data_validated, "data_validated"),
             existing_rows_validated=validation(existing_data_validated, "existing_data_validated"),
         )
-        self._operation = operation
         try:
             try:
                 result = self._commit(actions, operation, operation_parameters, user_metadata, operation_metrics)
@@ -377,69 +338,27 @@ class Transaction:
         if self.already_committed:
             self._done = True
             log.info("skipping commit: application %s already reached version %s", self.app_id, self.app_target)
-            return CommitResult(
-                version=None,
-                attempts=0,
-                winners=(),
-                txn_id=self.txn_id,
-                operation=operation,
-                actions=(),
-                read_version=self.read_version,
-                isolation_level=self.isolation,
-                skipped=True,
-            )
+            return skipped(self.txn_id, operation, self.read_version, self.isolation)
         if self.app_id is not None and self.app_target is not None:
-            all_actions = [a for a in all_actions if not (isinstance(a, A.Txn) and a.app_id == self.app_id)]
-            all_actions.append(A.Txn(self.app_id, self.app_target, self._context.now_ms()))
-        self._gate_op = self._gate if self._gate != WRITE else commit_operation(all_actions, operation)
-        prepared = self._prepare(all_actions)
-        isolation = effective_isolation(self.isolation, prepared, operation)
-        intent = self._summary(prepared, isolation)
-        commit_info = commit_info_of(
-            prepared,
-            operation=operation,
-            parameters=params,
-            read_version=self.read_version,
-            isolation=isolation,
-            blind_append=intent.is_blind_append,
-            metrics=metrics,
-            engine_info=ENGINE_INFO,
-            txn_id=self.txn_id,
-            user_metadata=meta,
-            now_ms=self._context.now_ms(),
+            all_actions = with_app_version(all_actions, self.app_id, self.app_target, self._context.now_ms())
+        self._gate_op = gate_operation(self._gate, all_actions, operation)
+        request = CommitRequest(
+            self.txn_id, operation, self._gate_op, self._declarations, self.isolation, params, meta, metrics
         )
-        commit_info = with_record(commit_info, self._record)
         ctx = self._context
-        read = read_facts(ctx, self._snapshot)
-        prepared = enable_row_tracking(prepared, read, lambda: self._live_files())
-        attempts = Attempts(
-            prepared,
-            commit_info,
-            read,
-            known=partial(known_for, self._snapshot, prepared, operation, ctx.store.root),
-            now_ms=ctx.now_ms,
-            mtime_of=lambda version: listed_mtime(ctx, version),
-        )
-        data = attempts.encode(self.read_version + 1)
         committer = Committer(ctx.store, self.retry, self._check_winner_protocol, ctx.now_ms)
-        tip = self._snapshot.tip if self._snapshot is not None else NO_TABLE
-        outcome = committer.commit(
-            self.read_version, data, intent, self.txn_id, tip, encode=attempts.encode, young=self._young
+        # the snapshot as read, never :attr:`snapshot` (that refreshes a young transaction: a read it did not make)
+        result, outcome = run_commit(
+            ctx,
+            self._snapshot,
+            all_actions,
+            request,
+            summarize=self._summary,
+            committer=committer,
+            young=self._young,
+            started=started,
         )
-        prepared = [a for a in attempts.actions if not isinstance(a, A.CommitInfo)]
         self._done = True
-        result = CommitResult(
-            version=outcome.version,
-            attempts=outcome.attempts,
-            winners=tuple(outcome.winners),
-            txn_id=self.txn_id,
-            operation=operation,
-            actions=tuple(prepared),
-            read_version=self.read_version,
-            isolation_level=isolation,
-            elapsed_s=time.monotonic() - started,
-            recovered_unknown_outcome=outcome.ours_found_after_unknown,
-        )
         if self._on_committed is not None:
             try:
                 self._on_committed(Committed(self._snapshot, tuple(outcome.commits()), result, outcome.sent_ms))
@@ -453,49 +372,6 @@ class Transaction:
         self._release_intent()
         self._staged.clear()
 
-    def _prepare(self, actions: Sequence[A.Action]) -> list[A.Action]:
-        """The commit's actions checked by every per-commit rule and feature duty; what the writer vouched for
-        is kept for its commitInfo."""
-        snap = self._snapshot
-        where = f"version {snap.version}" if snap is not None else "new table"
-        prepared = prepare_commit(
-            actions,
-            snap.protocol if snap is not None else None,
-            snap.metadata if snap is not None else None,
-            snap.schema_json if snap is not None else None,
-            f"{self._context.location}/_delta_log ({where})",
-            operation=self._gate_op,
-        )
-        protocol = next((a for a in reversed(prepared) if isinstance(a, A.Protocol)), None)
-        metadata = next((a for a in reversed(prepared) if isinstance(a, A.Metadata)), None)
-        # the snapshot as read, never :attr:`snapshot` (that refreshes a young transaction: a read it did not make)
-        assert protocol is not None or snap is not None, "a commit that creates the table stages its protocol"
-        protocol = protocol or snap.protocol
-        self._record = check_duties(
-            prepared,
-            protocol=protocol,
-            metadata=metadata or snap.metadata,
-            read_metadata=snap.metadata if snap is not None else None,
-            domains=snap.domain_metadata if snap is not None else {},
-            operation=self._operation,
-            declared=self._declarations,
-            known=self._known_files(prepared, protocol),
-            has_rows=lambda: snap is not None and snap.num_files > 0,
-        )
-        return prepared
-
-    def _known_files(self, actions: Sequence[A.Action], protocol: A.Protocol) -> KnownFiles:
-        """The live adds of the paths the commit touches, when the deletion-vector rules need them."""
-        snap = self._snapshot
-        if snap is None or not needs_known_files(actions, protocol):
-            return NO_FILES
-        root = self._context.store.root
-        wanted = touched_paths(actions, root)
-        return known_files((a for a in snap.add_actions() if path_key(a.path, root) in wanted), root)
-
-    def _live_files(self) -> int:
-        return self._snapshot.files().num_rows if self._snapshot is not None else 0
-
     def _check_winner_protocol(self, protocol: A.Protocol) -> None:
         snap = self._snapshot  # not :attr:`snapshot`: a check inside the commit never refreshes what it read
         if snap is None:
@@ -504,20 +380,7 @@ class Transaction:
         check_operation(self._gate_op, protocol, snap.configuration, snap.schema_json, where)
 
     def _summary(self, actions: Sequence[A.Action], isolation: str) -> TxnSummary:
-        read_set = ReadSet(tuple(self._predicates), frozenset(self._read_files), frozenset(self._app_ids))
-        return TxnSummary(
-            read_set=read_set,
-            isolation=isolation,
-            partition_schema=self._partition_schema(),
-            root=self._context.store.root,
-            changes_metadata=any(isinstance(a, A.Metadata) for a in actions),
-            changes_protocol=any(isinstance(a, A.Protocol) for a in actions),
-            removed=frozenset(self._key(a.path) for a in actions if isinstance(a, A.Remove)),
-            domains=frozenset(a.domain for a in actions if isinstance(a, A.DomainMetadata)),
-            is_blind_append=is_blind_append(actions, read_set),
-            txn_id=self.txn_id,
-            read_protocol=self._snapshot.protocol if self._snapshot is not None else None,
-        )
+        return self._reads.summary(actions, isolation, self._snapshot, self.txn_id)
 
 
 def _table_isolation(configuration: Mapping[str, str]) -> str:
