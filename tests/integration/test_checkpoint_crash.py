@@ -25,7 +25,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-import deltalog.checkpoint.writer as writer
+import deltalog.checkpoint.v2 as v2
 from deltalog import DeltaLog, Snapshot
 from deltalog import actions as A
 from deltalog.core import last_checkpoint as hints
@@ -210,7 +210,7 @@ def test_crash_while_publishing_a_checkpoint_leaves_nothing_under_its_name(tmp_p
 
 
 def test_v2_killed_between_sidecars_and_manifest(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(writer, "SIDECAR_ROWS", 4)
+    monkeypatch.setattr(v2, "SIDECAR_ROWS", 4)
     root = tmp_path / "t"
     build(root, 6, configuration=V2_CONF)
     expected = json_state(root)
@@ -287,7 +287,7 @@ def test_truncated_sidecar_falls_back_like_a_truncated_part(
     # (path _delta_log/_sidecars/...) is re-raised and the table is unreadable although every commit is still
     # there. A sidecar is as much a part of the checkpoint as a multi-part file; the fallback should also accept
     # errors whose path is under _delta_log/_sidecars/ (or is one of the manifest's sidecar rows).
-    monkeypatch.setattr(writer, "SIDECAR_ROWS", 4)
+    monkeypatch.setattr(v2, "SIDECAR_ROWS", 4)
     root = tmp_path / "t"
     log = build(root, 8, configuration=V2_CONF)
     expected = json_state(root)
@@ -303,7 +303,7 @@ def test_truncated_sidecar_falls_back_like_a_truncated_part(
 def test_rerun_over_a_truncated_checkpoint_does_not_claim_success(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
-    # ENGINE BUG (deltalog/checkpoint/writer.py, CheckpointWriter._publish/write): when the checkpoint name is
+    # ENGINE BUG (deltalog/checkpoint/publish.py, CheckpointFiles.publish): when the checkpoint name is
     # taken, the writer assumes "a racing writer wrote an equivalent checkpoint" and returns
     # already_existed=True without looking at the file. A torn file left by a non-atomic copy or store is then
     # never repaired: every run of the compaction job "succeeds" and every reader keeps logging the fallback
@@ -371,7 +371,7 @@ def _checkpoint_child(
     root: str, op: str, glob: str, parts: int | None, sidecar_rows: int, parked: Any, release: Any
 ) -> None:
     """Runs in the child: checkpoint through a store that parks at ``op`` on ``glob`` until killed."""
-    writer.SIDECAR_ROWS = sidecar_rows
+    v2.SIDECAR_ROWS = sidecar_rows
 
     def park(_seconds: float) -> None:
         parked.set()

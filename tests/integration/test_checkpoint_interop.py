@@ -25,7 +25,7 @@ import pyarrow.parquet as pq
 import pytest
 from deltalake import CommitProperties, DeltaTable, Transaction, write_deltalake
 
-import deltalog.checkpoint.writer as writer
+import deltalog.checkpoint.v2 as v2
 from deltalog import DeltaLog, Snapshot
 from deltalog import actions as A
 from deltalog.core.codec import encode_actions
@@ -294,7 +294,7 @@ def test_v2_checkpoint_read_by_deltalog_deltalake_and_duckdb(
     sidecar_rows: int | None,
 ) -> None:
     if sidecar_rows is not None:
-        monkeypatch.setattr(writer, "SIDECAR_ROWS", sidecar_rows)
+        monkeypatch.setattr(v2, "SIDECAR_ROWS", sidecar_rows)
     b = Builder(tmp_path / "t", partitioned, {**V2_CONF, "delta.checkpoint.writeStatsAsStruct": "true"})
     b.history()
     result = b.log.checkpoint()

@@ -74,7 +74,7 @@ def assert_no_files(meta: BaseState) -> None:
 @pytest.mark.parametrize("kind", ["classic", "multipart", "v2", "v2-sidecars"])
 def test_read_non_file_matches_read_base(tmp_path: Path, kind: str, monkeypatch: pytest.MonkeyPatch) -> None:
     if kind == "v2-sidecars":
-        monkeypatch.setattr("deltalog.checkpoint.writer.SIDECAR_ROWS", 7)
+        monkeypatch.setattr("deltalog.checkpoint.v2.SIDECAR_ROWS", 7)
     log = build(tmp_path, 20, V2_CONF if kind.startswith("v2") else None)
     log.checkpoint(parts=3 if kind == "multipart" else None)
     ref = latest_ref(log)

@@ -10,7 +10,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-import deltalog.checkpoint.writer as writer
+import deltalog.checkpoint.v2 as v2
 from deltalog import DeltaLog
 from deltalog import actions as A
 
@@ -20,7 +20,7 @@ def test_v2_hint_size_counts_every_row(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, sidecar_rows: int | None
 ) -> None:
     if sidecar_rows is not None:
-        monkeypatch.setattr(writer, "SIDECAR_ROWS", sidecar_rows)
+        monkeypatch.setattr(v2, "SIDECAR_ROWS", sidecar_rows)
     log = DeltaLog.for_table(tmp_path, auto_checkpoint=False)
     log.create(
         pa.schema([("id", pa.int64())]),
