@@ -97,9 +97,14 @@ def checkpoint(
     *,
     now_ms: int | None = None,
 ) -> CheckpointResult:
-    """Checkpoint ``table_uri`` at ``version`` (default: latest) with Spark; ``parts`` defaults to the
-    context's default parallelism (1 writes a classic single-file checkpoint). A deltalog error raised on an
-    executor (a corrupt commit, a missing log file) is raised here typed."""
+    """Write a classic (multi-part) checkpoint of ``table_uri`` at ``version`` (default: the latest) with Spark's
+    executors.
+
+    ``parts`` defaults to the context's default parallelism (1 writes a classic single-file checkpoint); the
+    parts are the same the local writer would produce. V2-checkpoint tables are refused. ``now_ms`` fixes the
+    clock that expires tombstones (tests). A deltalog error raised on an executor (a corrupt commit, a missing
+    log file) is raised here typed.
+    """
     try:
         return _checkpoint(spark, table_uri, version, parts, storage_options, now_ms)
     except DeltaLogError:

@@ -40,8 +40,15 @@ def read(
     *,
     columns: Sequence[str] | None = None,
 ) -> DataFrame:
-    """The table at ``version`` / ``timestamp`` (default: latest) as a DataFrame with the table's columns
-    (``columns``, logical names, to read fewer; an unknown name is an ``InvalidArgumentError``)."""
+    """The table at ``version`` or ``timestamp`` (default: the latest) as a DataFrame of its columns
+    (``columns``, logical names, to read fewer; an unknown name is an ``InvalidArgumentError``).
+
+    The driver replays the log; executors read exactly the snapshot's live files with deltalog's own reader
+    and stores, so deletion vectors are applied, column mapping resolved, partition values come from the log,
+    and ``s3://``/``abfs://``/``gs://`` tables need no Hadoop connector (``storage_options`` travel with the
+    tasks). A missing or corrupt file fails the Spark action that reads it (the DataFrame is lazy) with the
+    deltalog error marked in the message; :func:`deltalog.spark.carried_error` rebuilds it.
+    """
     from pyspark.sql.types import StructType
 
     log = DeltaLog.for_table(table_uri, storage_options)
