@@ -97,20 +97,20 @@ def compact_document(results: Sequence[TableCompaction], min_commits: int) -> Do
     }
 
 
+CHECKPOINT_FIELDS: tuple[render.Field, ...] = (
+    ("location", "table"),
+    ("version", "version"),
+    ("kind", "kind"),
+    ("files", lambda doc: "\n".join(doc["files"])),
+    ("actions", "num_actions"),
+    ("add files", "num_add_files"),
+    ("size", "size_in_bytes"),
+    ("already existed", "already_existed"),
+)
+
+
 def render_checkpoint(doc: Document, screen: Screen) -> None:
-    screen.pairs(
-        "Checkpoint",
-        [
-            ("location", doc["table"]),
-            ("version", doc["version"]),
-            ("kind", doc["kind"]),
-            ("files", "\n".join(doc["files"])),
-            ("actions", doc["num_actions"]),
-            ("add files", doc["num_add_files"]),
-            ("size", doc["size_in_bytes"]),
-            ("already existed", doc["already_existed"]),
-        ],
-    )
+    render.result(screen, "Checkpoint", doc, CHECKPOINT_FIELDS)
 
 
 def compact_listing(doc: Document) -> render.Listing:

@@ -169,22 +169,25 @@ def _file_rows(doc: Document, screen: Screen, listing: render.Listing, show_all:
     render.shown_note(screen, shown, doc["num_files"], "file", how + "; --json or --format csv for a script")
 
 
-def render_cleanup(doc: Document, screen: Screen, show_all: bool = False) -> None:
+def _horizon(doc: Document) -> str:
     h = doc["horizon"]
-    horizon = "-" if h is None else f"version {h['version']}" + (f" ({h['timestamp']})" if h["timestamp"] else "")
-    screen.pairs(
-        "Log cleanup",
-        [
-            ("location", doc["table"]),
-            ("result", _mode(doc)),
-            ("retention", duration(doc["retention_ms"])),
-            ("cutoff", doc["cutoff"]),
-            ("boundary checkpoint", doc["boundary_version"]),
-            ("time-travel horizon", horizon),
-            ("reason", doc["reason"]),
-            ("bytes", doc["total_bytes"]),
-        ],
-    )
+    return "-" if h is None else f"version {h['version']}" + (f" ({h['timestamp']})" if h["timestamp"] else "")
+
+
+CLEANUP_FIELDS: tuple[render.Field, ...] = (
+    ("location", "table"),
+    ("result", _mode),
+    ("retention", lambda doc: duration(doc["retention_ms"])),
+    ("cutoff", "cutoff"),
+    ("boundary checkpoint", "boundary_version"),
+    ("time-travel horizon", _horizon),
+    ("reason", "reason"),
+    ("bytes", "total_bytes"),
+)
+
+
+def render_cleanup(doc: Document, screen: Screen, show_all: bool = False) -> None:
+    render.result(screen, "Log cleanup", doc, CLEANUP_FIELDS)
     _file_rows(doc, screen, cleanup_listing(doc), show_all)
 
 
@@ -197,39 +200,39 @@ def _kinds(doc: Document) -> str:
     return text if len(doc["files"]) == doc["num_files"] else f"{text} (among the first {len(doc['files']):,})"
 
 
+VACUUM_FIELDS: tuple[render.Field, ...] = (
+    ("location", "table"),
+    ("version", "version"),
+    ("result", _mode),
+    ("retention", lambda doc: duration(doc["retention_ms"])),
+    ("cutoff", "cutoff"),
+    ("files scanned", "scanned"),
+    ("referenced", "protected"),
+    ("unreferenced, too recent", "too_recent"),
+    ("bytes", "total_bytes"),
+    ("candidates by kind", _kinds),
+)
+
+
 def render_vacuum(doc: Document, screen: Screen, show_all: bool = False) -> None:
-    screen.pairs(
-        "Vacuum",
-        [
-            ("location", doc["table"]),
-            ("version", doc["version"]),
-            ("result", _mode(doc)),
-            ("retention", duration(doc["retention_ms"])),
-            ("cutoff", doc["cutoff"]),
-            ("files scanned", doc["scanned"]),
-            ("referenced", doc["protected"]),
-            ("unreferenced, too recent", doc["too_recent"]),
-            ("bytes", doc["total_bytes"]),
-            ("candidates by kind", _kinds(doc)),
-        ],
-    )
+    render.result(screen, "Vacuum", doc, VACUUM_FIELDS)
     _file_rows(doc, screen, vacuum_listing(doc), show_all)
 
 
+RESTORE_FIELDS: tuple[render.Field, ...] = (
+    ("location", "table"),
+    ("committed version", "version"),
+    ("restored version", "restored_version"),
+    ("files removed", "num_removed"),
+    ("files restored", "num_restored"),
+    ("metadata restored", lambda doc: "yes" if doc["metadata_restored"] else "no (unchanged)"),
+    ("skipped (missing)", lambda doc: len(doc["skipped_missing"])),
+    ("txn id", "txn_id"),
+)
+
+
 def render_restore(doc: Document, screen: Screen) -> None:
-    screen.pairs(
-        "Restore",
-        [
-            ("location", doc["table"]),
-            ("committed version", doc["version"]),
-            ("restored version", doc["restored_version"]),
-            ("files removed", doc["num_removed"]),
-            ("files restored", doc["num_restored"]),
-            ("metadata restored", "yes" if doc["metadata_restored"] else "no (unchanged)"),
-            ("skipped (missing)", len(doc["skipped_missing"])),
-            ("txn id", doc["txn_id"]),
-        ],
-    )
+    render.result(screen, "Restore", doc, RESTORE_FIELDS)
 
 
 @contextmanager

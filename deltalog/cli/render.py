@@ -84,6 +84,17 @@ def count(n: int, noun: str) -> str:
     return f"{n:,} {noun}{'' if n == 1 else 's'}"
 
 
+#: one line of a verb's result: its label, and the document key it shows or how it is worked out from the document
+Field = tuple[str, str | Callable[[Document], Any]]
+
+
+def result(screen: Screen, title: str, doc: Document, fields: Sequence[Field]) -> None:
+    """A verb's result as label and value pairs under ``title``: every verb that reports one outcome (checkpoint,
+    cleanup, vacuum, restore, write) shows it the same way, and a long value (a path) folds whole at one column
+    instead of breaking a sentence."""
+    screen.pairs(title, [(label, doc[how] if isinstance(how, str) else how(doc)) for label, how in fields])
+
+
 def shown_note(screen: Screen, shown: int, total: int, noun: str, how: str) -> None:
     """Say how many of ``total`` rows the table left out, and how to see them."""
     if shown < total:
@@ -228,21 +239,36 @@ def files(doc: Document, screen: Screen) -> None:
     screen.line(f"{count(doc['num_files'], 'file')}, {count(doc['total_size'], 'byte')}")
 
 
+SNAPSHOT_FIELDS: tuple[Field, ...] = (
+    ("location", "table"),
+    ("version", "version"),
+    ("timestamp", "timestamp"),
+    ("files", "num_files"),
+    ("total size", "total_size"),
+    (
+        "protocol",
+        lambda doc: f"reader {doc['protocol']['min_reader_version']}, writer {doc['protocol']['min_writer_version']}",
+    ),
+    ("features", lambda doc: features(doc["protocol"]["features"])),
+    ("partition columns", lambda doc: features(doc["partition_columns"])),
+)
+
+
 def snapshot(doc: Document, screen: Screen) -> None:
-    p = doc["protocol"]
-    screen.pairs(
-        "Snapshot",
-        [
-            ("location", doc["table"]),
-            ("version", doc["version"]),
-            ("timestamp", doc["timestamp"]),
-            ("files", doc["num_files"]),
-            ("total size", doc["total_size"]),
-            ("protocol", f"reader {p['min_reader_version']}, writer {p['min_writer_version']}"),
-            ("features", features(p["features"])),
-            ("partition columns", features(doc["partition_columns"])),
-        ],
-    )
+    result(screen, "Snapshot", doc, SNAPSHOT_FIELDS)
+
+
+COMMIT_FIELDS: tuple[Field, ...] = (
+    ("location", "table"),
+    ("version", "version"),
+    ("operation", "operation"),
+    ("actions", "num_actions"),
+    ("read version", "read_version"),
+    ("isolation", "isolation_level"),
+    ("attempts", "attempts"),
+    ("winners", lambda doc: ", ".join(str(v) for v in doc["winners"]) or NULL),
+    ("txn id", "txn_id"),
+)
 
 
 def commit(
@@ -265,21 +291,7 @@ def commit(
             f"({doc['table']} stays at version {doc['read_version']})"
         )
         return
-    winners = ", ".join(str(v) for v in doc["winners"])
-    screen.pairs(
-        "Committed",
-        [
-            ("location", doc["table"]),
-            ("version", doc["version"]),
-            ("operation", doc["operation"]),
-            ("actions", doc["num_actions"]),
-            ("read version", doc["read_version"]),
-            ("isolation", doc["isolation_level"]),
-            ("attempts", doc["attempts"]),
-            ("winners", winners or NULL),
-            ("txn id", doc["txn_id"]),
-        ],
-    )
+    result(screen, "Committed", doc, COMMIT_FIELDS)
 
 
 def deletion_kind(path: str) -> str:
@@ -301,6 +313,7 @@ __all__ = [
     "SUMMARY_ROWS",
     "SUMMARY_THRESHOLD",
     "Listing",
+    "Field",
     "Renderer",
     "cell",
     "commit",
@@ -315,6 +328,7 @@ __all__ = [
     "history_listing",
     "limited",
     "pairs",
+    "result",
     "show",
     "shown_note",
     "snapshot",

@@ -73,21 +73,20 @@ def write_document(table: str, path: Path, result: deltalog.CommitResult) -> Doc
     }
 
 
+WRITE_FIELDS: tuple[render.Field, ...] = (
+    ("location", "table"),
+    ("from", "file"),
+    ("committed version", "version"),
+    ("rows", lambda doc: render.count(doc["num_rows"], "row")),
+    ("files", lambda doc: f"{render.count(doc['num_files'], 'file')}, {render.count(doc['num_bytes'], 'byte')}"),
+)
+
+
 def render_write(doc: Document, screen: Screen) -> None:
     if doc["skipped"]:
         screen.line(f"nothing written: the table at {doc['table']} exists (mode ignore)")
         return
-    # Label and value pairs: a path folds at one column, whole, never inside a sentence.
-    screen.pairs(
-        "Write",
-        [
-            ("location", doc["table"]),
-            ("from", doc["file"]),
-            ("committed version", doc["version"]),
-            ("rows", render.count(doc["num_rows"], "row")),
-            ("files", f"{render.count(doc['num_files'], 'file')}, {render.count(doc['num_bytes'], 'byte')}"),
-        ],
-    )
+    render.result(screen, "Write", doc, WRITE_FIELDS)
 
 
 @click.command("write")
