@@ -3,10 +3,15 @@
 It appends one real parquet file per commit through a long-lived ``DeltaLog`` whose clock is skewed, with
 automatic checkpoints and the log cleanup that follows them, until the stop file appears or it is killed.
 It records a commit in its own ack file only after ``commit()`` returned, one line ``<path> <version>``,
-fsynced, so a kill at any point leaves either a complete line or none. A slow writer holds each
-transaction open for a while first, so the version it read can be cleaned up under it. Errors deltalog
-raises are counted and the writer goes on; any other exception ends the process with a traceback, which
-the test reports as a failure.
+fsynced, so a kill at any point leaves either a complete line or none.
+
+It tells the parent where it is on stdout, one line per event, so the parent can place its kills at these
+points instead of guessing with sleeps: ``commit <seq>`` just before ``commit()`` is called, ``ack <seq>``
+once the ack is on disk, ``hold <seq>`` when it holds a transaction open. A slow writer holds its transaction
+(read, not yet committed) until the parent writes a line to its stdin, which the parent does once other
+writers have committed past the version it read, so that version can be cleaned up under it. Errors deltalog
+raises are counted and the writer goes on; any other exception ends the process with a traceback, which the
+test reports as a failure.
 """
 
 from __future__ import annotations
@@ -41,6 +46,11 @@ def main(argv: list[str]) -> int:
     log = DeltaLog.for_table(root, clock=lambda: time.time() + args.skew_s)
     errors: Counter[str] = Counter()
     stop = out / "stop"
+
+    def tell(event: str, seq: int) -> None:
+        sys.stdout.write(f"{event} {seq}\n")
+        sys.stdout.flush()
+
     with open(out / f"{args.name}.acks", "a") as acks:
         seq = 0
         while not stop.exists():
@@ -49,7 +59,9 @@ def main(argv: list[str]) -> int:
             try:
                 txn = log.start_transaction()
                 if rng.random() < args.slow:
-                    time.sleep(rng.uniform(0.2, 1.0))
+                    tell("hold", seq)
+                    sys.stdin.readline()  # the parent's go (or end of input when it stops the run)
+                tell("commit", seq)
                 result = txn.commit([add])
             except DeltaLogError as exc:
                 errors[type(exc).__name__] += 1
@@ -58,6 +70,7 @@ def main(argv: list[str]) -> int:
             acks.write(f"{add.path} {result.version}\n")
             acks.flush()
             os.fsync(acks.fileno())
+            tell("ack", seq)
     (out / f"{args.name}.errors").write_bytes(orjson.dumps(dict(errors)))
     return 0
 
