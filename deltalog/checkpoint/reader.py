@@ -24,10 +24,10 @@ from deltalog.checkpoint.scan import (
     READ_ERRORS,
     Layout,
     checked_layout,
+    fetch_errors,
     iter_rows,
     non_file_rows,
     open_parquet,
-    unreadable,
 )
 from deltalog.core import actions as A
 from deltalog.core.codec import ActionDecodeError, from_dict
@@ -46,7 +46,7 @@ from deltalog.core.state.columns import (
     empty_removes,
     table_from_dicts,
 )
-from deltalog.errors import CorruptLogError, StorageError
+from deltalog.errors import CorruptLogError
 from deltalog.storage.base import LogStore
 
 if TYPE_CHECKING:
@@ -341,14 +341,8 @@ class CheckpointReader:
     def _read_json(
         self, path: str, collected: _Collected, adds: list[dict[str, Any]], removes: list[dict[str, Any]]
     ) -> None:
-        try:
+        with fetch_errors(path):
             data = self.store.read(path)
-        except FileNotFoundError:
-            raise CorruptLogError(f"checkpoint file {path} disappeared while reading", path=path) from None
-        except StorageError as exc:
-            if exc.retryable:
-                raise
-            raise unreadable(path, exc) from None
         for line_no, obj in objects(data, path):
             for key, body in obj.items():
                 if key in ("add", "remove"):

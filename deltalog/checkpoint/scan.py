@@ -62,6 +62,21 @@ def unreadable(path: str, exc: StorageError) -> CorruptLogError:
 
 
 @contextmanager
+def fetch_errors(path: str) -> Iterator[None]:
+    """Around fetching a checkpoint file: one the listing named but the store no longer has, or one it cannot
+    give back (:func:`unreadable`), is a :class:`CorruptLogError` naming it; a transient failure stays a
+    :class:`StorageError`, for the caller to retry."""
+    try:
+        yield
+    except FileNotFoundError:
+        raise CorruptLogError(f"checkpoint file {path} disappeared while reading", path=path) from None
+    except StorageError as exc:
+        if exc.retryable:
+            raise
+        raise unreadable(path, exc) from None
+
+
+@contextmanager
 def open_parquet(store: LogStore, path: str) -> Iterator[pq.ParquetFile]:
     """A parquet reader over the store's stream, closed when the block ends.
 
@@ -71,14 +86,8 @@ def open_parquet(store: LogStore, path: str) -> Iterator[pq.ParquetFile]:
     them (parquet-mr since 1.12, and deltalog): a flipped bit in a page then fails the read instead of
     turning one file path or size into another.
     """
-    try:
+    with fetch_errors(path):
         handle = store.open(path)
-    except FileNotFoundError:
-        raise CorruptLogError(f"checkpoint file {path} disappeared while reading", path=path) from None
-    except StorageError as exc:
-        if exc.retryable:
-            raise
-        raise unreadable(path, exc) from None
     source: Any = handle
     try:
         if isinstance(handle, io.BufferedReader) and isinstance(handle.name, str):
@@ -276,4 +285,13 @@ def _all_rows(pf: pq.ParquetFile, path: str, column: str) -> list[dict[str, Any]
     return list(values.filter(pc.is_valid(values)).to_pylist())
 
 
-__all__ = ["BATCH_ROWS", "Layout", "checked_layout", "iter_rows", "non_file_rows", "open_parquet", "unreadable"]
+__all__ = [
+    "BATCH_ROWS",
+    "Layout",
+    "checked_layout",
+    "fetch_errors",
+    "iter_rows",
+    "non_file_rows",
+    "open_parquet",
+    "unreadable",
+]

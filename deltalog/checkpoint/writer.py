@@ -101,10 +101,9 @@ class CheckpointWriter:
         self.now_ms = now_ms
         self.progress = progress
         conf = state.configuration
-        self.stats_json = properties.get_bool(conf, "delta.checkpoint.writeStatsAsJson", True)
-        # The spec's default is false (Delta Spark's is true); unset means the spec's default here.
-        self.stats_struct = properties.get_bool(conf, "delta.checkpoint.writeStatsAsStruct", False)
-        self.compression = conf.get("delta.parquet.compression.codec", "snappy").lower()
+        self.stats_json = properties.checkpoint_stats_json(conf)
+        self.stats_struct = properties.checkpoint_stats_struct(conf)
+        self.compression = properties.parquet_codec(conf)
         # PROTOCOL "V2 Checkpoint Table Feature": with v2Checkpoint supported a checkpoint is never multi-part,
         # and it is classic (V1 spec, classic name) or V2 (UUID-named manifest) as delta.checkpointPolicy says
         self.v2_supported = "v2Checkpoint" in state.features

@@ -146,6 +146,22 @@ def checkpoint_interval(conf: Mapping[str, str]) -> int:
     return n
 
 
+def checkpoint_stats_json(conf: Mapping[str, str]) -> bool:
+    """``delta.checkpoint.writeStatsAsJson``: checkpoints carry each add's ``stats`` string (default true)."""
+    return get_bool(conf, "delta.checkpoint.writeStatsAsJson", True)
+
+
+def checkpoint_stats_struct(conf: Mapping[str, str]) -> bool:
+    """``delta.checkpoint.writeStatsAsStruct``: checkpoints carry ``stats_parsed``. The spec's default is false
+    (Delta Spark's is true); unset means the spec's default here."""
+    return get_bool(conf, "delta.checkpoint.writeStatsAsStruct", False)
+
+
+def parquet_codec(conf: Mapping[str, str]) -> str:
+    """``delta.parquet.compression.codec`` (default snappy), lower-cased as pyarrow names codecs."""
+    return str(conf.get("delta.parquet.compression.codec", "snappy")).lower()
+
+
 def check_checkpoint_properties(conf: Mapping[str, str]) -> None:
     """Every property the checkpoint writer reads can be used; else the :class:`PropertyError` naming it.
 

@@ -166,8 +166,8 @@ def _checkpoint(
             storage_options=storage_options,
             version=target,
             parts=n_parts,
-            stats_json=properties.get_bool(conf, "delta.checkpoint.writeStatsAsJson", True),
-            compression=conf.get("delta.parquet.compression.codec", "snappy").lower(),
+            stats_json=properties.checkpoint_stats_json(conf),
+            compression=properties.parquet_codec(conf),
             non_file=small,
         )
         written = by_part.mapInArrow(writer, PART_RESULT_DDL).collect()
