@@ -75,13 +75,14 @@ _OVERWRITES = frozenset(
 )
 
 
-def commit_operation(actions: Collection[Any], operation: str | None = None) -> str:
+def commit_operation(actions: Collection[Any], operation: str | None = None, *, new_dvs: bool = True) -> str:
     """The gate's operation for a commit of ``actions`` named ``operation`` (``commitInfo.operation``).
 
     The log alone cannot tell an overwrite from a rewrite that copies rows, so the name decides between them
     (a name deltalog does not know counts as a rewrite, which blocks more). A remove and an add of the same
-    path with a new DV is left to the deletion-vector rules: named like any other commit here, so that a
-    table whose DVs are supported but not enabled is gated as before.
+    path with a new DV (and no other add) copies no rows: it is a DV delete, gated as one (row tracking keeps
+    the file's ids) where the table allows new DVs (``new_dvs``); elsewhere the deletion-vector rules refuse it
+    as an invalid commit, so it is named like any other commit here.
     """
     if operation == "RESTORE":
         return RESTORE
@@ -95,7 +96,12 @@ def commit_operation(actions: Collection[Any], operation: str | None = None) -> 
         return APPEND
     if not adds:
         return DELETE
-    return OVERWRITE if operation in _OVERWRITES else REWRITE
+    if operation in _OVERWRITES:
+        return OVERWRITE
+    removed = {r.path for r in removes}
+    if new_dvs and all(a.deletion_vector is not None and a.path in removed for a in adds):
+        return DV_DELETE
+    return REWRITE
 
 
 def blockers(

@@ -23,6 +23,7 @@ from deltalog.core import actions as A
 from deltalog.core.commit_rules import commit_info_of, prepare_commit
 from deltalog.core.conflicts import TxnSummary, effective_isolation
 from deltalog.core.constraints import with_record
+from deltalog.core.deletion_vectors import new_dvs_allowed
 from deltalog.core.feature_duties import Declarations, check_duties, needs_known_files, touched_paths
 from deltalog.core.feature_gate import WRITE, commit_operation
 from deltalog.core.file_facts import NO_FILES, KnownFiles, known_files, path_key
@@ -41,10 +42,13 @@ class Prepared:
     record: dict[str, Any]
 
 
-def gate_operation(gate: str, actions: Sequence[A.Action], operation: str) -> str:
+def gate_operation(gate: str, actions: Sequence[A.Action], operation: str, snap: Snapshot | None) -> str:
     """The feature gate's operation for a commit: the one the caller named, or (``WRITE``, the default) the one
-    its actions and ``commitInfo.operation`` amount to."""
-    return gate if gate != WRITE else commit_operation(actions, operation)
+    its actions and ``commitInfo.operation`` amount to on the table as read."""
+    if gate != WRITE:
+        return gate
+    new_dvs = snap is not None and new_dvs_allowed(snap.protocol, snap.configuration)
+    return commit_operation(actions, operation, new_dvs=new_dvs)
 
 
 def prepare(

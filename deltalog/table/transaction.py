@@ -341,7 +341,7 @@ class Transaction:
             return skipped(self.txn_id, operation, self.read_version, self.isolation)
         if self.app_id is not None and self.app_target is not None:
             all_actions = with_app_version(all_actions, self.app_id, self.app_target, self._context.now_ms())
-        self._gate_op = gate_operation(self._gate, all_actions, operation)
+        self._gate_op = gate_operation(self._gate, all_actions, operation, self._snapshot)
         request = CommitRequest(
             self.txn_id, operation, self._gate_op, self._declarations, self.isolation, params, meta, metrics
         )

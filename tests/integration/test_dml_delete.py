@@ -195,3 +195,21 @@ def test_a_concurrent_delete_of_the_same_rows_makes_the_later_one_fail_and_clean
     new_files = files_on_disk(root) - before
     assert len(new_files) == 1 and next(iter(new_files)).startswith("deletion_vector_")  # the winner's only
     assert_everyone_reads(root, numbers().filter(pc.field("id") >= 50))
+
+
+def test_a_deletion_vector_delete_on_a_row_tracking_table_keeps_each_files_row_ids(tmp_path: Path) -> None:
+    """A DV delete copies no row: the re-added file keeps its baseRowId and defaultRowCommitVersion, so row
+    tracking does not block it (only a rewrite that copies rows into new files would need materialized ids)."""
+    root = tmp_path / "t"
+    log = DeltaLog.for_table(root)
+    configuration = {"delta.enableDeletionVectors": "true", "delta.enableRowTracking": "true"}
+    log.create(numbers().schema, partition_columns=["part"], configuration=configuration)
+    deltalog.write(numbers().to_batches(max_chunksize=300), root, target_file_size=8 * 1024)
+    before = {a.path: (a.base_row_id, a.default_row_commit_version) for a in log.snapshot().add_actions()}
+    assert all(ids[0] is not None and ids[1] is not None for ids in before.values())
+    gone = pc.field("id").isin(pa.array(range(0, ROWS, 9), pa.int64()))
+    result = log.delete(gone)
+    readded = [a for a in result.actions if isinstance(a, A.Add)]
+    assert readded and all(a.deletion_vector is not None for a in readded)
+    assert {a.path: (a.base_row_id, a.default_row_commit_version) for a in readded}.items() <= before.items()
+    assert_everyone_reads(root, numbers().filter(~gone))

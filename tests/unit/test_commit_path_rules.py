@@ -3,6 +3,8 @@ how an unlisted commit's tip holds, and which gate operation a commit is."""
 
 from __future__ import annotations
 
+import dataclasses
+
 from deltalog.core import actions as A
 from deltalog.core import feature_gate as G
 from deltalog.core.paths import parse
@@ -49,3 +51,7 @@ def test_a_commit_is_gated_as_what_it_does() -> None:
     assert G.commit_operation([ra, b], "SOMETHING ELSE") == G.REWRITE  # an unknown name blocks more
     assert G.commit_operation([a.remove(0, data_change=False), add("c", False)], "OPTIMIZE") == G.REARRANGE
     assert G.commit_operation([ra, b], "RESTORE") == G.RESTORE
+    dv = A.DeletionVector("u", "ab^-aqEH.-t@S}K{vb[*k^", 34, 1, 1)
+    readded = dataclasses.replace(a, deletion_vector=dv)
+    assert G.commit_operation([ra, readded], "DELETE") == G.DV_DELETE  # same file, fewer rows: no row copied
+    assert G.commit_operation([ra, readded, b], "DELETE") == G.REWRITE  # a new file copies rows
