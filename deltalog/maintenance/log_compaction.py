@@ -22,7 +22,13 @@ from deltalog.core.feature_gate import CHECKPOINT, check_operation
 from deltalog.core.paths import LOG_DIR, compaction_name
 from deltalog.core.segment import LogSegment
 from deltalog.core.state.compact import compacted_actions, encode
-from deltalog.errors import CorruptLogError, DeltaLogError, FileAlreadyExistsError, VersionNotFoundError
+from deltalog.errors import (
+    CorruptLogError,
+    DeltaLogError,
+    FileAlreadyExistsError,
+    UnsupportedFeatureError,
+    VersionNotFoundError,
+)
 from deltalog.table import listing, load
 from deltalog.table.context import TableContext
 from deltalog.table.snapshot import Snapshot
@@ -131,7 +137,12 @@ def _protocol(body: object, where: str, start: int, end: int) -> Protocol:
 
 
 def _gate(protocol: Protocol, latest: Snapshot, where: str) -> None:
-    check_operation(CHECKPOINT, protocol, latest.configuration, latest.schema_json, where)
+    """The checkpoint gate (a compaction file is a checkpoint of part of the log), said in this operation's words."""
+    try:
+        check_operation(CHECKPOINT, protocol, latest.configuration, latest.schema_json, where)
+    except UnsupportedFeatureError as exc:
+        message = str(exc).replace("cannot checkpoint", "cannot write a log compaction file", 1)
+        raise UnsupportedFeatureError(message, feature=exc.feature, path=exc.path, version=exc.version) from None
 
 
 __all__ = ["LogCompactionResult", "compact_log", "compact_when_due"]
