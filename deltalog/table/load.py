@@ -114,8 +114,12 @@ def _load_files(
     the log still holds what is needed without it. The fallback is logged with the file it skipped; only
     when nothing older can rebuild the version does the checkpoint's error reach the caller.
 
+    A log compaction file deleted since the listing (log cleanup) is dropped from the segment and its commits
+    are read instead.
+
     It is a loop over one listing, never a recursion: every round drops the checkpoint that failed (all
-    its files), so it ends after at most one round per checkpoint in the log, with one listing and each
+    its files) or a vanished compaction file, so it ends after at most one round per checkpoint and
+    compaction file in the log, with one listing and each
     commit read once, however many checkpoints are damaged. The skipped checkpoints are recorded in the
     file state (:attr:`FileState.distrusted`): ``vacuum`` refuses to trust such a file list.
     """
@@ -131,6 +135,12 @@ def _load_files(
                 files = dataclasses.replace(files, distrusted=tuple(distrusted))
             return current, state, files
         except CorruptLogError as exc:
+            gone = _vanished_compaction(ctx, current, exc)
+            if gone is not None:
+                # A compaction file only stands in for commits that are still there: read those instead.
+                log.info("%s: %s is gone (log cleanup); reading its commits", ctx.location, gone.name)
+                current = dataclasses.replace(current, compactions=tuple(c for c in current.compactions if c != gone))
+                continue
             cp = current.checkpoint
             if cp is None or not _in_checkpoint(exc, cp):
                 raise
@@ -151,6 +161,17 @@ def _load_files(
                 segment.version,
                 current.describe(),
             )
+
+
+def _vanished_compaction(ctx: TableContext, segment: LogSegment, exc: CorruptLogError) -> LogPath | None:
+    """The segment's compaction file that ``exc`` is about when it no longer exists (deleted since the listing)."""
+    found = next((c for c in segment.compactions if exc.path == f"{LOG_DIR}/{c.name}"), None)
+    if found is None:
+        return None
+    try:
+        return None if ctx.store.exists(f"{LOG_DIR}/{found.name}") else found
+    except (DeltaLogError, OSError):
+        return None
 
 
 def _in_checkpoint(exc: CorruptLogError, cp: CheckpointRef) -> bool:

@@ -32,6 +32,7 @@ from deltalog.errors import (
     UnsupportedFeatureError,
     VersionNotFoundError,
 )
+from deltalog.table import listing, load
 from deltalog.table.snapshot import Snapshot
 from tests import compaction_checker
 from tests.corpus import corpus_entries, table_path
@@ -323,6 +324,18 @@ def test_a_load_with_compaction_files_reads_fewer_files(tmp_path: Path, monkeypa
     assert snap.num_files == 20
     logs = [n for n in read if n != "_last_checkpoint"]
     assert logs == [compaction_name(0, latest - 1), f"{latest:020d}.json"], read  # not latest + 1 commits
+
+
+def test_a_compaction_file_deleted_after_the_listing_reads_its_commits(tmp_path: Path) -> None:
+    root = tmp_path / "t"
+    log = small_table(root, 8)
+    log.compact_log(1, 5)
+    ctx = DeltaLog.for_table(root).context
+    found = listing.find_segment(ctx, None)
+    assert [p.name for p in found.segment.compactions] == [compaction_name(1, 5)]
+    (root / LOG / compaction_name(1, 5)).unlink()  # as a concurrent log cleanup would
+    snap = load.load(ctx, found.segment)
+    assert snap.segment.compactions == () and state_of(snap) == state_of(DeltaLog.for_table(root).snapshot())
 
 
 # ---------------------------------------------------------------------------------------------- automatic, cleanup
