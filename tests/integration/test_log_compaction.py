@@ -11,14 +11,18 @@ checker stand in for it.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
+import tempfile
 from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 import deltalog
 from deltalog import DeltaLog
@@ -34,11 +38,12 @@ from deltalog.errors import (
 )
 from deltalog.table import listing, load
 from deltalog.table.snapshot import Snapshot
-from tests import compaction_checker
+from tests import compaction_checker, protocol_checker
 from tests.corpus import corpus_entries, table_path
 from tests.integration.dml_kit import enable_deletion_vectors
 from tests.peers import try_deltalake, try_duckdb
 from tests.unit.cli_runs import as_json, fails, ok
+from tests.unit.test_replay_differential import SETTINGS, logs
 
 LOG = "_delta_log"
 
@@ -165,6 +170,42 @@ def test_every_corpus_table_reads_the_same_with_compaction_files(tmp_path: Path)
     assert files >= 200 and used >= 150, (files, used)  # every table gets files, and loads read them
 
 
+# ---------------------------------------------------------------------------------------------- generated logs
+
+
+def test_generated_logs_read_the_same_at_every_version_with_compaction_files() -> None:
+    """The parser differential's generated logs (path spellings, deletion vectors, txns, domains, protocol and
+    metadata changes, partition shapes, odd JSON) as real tables: compaction files written by ``compact_log``
+    for drawn ranges, then every version loaded fresh from disk with and without them."""
+    written: list[int] = []
+
+    @SETTINGS
+    @given(logs().filter(lambda drawn: drawn[0].version == -1), st.data())
+    def check(drawn: tuple[Any, list[Any], bool, int], data: st.DataObject) -> None:
+        _, commits, _, _ = drawn
+        with tempfile.TemporaryDirectory() as tmp:
+            plain, compacted = Path(tmp) / "plain", Path(tmp) / "compacted"
+            for root in (plain, compacted):
+                (root / LOG).mkdir(parents=True)
+                for c in commits:
+                    (root / LOG / f"{c.version:020d}.json").write_bytes(c.data)
+            last = len(commits) - 1
+            log = DeltaLog.for_table(compacted)
+            for _ in range(data.draw(st.integers(1, 2))):
+                if last < 1:
+                    break
+                start = data.draw(st.integers(0, last - 1))
+                end = data.draw(st.integers(start + 1, last))
+                with contextlib.suppress(DeltaLogError):  # a log deltalog cannot load stays commit-only
+                    written.append(log.compact_log(start, end).written)
+            compaction_checker.assert_valid(compacted)
+            for v in range(len(commits)):
+                assert outcome(compacted, v)[0] == outcome(plain, v)[0], v
+
+    check()
+    assert sum(written) >= 50, sum(written)
+
+
 # ---------------------------------------------------------------------------------------------- a table of ours
 
 
@@ -195,6 +236,7 @@ def test_a_busy_table_reads_the_same_with_compaction_files_and_peers_see_no_chan
     for start, end in ranges_for(list(range(latest + 1))):
         assert log.compact_log(start, end).written
     assert compaction_checker.assert_valid(root) >= 6
+    protocol_checker.assert_valid(root)  # the suite's whole-log checker, its compaction rule included
     assert assert_same_with_and_without(plain, root, 0) >= latest - 1
     assert {"deltalake": try_deltalake(root), "duckdb": try_duckdb(root)} == before
     assert all(isinstance(v, object) and not isinstance(v, str) for v in before.values()), before
