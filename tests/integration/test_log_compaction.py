@@ -380,6 +380,25 @@ def test_a_compaction_file_deleted_after_the_listing_reads_its_commits(tmp_path:
     assert snap.segment.compactions == () and state_of(snap) == state_of(DeltaLog.for_table(root).snapshot())
 
 
+def test_a_deferred_load_takes_txns_and_metadata_from_the_compaction_file(tmp_path: Path) -> None:
+    """A blind append's load (protocol, metadata, txns now, files on first use) reads the compaction too."""
+    root = tmp_path / "t"
+    log = small_table(root, 3)
+    log.checkpoint()
+    for i in range(5):
+        deltalog.write(pa.table({"id": [i]}), log, app_id="job", app_version=i)
+    log.set_properties({"delta.appendOnly": "true"})
+    deltalog.write(pa.table({"id": [9]}), log)
+    log.compact_log(4, log.latest_version() - 1)
+    ctx = DeltaLog.for_table(root).context
+    found = listing.find_segment(ctx, None)
+    snap = load.load_state(ctx, found.segment, checkpoint_store=found.checkpoint_store)
+    assert not snap.files_loaded and len(snap.segment.compactions) == 1
+    assert snap.app_version("job") == 4 and snap.configuration["delta.appendOnly"] == "true"
+    assert state_of(snap) == state_of(DeltaLog.for_table(root).fresh_snapshot())
+    compaction_checker.assert_valid(root)
+
+
 # ---------------------------------------------------------------------------------------------- automatic, cleanup
 
 
