@@ -18,6 +18,7 @@ import shutil
 import tempfile
 from pathlib import Path
 from typing import Any
+from urllib.parse import unquote
 
 import pyarrow as pa
 import pytest
@@ -75,6 +76,14 @@ def outcome(root: Path, version: int) -> tuple[dict[str, Any] | str, int]:
         return state_of(snap), len(snap.segment.compactions)
     except DeltaLogError as exc:
         return type(exc).__name__, 0
+
+
+def assert_peers_read(root: Path) -> None:
+    """deltalake and duckdb open the table (they ignore compaction files) and see deltalog's live files."""
+    ours = {unquote(p) for p in DeltaLog.for_table(root).snapshot().files().column("path").to_pylist()}
+    lake, duck = try_deltalake(root), try_duckdb(root)
+    assert not isinstance(lake, str) and not isinstance(duck, str), (lake, duck)
+    assert lake.files == ours and duck.files <= ours and lake.rows == duck.rows
 
 
 def log_copy(src: Path, dest: Path) -> Path:
@@ -262,6 +271,7 @@ def test_the_default_range_and_an_identical_file_already_there(tmp_path: Path) -
     assert (dry.start, dry.end, dry.written) == (latest - 2, latest, False)
     assert not (root / LOG / compaction_name(latest - 2, latest)).exists()
     compaction_checker.assert_valid(root)
+    assert_peers_read(root)
 
 
 def test_refused_ranges_are_typed_errors(tmp_path: Path) -> None:
@@ -283,6 +293,7 @@ def test_refused_ranges_are_typed_errors(tmp_path: Path) -> None:
     with pytest.raises(VersionNotFoundError, match="deleted by log cleanup"):
         DeltaLog.for_table(root).compact_log(2, 7)
     assert not list((root / LOG).glob("*.compacted.json"))
+    assert_peers_read(root)
 
 
 def test_tables_with_features_deltalog_cannot_reconcile_are_refused_by_name(tmp_path: Path) -> None:
@@ -299,6 +310,7 @@ def test_tables_with_features_deltalog_cannot_reconcile_are_refused_by_name(tmp_
         DeltaLog.for_table(root).compact_log(0, upgraded)
     assert err.value.feature == "madeUpFeature"
     assert not list((root / LOG).glob("*.compacted.json"))
+    assert_peers_read(root)
 
 
 # ---------------------------------------------------------------------------------------------- reading
@@ -315,6 +327,7 @@ def test_a_corrupt_compaction_file_is_a_typed_error_naming_it(tmp_path: Path) ->
     root = tmp_path / "t"
     small_table(root, 6)
     at_3 = state_of(DeltaLog.for_table(root).snapshot(version=3))
+    peers = (try_deltalake(root), try_duckdb(root))
     name = compaction_name(1, 3)
     (root / LOG / name).write_bytes(b'{"add":{"path":"x.parquet"\n')
     with pytest.raises(CorruptLogError, match=name) as err:
@@ -322,6 +335,7 @@ def test_a_corrupt_compaction_file_is_a_typed_error_naming_it(tmp_path: Path) ->
     assert err.value.path == f"{LOG}/{name}"
     # time travel into its range, or to its end, reads the commits and is not affected
     assert state_of(DeltaLog.for_table(root).snapshot(version=3)) == at_3
+    assert (try_deltalake(root), try_duckdb(root)) == peers  # they ignore compaction files, this one too
 
 
 def test_empty_and_misnamed_compaction_files_are_ignored(tmp_path: Path) -> None:
@@ -332,6 +346,7 @@ def test_empty_and_misnamed_compaction_files_are_ignored(tmp_path: Path) -> None
     (root / LOG / f"{1:019d}.{4:020d}.compacted.json").write_bytes(b"garbage")
     snap = DeltaLog.for_table(root).snapshot()
     assert snap.num_files == 6 and snap.segment.compactions == ()
+    assert_peers_read(root)
 
 
 def test_a_compaction_file_is_used_only_where_it_stands_for_commits_the_load_replays(tmp_path: Path) -> None:
@@ -345,6 +360,7 @@ def test_a_compaction_file_is_used_only_where_it_stands_for_commits_the_load_rep
     assert segs[3].compactions == () and segs[4].compactions == ()  # inside (2, 6), at the checkpoint
     assert [p.name for p in segs[10].compactions] == [compaction_name(7, 9)]
     assert segs[9].compactions == () and segs[8].compactions == ()  # its end, and inside it
+    assert_peers_read(root)
 
 
 def test_a_load_with_compaction_files_reads_fewer_files(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -366,6 +382,8 @@ def test_a_load_with_compaction_files_reads_fewer_files(tmp_path: Path, monkeypa
     assert snap.num_files == 20
     logs = [n for n in read if n != "_last_checkpoint"]
     assert logs == [compaction_name(0, latest - 1), f"{latest:020d}.json"], read  # not latest + 1 commits
+    monkeypatch.undo()
+    assert_peers_read(root)
 
 
 def test_a_compaction_file_deleted_after_the_listing_reads_its_commits(tmp_path: Path) -> None:
@@ -378,6 +396,7 @@ def test_a_compaction_file_deleted_after_the_listing_reads_its_commits(tmp_path:
     (root / LOG / compaction_name(1, 5)).unlink()  # as a concurrent log cleanup would
     snap = load.load(ctx, found.segment)
     assert snap.segment.compactions == () and state_of(snap) == state_of(DeltaLog.for_table(root).snapshot())
+    assert_peers_read(root)
 
 
 def test_a_deferred_load_takes_txns_and_metadata_from_the_compaction_file(tmp_path: Path) -> None:
@@ -397,6 +416,7 @@ def test_a_deferred_load_takes_txns_and_metadata_from_the_compaction_file(tmp_pa
     assert snap.app_version("job") == 4 and snap.configuration["delta.appendOnly"] == "true"
     assert state_of(snap) == state_of(DeltaLog.for_table(root).fresh_snapshot())
     compaction_checker.assert_valid(root)
+    assert_peers_read(root)
 
 
 # ---------------------------------------------------------------------------------------------- automatic, cleanup
@@ -420,6 +440,7 @@ def test_the_automatic_mode_compacts_every_interval_commits_and_only_logs_failur
     compaction_checker.assert_valid(root)
     assert DeltaLog.for_table(root).snapshot().num_files == 12
     assert DeltaLog.for_table(root, log_compaction_interval=0).log_compaction_interval == 0
+    assert_peers_read(root)
 
 
 def test_cleanup_deletes_compaction_files_starting_at_or_below_the_boundary(tmp_path: Path) -> None:
@@ -456,3 +477,4 @@ def test_the_compact_log_verb(tmp_path: Path) -> None:
     assert as_json("compact-log", str(root), "--from", "1", "--to", "3")["identical"] is True
     assert "at least 2 commits" in fails("compact-log", str(root), "--from", "4", "--to", "4")
     compaction_checker.assert_valid(root)
+    assert_peers_read(root)
