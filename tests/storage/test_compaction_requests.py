@@ -10,10 +10,13 @@ from collections import Counter
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 
+import orjson
 import pytest
+from click.testing import CliRunner
 
 from benchmarks.proxy import LatencyProxy
 from deltalog import DeltaLog
+from deltalog.cli.main import cli
 from deltalog.core.paths import compaction_name
 from tests.storage.servers import BUCKET, Server, s3_options, unique
 from tests.storage.test_read_requests import commit, commit_bytes, kinds, reads_of
@@ -48,3 +51,19 @@ def test_a_latest_load_reads_the_compaction_file_instead_of_its_commits(
     assert sorted(names) == sorted(["_last_checkpoint", compaction_name(0, 28), f"{29:020d}.json"])
     files, inside, names = load(version=20)  # time travel into the range: the commits
     assert files == 21 and inside["GET"] == 1 + 21 and compaction_name(0, 28) not in names
+
+
+def test_the_compact_log_verb_reaches_s3_through_storage_options(proxied: tuple[LatencyProxy, str, Server]) -> None:
+    _, location, server = proxied
+    options = s3_options(server.endpoint)
+    direct = DeltaLog.for_table(location, options)
+    for v in range(5):
+        direct.store.put_if_absent(commit(v), commit_bytes(v))
+    args = [arg for k, v in options.items() for arg in ("--storage-option", f"{k}={v}")]
+    result = CliRunner().invoke(cli, ["compact-log", location, "--from", "1", "--to", "3", "--json", *args])
+    assert result.exit_code == 0, (result.stdout, result.stderr)
+    doc = orjson.loads(result.stdout)
+    assert doc["written"] is True and doc["path"] == f"_delta_log/{compaction_name(1, 3)}"
+    assert str(options["AWS_SECRET_ACCESS_KEY"]) not in result.stdout + result.stderr
+    snap = DeltaLog.for_table(location, options).snapshot()
+    assert snap.num_files == 5 and [p.name for p in snap.segment.compactions] == [compaction_name(1, 3)]
