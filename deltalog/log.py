@@ -32,6 +32,7 @@ if TYPE_CHECKING:
     from deltalog.checkpoint.writer import CheckpointResult, Progress
     from deltalog.core.cleanup_plan import Retention
     from deltalog.maintenance.cleanup import CleanupResult
+    from deltalog.maintenance.log_compaction import LogCompactionResult
     from deltalog.maintenance.restore import RestoreResult
     from deltalog.maintenance.vacuum import VacuumProgress, VacuumResult
     from deltalog.table.commit_loop import RetryPolicy, Young
@@ -47,7 +48,12 @@ class DeltaLog:
     """Entry point for one Delta table."""
 
     def __init__(
-        self, store: LogStore, location: str, clock: Callable[[], float] = time.time, auto_checkpoint: bool = True
+        self,
+        store: LogStore,
+        location: str,
+        clock: Callable[[], float] = time.time,
+        auto_checkpoint: bool = True,
+        log_compaction_interval: int = 0,
     ) -> None:
         self.store = store
         self.location = location
@@ -55,6 +61,8 @@ class DeltaLog:
         self.context = TableContext(store, location, clock)
         #: checkpoint after commits at multiples of delta.checkpointInterval; off leaves it to the compaction job
         self.auto_checkpoint = auto_checkpoint
+        #: opt-in: after the commit of v with (v + 1) % N == 0, write the compaction file of the last N commits
+        self.log_compaction_interval = log_compaction_interval
         self._lock = threading.Lock()
         self._latest: Snapshot | None = None
         #: (version, writer ms) of this log's last commit, sent before that time: the one-request path's anchor
@@ -69,10 +77,21 @@ class DeltaLog:
         *,
         clock: Callable[[], float] = time.time,
         auto_checkpoint: bool = True,
+        log_compaction_interval: int = 0,
     ) -> DeltaLog:
-        """Open the table at a path or URI (``file://``, ``memory://``, and the cloud schemes when installed)."""
+        """Open the table at a path or URI (``file://``, ``memory://``, and the cloud schemes when installed).
+
+        ``log_compaction_interval`` N >= 2 writes a log compaction file of the last N commits after every
+        N-th commit made through this log (off by default: Delta Spark reads them, other engines ignore them).
+        """
         store = store_for(location, storage_options)
-        return cls(store, store.root, clock=clock, auto_checkpoint=auto_checkpoint)
+        return cls(
+            store,
+            store.root,
+            clock=clock,
+            auto_checkpoint=auto_checkpoint,
+            log_compaction_interval=log_compaction_interval,
+        )
 
     def now_ms(self) -> int:
         """This log's clock in epoch milliseconds: what retention, intents and tombstones are judged by
@@ -337,6 +356,10 @@ class DeltaLog:
             from deltalog.maintenance.checkpoint_job import checkpoint_when_due
 
             checkpoint_when_due(self.context, version, self.snapshot, cached=self._latest)
+        if self.log_compaction_interval and version:
+            from deltalog.maintenance.log_compaction import compact_when_due
+
+            compact_when_due(self.context, version, self.log_compaction_interval, self.snapshot)
 
     # ------------------------------------------------------------------------------------------ time
     def commit_timeline(self) -> list[tuple[int, int]]:
@@ -368,6 +391,20 @@ class DeltaLog:
         from deltalog.maintenance.cleanup import cleanup
 
         return cleanup(self.context, self.snapshot(), retention=retention, dry_run=dry_run)
+
+    def compact_log(
+        self, start: int | None = None, end: int | None = None, dry_run: bool = False
+    ) -> LogCompactionResult:
+        """Write the log compaction file of commits ``start..end`` (PROTOCOL "Log Compaction Files").
+
+        Defaults: from the version after the newest checkpoint or compaction file to the latest. Ranges of
+        fewer than 2 commits, reaching past the latest, or into a cleaned-up or damaged part of the log are
+        refused with typed errors; tables with writer features deltalog cannot checkpoint are refused by
+        name. An identical file already there is fine; nothing is ever overwritten.
+        """
+        from deltalog.maintenance.log_compaction import compact_log
+
+        return compact_log(self.context, self.snapshot(), start=start, end=end, dry_run=dry_run)
 
     def vacuum(
         self,

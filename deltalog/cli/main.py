@@ -239,6 +239,7 @@ def main() -> None:
 from deltalog.cli import (  # noqa: E402
     checkpoint_cmd,
     commit_cmd,
+    compact_log_cmd,
     docs_cmd,
     doctor,
     intents,
@@ -247,7 +248,17 @@ from deltalog.cli import (  # noqa: E402
     write_cmd,
 )
 
-for _module in (commit_cmd, checkpoint_cmd, maintenance, doctor, intents, scan_cmd, write_cmd, docs_cmd):
+for _module in (
+    commit_cmd,
+    checkpoint_cmd,
+    compact_log_cmd,
+    maintenance,
+    doctor,
+    intents,
+    scan_cmd,
+    write_cmd,
+    docs_cmd,
+):
     _module.register(cli)
 
 __all__ = [

@@ -227,7 +227,7 @@ def plan_cleanup(
       :func:`_choose_boundary`); ``unusable_checkpoints`` (first file names) are never chosen, so the
       caller can exclude one it found unreadable and plan again.
     * Deleted: commits, checkpoints of every kind (also incomplete and 0-byte ones), ``.crc`` files with a
-      version below the boundary and compactions starting below it, each only when its own time is at or
+      version below the boundary and compactions starting at or below it, each only when its own time is at or
       before the cutoff; the Hadoop ``.<name>.crc`` twin of each deleted file; and orphan temp files
       (:func:`orphan_cutoff`). ``_last_checkpoint`` and anything unrecognised stay.
     * The deletions are in ascending version order, each version's commit before its checkpoints, and the
@@ -253,7 +253,9 @@ def plan_cleanup(
     if boundary is not None:
         b = boundary.version
         for p in sorted(paths, key=lambda p: (p.version, _ORDER.get(p.kind, 3), p.name)):
-            if p.version >= b:
+            # A compaction file starting at the boundary goes too (PROTOCOL "Metadata Cleanup": start <= the
+            # checkpoint's version): every load from the boundary on replays from after it, so none reads it.
+            if p.version > b or (p.version == b and p.kind is not Kind.COMPACTION):
                 continue
             t = times.get(p.version, p.mtime) if p.kind is Kind.COMMIT else p.mtime
             if t <= cutoff:

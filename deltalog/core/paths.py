@@ -68,6 +68,11 @@ def multipart_name(version: int, part: int, parts: int) -> str:
     return f"{version:020d}.checkpoint.{part:010d}.{parts:010d}.parquet"
 
 
+def compaction_name(start: int, end: int) -> str:
+    """The log compaction file of commits ``start..end`` (PROTOCOL "Log Compaction Files": ``end > start``)."""
+    return f"{start:020d}.{end:020d}.compacted.json"
+
+
 def crc_name(version: int) -> str:
     return f"{version:020d}.crc"
 
@@ -140,6 +145,7 @@ __all__ = [
     "LogPath",
     "checkpoint_name",
     "commit_name",
+    "compaction_name",
     "crc_name",
     "log_files",
     "multipart_name",

@@ -33,13 +33,38 @@ class CheckpointRef:
 
 @dataclass(frozen=True)
 class LogSegment:
+    """A checkpoint (or none) and every commit after it up to ``version``.
+
+    ``compactions`` are log compaction files that a replay may read instead of the commits they cover
+    (:meth:`replay_files`); ``commits`` still names every commit, for everything that needs one per version
+    (the tip a writer checks, history, the pending count).
+    """
+
     version: int
     checkpoint: CheckpointRef | None
     commits: tuple[LogPath, ...]
+    compactions: tuple[LogPath, ...] = ()
 
     @property
     def files(self) -> tuple[LogPath, ...]:
         return (self.checkpoint.files if self.checkpoint else ()) + self.commits
+
+    def replay_files(self) -> tuple[LogPath, ...]:
+        """The files a replay after the checkpoint reads, in version order: each compaction in place of the
+        commits it covers, the other commits as they are."""
+        by_start = {c.version: c for c in self.compactions}
+        out: list[LogPath] = []
+        covered_to = -1
+        for p in self.commits:
+            if p.version <= covered_to:
+                continue
+            found = by_start.get(p.version)
+            if found is not None and found.end_version is not None:
+                out.append(found)
+                covered_to = found.end_version
+            else:
+                out.append(p)
+        return tuple(out)
 
     def describe(self) -> str:
         """A short human account of what the segment replays, for error messages."""
@@ -50,6 +75,33 @@ class LogSegment:
             first, last = self.commits[0].name, self.commits[-1].name
             parts.append(first if first == last else f"{first} .. {last}")
         return " + ".join(parts) or "nothing"
+
+
+def usable_compactions(paths: Iterable[LogPath], first: int, last: int) -> tuple[LogPath, ...]:
+    """The compaction files a replay of commits ``first..last`` reads instead of commits, oldest first.
+
+    Only files whose whole range lies inside ``first..last`` count (never one reaching past the version a
+    load rebuilds: time travel into a compaction's range reads commits), and 0-byte ones do not (an
+    interrupted writer's leftovers). From each version on, the file reaching furthest is taken, the next
+    one starting right after it: the fewest files for the run, never two covering one commit.
+    """
+    best: dict[int, LogPath] = {}
+    for p in paths:
+        end = p.end_version
+        if p.kind is not Kind.COMPACTION or end is None or p.size == 0 or p.version < first or end > last:
+            continue
+        if p.version not in best or (best[p.version].end_version or 0) < end:
+            best[p.version] = p
+    out: list[LogPath] = []
+    v = first
+    while v <= last:
+        found = best.get(v)
+        if found is not None and found.end_version is not None:
+            out.append(found)
+            v = found.end_version + 1
+        else:
+            v += 1
+    return tuple(out)
 
 
 def complete_checkpoints(paths: Iterable[LogPath]) -> list[CheckpointRef]:
@@ -146,7 +198,9 @@ def build_segment(paths: Sequence[LogPath], version: int | None = None, where: s
                 path=f"{where}/{v:020d}.json",
             )
         needed.append(p)
-    return LogSegment(target, checkpoint, tuple(needed))
+    # The target's own commit is always read: it holds the version's commitInfo (its in-commit timestamp,
+    # history), which no compaction file keeps.
+    return LogSegment(target, checkpoint, tuple(needed), usable_compactions(paths, start, target - 1))
 
 
 __all__ = [
@@ -157,4 +211,5 @@ __all__ = [
     "complete_checkpoints",
     "earliest_version",
     "latest_version",
+    "usable_compactions",
 ]

@@ -49,19 +49,35 @@ def read_commits(
     ``cache`` holds commits already read by an earlier attempt at the same version (a fallback past a bad
     checkpoint): they are not read again, so every commit costs one request however many attempts it takes.
     """
-    wanted = [p for p in segment.commits if cache is None or p.version not in cache]
+    return _read_files(ctx, segment.commits, cache)
+
+
+def read_replay(ctx: TableContext, segment: LogSegment, cache: dict[int, CommitData] | None = None) -> list[CommitData]:
+    """What a replay of the segment after its checkpoint reads: :func:`read_commits`, with each log compaction
+    file the segment chose read instead of the commits it covers (one request for a run of them). A
+    compaction's :class:`CommitData` carries its last version and its own path, so an error names it."""
+    return _read_files(ctx, segment.replay_files(), cache)
+
+
+def _read_files(ctx: TableContext, files: tuple[LogPath, ...], cache: dict[int, CommitData] | None) -> list[CommitData]:
+    def key(p: LogPath) -> int:
+        # a compaction is cached apart from the commit of its last version: -1 - end never meets a version
+        return p.version if p.end_version is None else -1 - p.end_version
+
+    wanted = [p for p in files if cache is None or key(p) not in cache]
     paths = [f"{LOG_DIR}/{p.name}" for p in wanted]
     datas = read_listed(ctx.store, paths)
     if engine_safety.relevant(ctx.location):
         versions = [p.version for p in wanted]
         ctx.warn_engine_risk(engine_safety.first_unsafe(ctx.location, zip(versions, datas, strict=True)))
     fresh = {
-        p.version: CommitData(p.version, path, d, p.mtime) for p, path, d in zip(wanted, paths, datas, strict=True)
+        key(p): CommitData(p.version if p.end_version is None else p.end_version, path, d, p.mtime)
+        for p, path, d in zip(wanted, paths, datas, strict=True)
     }
     if cache is None:
         return list(fresh.values())
     cache.update(fresh)
-    return [cache[p.version] for p in segment.commits]
+    return [cache[key(p)] for p in files]
 
 
 def read_listed(store: LogStore, paths: list[str]) -> list[bytes]:
@@ -98,8 +114,12 @@ def _load_files(
     the log still holds what is needed without it. The fallback is logged with the file it skipped; only
     when nothing older can rebuild the version does the checkpoint's error reach the caller.
 
+    A log compaction file deleted since the listing (log cleanup) is dropped from the segment and its commits
+    are read instead.
+
     It is a loop over one listing, never a recursion: every round drops the checkpoint that failed (all
-    its files), so it ends after at most one round per checkpoint in the log, with one listing and each
+    its files) or a vanished compaction file, so it ends after at most one round per checkpoint and
+    compaction file in the log, with one listing and each
     commit read once, however many checkpoints are damaged. The skipped checkpoints are recorded in the
     file state (:attr:`FileState.distrusted`): ``vacuum`` refuses to trust such a file list.
     """
@@ -115,6 +135,12 @@ def _load_files(
                 files = dataclasses.replace(files, distrusted=tuple(distrusted))
             return current, state, files
         except CorruptLogError as exc:
+            gone = _vanished_compaction(ctx, current, exc)
+            if gone is not None:
+                # A compaction file only stands in for commits that are still there: read those instead.
+                log.info("%s: %s is gone (log cleanup); reading its commits", ctx.location, gone.name)
+                current = dataclasses.replace(current, compactions=tuple(c for c in current.compactions if c != gone))
+                continue
             cp = current.checkpoint
             if cp is None or not _in_checkpoint(exc, cp):
                 raise
@@ -135,6 +161,17 @@ def _load_files(
                 segment.version,
                 current.describe(),
             )
+
+
+def _vanished_compaction(ctx: TableContext, segment: LogSegment, exc: CorruptLogError) -> LogPath | None:
+    """The segment's compaction file that ``exc`` is about when it no longer exists (deleted since the listing)."""
+    found = next((c for c in segment.compactions if exc.path == f"{LOG_DIR}/{c.name}"), None)
+    if found is None:
+        return None
+    try:
+        return None if ctx.store.exists(f"{LOG_DIR}/{found.name}") else found
+    except (DeltaLogError, OSError):
+        return None
 
 
 def _in_checkpoint(exc: CorruptLogError, cp: CheckpointRef) -> bool:
@@ -159,7 +196,7 @@ def _load_once(
         base = CheckpointReader(checkpoint_store).read_base(segment.checkpoint)
     else:
         base = BaseState(version=-1, source=f"{LOG_DIR}/{commit_name(0)}")
-    commits = read_commits(ctx, segment, cache)
+    commits = read_replay(ctx, segment, cache)
     result = replay(base, commits, ctx.store.root)
     state = _vet(ctx, segment, result)
     assert result.files is not None
@@ -182,7 +219,7 @@ def load_state(
         return load(ctx, segment, tip, checkpoint_store)
     try:
         base = CheckpointReader(checkpoint_store or ctx.store).read_non_file(segment.checkpoint)
-        state = _vet(ctx, segment, state_only(base, read_commits(ctx, segment)))
+        state = _vet(ctx, segment, state_only(base, read_replay(ctx, segment)))
     except CorruptLogError:
         return load(ctx, segment, tip, checkpoint_store)
     pending = pending_of_segment(segment)
@@ -305,6 +342,7 @@ __all__ = [
     "pending_of_segment",
     "read_commits",
     "read_listed",
+    "read_replay",
     "reload_files",
     "snapshot_at",
     "snapshot_in",

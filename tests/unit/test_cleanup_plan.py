@@ -204,14 +204,20 @@ def test_the_best_checkpoint_at_a_version_is_the_boundary_and_its_siblings_stay(
     assert not any(d.version == 12 for d in plan.deletions)
 
 
-def test_compactions_go_only_when_they_start_below_the_boundary() -> None:
+def test_compactions_go_when_they_start_at_or_below_the_boundary() -> None:
+    # PROTOCOL "Metadata Cleanup": a compaction whose start is <= the boundary checkpoint's version goes; a load
+    # from that checkpoint replays from the version after it, so none could read it. One starting after stays.
     paths = [*log_of(30), checkpoint(10, old(50)), compaction(3, 12, old(45)), compaction(10, 14, old(45))]
     paths.append(compaction(11, 14, old(45)))
     plan = plan_cleanup(paths, NOW, RET)
     assert plan.boundary == 10
     kinds = {d.path: d.kind for d in plan.deletions}
     assert kinds[f"{3:020d}.{12:020d}.compacted.json"] == "compaction"
-    assert f"{10:020d}.{14:020d}.compacted.json" not in kinds and f"{11:020d}.{14:020d}.compacted.json" not in kinds
+    assert kinds[f"{10:020d}.{14:020d}.compacted.json"] == "compaction"
+    assert f"{11:020d}.{14:020d}.compacted.json" not in kinds
+    # and in version order, after the boundary's own files (which stay)
+    order = [d.path for d in plan.deletions]
+    assert order.index(f"{10:020d}.{14:020d}.compacted.json") == len(order) - 1
 
 
 def test_a_young_crc_below_the_boundary_stays_on_its_own() -> None:
@@ -418,8 +424,12 @@ def test_every_version_from_the_horizon_on_stays_reconstructable(case: tuple[lis
     )
     if plan.boundary is not None:
         assert earliest_version(left) == plan.boundary == plan.horizon.version
-        # nothing at or above the boundary goes, everything that goes was at or before the cutoff
-        assert all(d.version is None or d.version < plan.boundary for d in plan.deletions)
+        # nothing at or above the boundary goes (but a compaction starting at it, which no load from it reads),
+        # everything that goes was at or before the cutoff
+        assert all(
+            d.version is None or d.version < plan.boundary or (d.kind == "compaction" and d.version == plan.boundary)
+            for d in plan.deletions
+        )
         assert all(d.time <= plan.cutoff_ms for d in plan.deletions)
         # no version younger than the cutoff is lost
         assert all(v >= plan.boundary for v, t in times.items() if t > plan.cutoff_ms)

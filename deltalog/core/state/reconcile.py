@@ -42,7 +42,17 @@ def _newest(actions: FileActions, root: str | None) -> tuple[pa.Table, pa.Table,
     add_keys = key_column(adds, root)
     if not removes.num_rows and pc.count_distinct(add_keys).as_py() == len(add_keys):
         return adds, removes, add_keys, actions.add_positions  # the common run: appends of new files
-    parts = _flat(add_keys) + _flat(key_column(removes, root))
+    keys, add_won, remove_won = _winners(actions, add_keys, root)
+    if not add_won.all():
+        adds = adds.filter(bool_array(add_won))
+    if not remove_won.all():
+        removes = removes.filter(bool_array(remove_won))
+    return adds, removes, keys, actions.add_positions[add_won]
+
+
+def _winners(actions: FileActions, add_keys: Keys, root: str | None) -> tuple[pa.Array, np.ndarray, np.ndarray]:
+    """The keys of every action (adds first), and which adds and which removes are the newest of their key."""
+    parts = _flat(add_keys) + _flat(key_column(actions.removes, root))
     keys = pa.concat_arrays(parts) if parts else pa.nulls(0, pa.string())
     # The highest position per key: dictionary codes of the keys, then numpy's ufunc.at applies every
     # (code, position) pair (Arrow's group_by would import pandas).
@@ -51,13 +61,16 @@ def _newest(actions: FileActions, root: str | None) -> tuple[pa.Table, pa.Table,
     best = np.full(int(codes.max()) + 1 if len(codes) else 0, -1, dtype="int64")
     np.maximum.at(best, codes, positions)
     won = best[codes] == positions
-    n = adds.num_rows
-    add_won, remove_won = won[:n], won[n:]
-    if not add_won.all():
-        adds = adds.filter(bool_array(add_won))
-    if not remove_won.all():
-        removes = removes.filter(bool_array(remove_won))
-    return adds, removes, keys, actions.add_positions[add_won]
+    n = actions.adds.num_rows
+    return keys, won[:n], won[n:]
+
+
+def winning_positions(actions: FileActions, root: str | None) -> frozenset[int]:
+    """The log positions of the actions that win their file key: what a run of commits leaves of its adds
+    and removes (a log compaction file holds exactly these, :mod:`deltalog.core.state.compact`)."""
+    _, add_won, remove_won = _winners(actions, key_column(actions.adds, root), root)
+    won = np.concatenate([actions.add_positions[add_won], actions.remove_positions[remove_won]])
+    return frozenset(int(p) for p in won)
 
 
 def _base_mask(base: BaseState, touched: Keys, root: str | None) -> pa.Array | None:
@@ -95,4 +108,4 @@ def reconcile(
     )
 
 
-__all__ = ["reconcile"]
+__all__ = ["reconcile", "winning_positions"]
