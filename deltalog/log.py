@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 from deltalog.checkpoint import hint
 from deltalog.core import last_checkpoint as hints
 from deltalog.core.paths import LogPath
-from deltalog.core.reachability import holds
+from deltalog.core.reachability import holds, listed_anchor_ms
 from deltalog.core.segment import LogSegment
 from deltalog.errors import InvalidArgumentError, PropertyError
 from deltalog.storage.base import LogStore
@@ -162,9 +162,13 @@ class DeltaLog:
 
     def _remember(self, snap: Snapshot, replace: bool = False) -> None:
         """Cache ``snap`` unless a newer one is cached; ``replace`` caches a fresh load whatever its version."""
+        tip = snap.segment.commits[-1] if snap.segment.commits else None
+        listed = listed_anchor_ms(tip.mtime) if tip is not None and tip.version == snap.version else None
         with self._lock:
             if replace or self._latest is None or snap.version >= self._latest.version:
                 self._latest = snap
+            if listed is not None and (self._anchor is None or self._anchor[0] < snap.version):
+                self._anchor = (snap.version, listed)  # the listing vouches for its tip (listed_anchor_ms)
 
     # ------------------------------------------------------------------------------------------ writing
     def create(
@@ -343,7 +347,7 @@ class DeltaLog:
                 self._remember(refresh.advance(self.context, read, commits).snapshot)
                 if committed.sent_ms is not None:
                     with self._lock:
-                        if self._anchor is None or self._anchor[0] < version:
+                        if self._anchor is None or self._anchor < (version, committed.sent_ms):
                             self._anchor = (version, committed.sent_ms)
         except Exception:
             log.exception("could not advance the cached snapshot after version %s", result.version)

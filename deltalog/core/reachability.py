@@ -114,6 +114,19 @@ def young(anchor_ms: int | None, now_ms: int, retention_ms: int, margin_ms: int 
     return now_ms - anchor_ms < retention_ms - margin_ms
 
 
+def listed_anchor_ms(mtime_ms: int) -> int | None:
+    """A :func:`young` anchor for a version the writer did not commit but listed, from the listing's
+    modification time (the store's clock; 0: unknown).
+
+    The store stamped the commit at ``mtime_ms``; a writer whose clock runs at most ``YOUNG_MARGIN_MS`` behind
+    the store's saw it no earlier than ``mtime_ms - YOUNG_MARGIN_MS`` on its own clock, so that is the anchor.
+    :func:`young` then holds while the commit is younger than the retention minus twice the margin, which
+    covers a cleaner ahead of the store and a writer behind it: a freshly loaded table appends with one
+    request, as a writer's own commit does.
+    """
+    return mtime_ms - YOUNG_MARGIN_MS if mtime_ms > 0 else None
+
+
 class Verdict(enum.Enum):
     REACHABLE = "reachable"
     ORPHAN = "orphan"  # certainly not part of the table: nobody reads it, nobody builds on it
@@ -194,6 +207,7 @@ def moved_on(tip: Tip, paths: Sequence[LogPath]) -> str:
 
 
 __all__ = [
+    "listed_anchor_ms",
     "UNLISTED",
     "YOUNG_MARGIN_MS",
     "Tip",

@@ -172,8 +172,11 @@ class Writers:
         has ended, within the run's bound."""
         self.stopping = True
         (self.out / "stop").touch()
-        for name in [n for n, w in self.live.items() if w.held is not None]:
-            self.release(name)
+        # end every writer's input: a held one goes on, and so does one whose "hold" is still in the pipe
+        for w in self.live.values():
+            w.held = None
+            assert w.proc.stdin is not None
+            w.proc.stdin.close()
         deadline = time.monotonic() + 120
         while self.selector.get_map() and time.monotonic() < deadline:
             self.events(deadline)

@@ -55,11 +55,11 @@ def new_table(root: Path) -> DeltaLog:
     return log
 
 
-def slow_writer(root: Path, before: int, after: int) -> Transaction:
+def slow_writer(root: Path, before: int, after: int, clock: Callable[[], float] = time.time) -> Transaction:
     """A transaction that read version ``before`` and staged ``slow.parquet``, ``after`` commits behind."""
     new_table(root)
     appends(root, [f"a{i}" for i in range(before)])
-    slow = DeltaLog.for_table(root).start_transaction()
+    slow = DeltaLog.for_table(root, clock=clock).start_transaction()
     slow.add(data_file(root, "slow"))
     appends(root, [f"b{i}" for i in range(after)])
     return slow
@@ -78,12 +78,26 @@ def test_a_slow_writer_cannot_commit_into_a_version_cleanup_freed(tmp_path: Path
 
 
 def test_a_writer_whose_read_version_was_cleaned_up_writes_nothing(tmp_path: Path) -> None:
-    slow = slow_writer(tmp_path, 4, 2)  # read version 4; 5 (checkpoint) and 6 since
+    # read version 4 (its listing's tip too old for the one-request path, so the commit lists first); 5
+    # (checkpoint) and 6 since
+    slow = slow_writer(tmp_path, 4, 2, clock=later(29))
     clean_up(tmp_path)  # 0..4 go; 5 stays as the boundary, so the name slow tries first is taken
 
     error = refused(tmp_path, slow)
     assert "version 4" in str(error) and "nothing was written" in str(error)
     assert "slow.parquet" not in live_paths(tmp_path)
+
+
+def test_a_young_writer_whose_read_version_was_cleaned_up_commits_above_the_winners(tmp_path: Path) -> None:
+    """A retention-breaking cleanup (forced to 0) under a writer on the one-request path: the names it tries
+    are taken, it checks each winner it reads (blind appends: no conflict) and lands above them, where the
+    listing after the write shows it reachable."""
+    slow = slow_writer(tmp_path, 4, 2)  # read version 4, young by its listing; 5 (checkpoint) and 6 since
+    clean_up(tmp_path)  # 0..4 go
+    result = slow.commit()
+    assert (result.version, result.attempts) == (7, 3)
+    assert "slow.parquet" in live_paths(tmp_path)
+    assert_peers_agree(tmp_path)
 
 
 def test_a_commit_that_would_follow_a_gap_is_taken_back(tmp_path: Path) -> None:

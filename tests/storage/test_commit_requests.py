@@ -117,6 +117,27 @@ def test_a_warm_append_is_one_put_while_young_and_lists_around_it_once_old(table
     check_log(table, tmp_path, 7)
 
 
+def test_a_freshly_loaded_table_appends_with_one_put_while_its_tip_is_young(table: Table, tmp_path: Path) -> None:
+    """The listing of a load stamps its tip (the store's clock): a new writer's first append skips the listing
+    before its PUT as a warm one does, and one whose tip is older than the retention minus twice the margin
+    lists first (:func:`deltalog.core.reachability.listed_anchor_ms`)."""
+    table.direct().create(SCHEMA)
+    offset = [0.0]
+    log = table.log(clock=lambda: time.time() + offset[0])
+    log.snapshot()  # the load: what a writer holds before its first append
+    table.proxy.clear()
+    assert log.start_transaction().commit([add("first")]).version == 1
+    assert kinds(table.proxy.records()) == ["PUT", "LIST"]  # write, reachability
+
+    offset[0] = 29 * DAY_S  # younger than the retention minus one margin, older than minus two
+    stale = table.log(clock=lambda: time.time() + offset[0])
+    stale.snapshot()
+    table.proxy.clear()
+    assert stale.start_transaction().commit([add("second")]).version == 2
+    assert kinds(table.proxy.records()) == ["LIST", "PUT", "LIST"]  # refresh, write, reachability
+    check_log(table, tmp_path, 3)
+
+
 def test_a_transaction_that_reads_refreshes_first(table: Table, tmp_path: Path) -> None:
     log = table.log()
     log.create(SCHEMA)

@@ -55,3 +55,16 @@ def test_a_commit_is_gated_as_what_it_does() -> None:
     readded = dataclasses.replace(a, deletion_vector=dv)
     assert G.commit_operation([ra, readded], "DELETE") == G.DV_DELETE  # same file, fewer rows: no row copied
     assert G.commit_operation([ra, readded, b], "DELETE") == G.REWRITE  # a new file copies rows
+
+
+def test_a_listed_commit_anchors_a_margin_before_the_stores_stamp() -> None:
+    """A version the writer only listed is young while it is younger than the retention minus twice the
+    margin (a cleaner ahead of the store, a writer behind it); an unknown stamp anchors nothing."""
+    from deltalog.core.reachability import listed_anchor_ms
+
+    day = 86_400_000
+    stamp = 100 * day
+    anchor = listed_anchor_ms(stamp)
+    assert anchor == stamp - YOUNG_MARGIN_MS and listed_anchor_ms(0) is None
+    assert young(anchor, stamp + 30 * day - 2 * YOUNG_MARGIN_MS - 1, 30 * day)
+    assert not young(anchor, stamp + 30 * day - 2 * YOUNG_MARGIN_MS, 30 * day)
