@@ -28,6 +28,7 @@ import pyarrow.parquet as pq
 from deltalog.arrow.stats import StatsCollector, dumps
 from deltalog.core.actions import Add
 from deltalog.data.batches import WRITE_POOL
+from deltalog.data.encoding import dictionary_columns
 from deltalog.data.output import Output, delete_files, write_failures
 from deltalog.data.paths import log_path
 from deltalog.storage.base import LogStore
@@ -82,7 +83,7 @@ class PartitionFiles:
         """Append ``table`` as one row group (opening a file first if none is open); finish the file when
         asked or once it reaches the target size."""
         if self._writer is None:
-            self._open()
+            self._open(table)
         assert self._output is not None and self._writer is not None and self._stats is not None
         with write_failures(self.spec.store, self._output.key):
             self._writer.write_table(table, row_group_size=max(1, table.num_rows))
@@ -90,13 +91,15 @@ class PartitionFiles:
         if finish or self._output.tell() >= self.spec.target_file_size:
             self.finish()
 
-    def _open(self) -> None:
+    def _open(self, first: pa.Table) -> None:
         spec = self.spec
+        options = dict(spec.parquet_options)
+        options["use_dictionary"] = dictionary_columns(first, options["dictionary_pagesize_limit"])
         key = spec.key(self.values)
         self.written.append(key)
         output = Output(spec.store, key)
         with _discarded_on_failure(output), write_failures(spec.store, key):
-            self._writer = pq.ParquetWriter(output.stream, spec.schema, memory_pool=WRITE_POOL, **spec.parquet_options)
+            self._writer = pq.ParquetWriter(output.stream, spec.schema, memory_pool=WRITE_POOL, **options)
         self._output = output
         self._stats = StatsCollector(spec.schema, spec.stats_leaves)
 

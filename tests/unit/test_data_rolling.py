@@ -129,3 +129,27 @@ def test_many_partitions_at_once_hold_exactly_their_rows(tmp_path: Path) -> None
         assert rows == sorted(rows)  # a partition's row groups land in the order they were buffered
         by_partition.setdefault(str(add.partition_values["p"]), []).extend(rows)
     assert {p: sorted(r) for p, r in by_partition.items()} == {str(p): list(range(p, 200_000, 16)) for p in range(16)}
+
+
+def test_columns_whose_dictionary_cannot_fit_are_written_plain_and_the_rest_keep_theirs(tmp_path: Path) -> None:
+    store = LocalLogStore(str(tmp_path))
+    fields = [("id", "long"), ("value", "double"), ("city", "string"), ("code", "integer"), ("flag", "boolean")]
+    target = WriteTarget(
+        {"type": "struct", "fields": [{"name": n, "type": t, "nullable": True, "metadata": {}} for n, t in fields]}
+    )
+    n = 200_000
+    data = pa.table(
+        {
+            "id": pa.array(range(n), pa.int64()),  # unique: a dictionary of 1.6 MB, over the 256 KiB page
+            "value": pa.array([(i * 7919 % n) / n for i in range(n)], pa.float64()),
+            "city": pa.array([["Oslo", "Lima", "Kyoto"][i % 3] for i in range(n)]),
+            "code": pa.array([i % 50 for i in range(n)], pa.int32()),
+            "flag": pa.array([i % 2 == 0 for i in range(n)]),
+        }
+    )
+    (add,) = write_files(store, data, target)
+    meta = pq.ParquetFile(tmp_path / unquote(add.path)).metadata
+    group = meta.row_group(0)
+    dictionary = {group.column(i).path_in_schema: group.column(i).has_dictionary_page for i in range(group.num_columns)}
+    assert dictionary == {"id": False, "value": False, "city": True, "code": True, "flag": False}
+    assert pq.read_table(tmp_path / unquote(add.path)).equals(data)
