@@ -8,6 +8,7 @@ the order submitted (a job waits for the lane's previous one; the pool is first-
 waits for is already running or done), and a lane is used by one thread at a time. The rows handed to running
 or queued jobs are bounded (``max_in_flight_bytes``): submitting waits for the oldest job past it.
 
+A new file's dictionary-encoded columns are chosen from its first row group (:mod:`deltalog.data.encoding`).
 A failure in a job is raised by the next :meth:`Encoder.submit` or :meth:`Encoder.drain`; the caller then
 discards every lane (:meth:`PartitionFiles.discard`), which deletes what they wrote.
 """
