@@ -68,6 +68,9 @@ class Output:
         with contextlib.suppress(Exception):
             if self._handle is not None and not self.stream.closed:
                 self.stream.close()
+        with contextlib.suppress(Exception):  # a failed flush above can leave the store's handle open
+            if self._handle is not None:
+                self._handle.close()
         delete_files(self.store, [self.key])
 
 

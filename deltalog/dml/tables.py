@@ -25,7 +25,9 @@ from deltalog.errors import InvalidArgumentError, SchemaMismatchError, TableAlre
 
 if TYPE_CHECKING:
     from deltalog.log import DeltaLog
+    from deltalog.table.commit_loop import CommitResult
     from deltalog.table.snapshot import Snapshot
+    from deltalog.table.transaction import Transaction
 
 
 def open_table(log: DeltaLog) -> Snapshot | None:
@@ -80,6 +82,18 @@ def check_partition_by(partition_by: Sequence[str] | None, snap: Snapshot) -> No
         )
 
 
+def start_write(
+    log: DeltaLog, app_id: str | None, app_version: int | None, operation: str
+) -> tuple[Transaction, CommitResult | None]:
+    """A write's transaction. When its exactly-once batch (``app_id`` at ``app_version``) is already in the
+    table, the transaction is closed at once and its skipped result returned with it: nothing is to be
+    written (and nothing is committed)."""
+    txn = log.start_transaction(app_id=app_id, app_version=app_version)
+    if txn.already_committed:
+        return txn, txn.commit(operation=operation)
+    return txn, None
+
+
 def landed(log: DeltaLog, app_id: str | None, app_version: int | None) -> bool:
     """Did another run of this exactly-once batch commit it meanwhile (a refusal is then a skip)?"""
     if app_id is None or app_version is None:
@@ -98,4 +112,12 @@ def where_text(where: Mapping[str, Any] | None) -> str | None:
     )
 
 
-__all__ = ["check_partition_by", "check_partitions", "create_if_missing", "landed", "open_table", "where_text"]
+__all__ = [
+    "check_partition_by",
+    "check_partitions",
+    "create_if_missing",
+    "landed",
+    "open_table",
+    "start_write",
+    "where_text",
+]

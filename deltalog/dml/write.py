@@ -46,7 +46,7 @@ from deltalog.dml.commit import commit_files, discard, skipped
 from deltalog.dml.delete import check_removable, describe, target_of
 from deltalog.dml.matching import find_matches
 from deltalog.dml.removal import Removal, Rewriter, by_rewriting, finish, with_deletion_vectors
-from deltalog.dml.tables import check_partition_by, create_if_missing, landed, open_table
+from deltalog.dml.tables import check_partition_by, create_if_missing, landed, open_table, start_write
 from deltalog.errors import (
     InvalidArgumentError,
     SchemaMismatchError,
@@ -241,9 +241,9 @@ def write(
         return skipped(txn, OPERATION)
     if existing is None:  # ``configuration`` only applies here: an existing table keeps its properties
         create_if_missing(log, schema_of(schema), parts, configuration)
-    txn = log.start_transaction(app_id=app_id, app_version=app_version)
-    if txn.already_committed:
-        return txn.commit(operation=OPERATION)
+    txn, done = start_write(log, app_id, app_version, OPERATION)
+    if done is not None:
+        return done
     try:
         check_partition_by(parts, txn.snapshot)
         merged = merged_metadata(txn.snapshot, schema) if schema_mode == "merge" else None

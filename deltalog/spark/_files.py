@@ -151,7 +151,8 @@ def write_partitioned(
     data = [str(f["name"]) for f in target.schema.get("fields") or []]
     try:
         rows = checked_batches(batches, checks, data)
-        adds = write_files(store, rows, target, max_rows_per_file=target_rows, rules_checked=True)
+        # one encoding thread: Spark already runs a task per core, more threads per task would oversubscribe them
+        adds = write_files(store, rows, target, max_rows_per_file=target_rows, rules_checked=True, encoders=1)
     except DeltaLogError as exc:
         raise carry_error(exc) from exc
     if written is not None:

@@ -174,3 +174,38 @@ def test_generated_column_is_computed_or_checked_by_spark(spark: Any, tmp_path: 
         con.close()
     assert [d for _, d in duck] == days
     assert [r.day for r in deltalog.spark.read(spark, str(root)).orderBy("id").collect()] == days
+
+
+@pytest.mark.parametrize(
+    ("rule", "given", "label"),
+    [
+        ("check", True, "CHECK constraint grows"),  # evaluated on the executors: id + 1 overflows
+        ("generated", True, "generated column twice"),  # checked: id * 2 overflows
+        ("generated", False, "generated column twice"),  # computed for a DataFrame without it
+    ],
+)
+def test_an_overflow_inside_a_rule_under_ansi_mode_is_a_typed_error_naming_the_rule(
+    spark: Any, tmp_path: Path, rule: str, given: bool, label: str
+) -> None:
+    root = tmp_path / f"overflow_{rule}_{given}"
+    if rule == "check":
+        table = DeltaTable.create(str(root), pa.schema([("id", pa.int64()), ("twice", pa.int64())]))
+        table.alter.add_constraint({"grows": "id + 1 > id"})
+    else:
+        generated = Field("twice", "long", metadata={"delta.generationExpression": "id * 2"})
+        DeltaTable.create(str(root), Schema([Field("id", "long"), generated]))
+    before = DeltaLog.for_table(root).latest_version()
+    big = 2**63 - 1
+    assert spark.conf.get("spark.sql.ansi.enabled") == "true"  # Spark 4's default: overflow raises
+    if given:
+        df = spark.createDataFrame([(1, 2), (big, 0)], "id long, twice long")
+    else:
+        df = spark.createDataFrame([(1,), (big,)], "id long")
+    with pytest.raises(ConstraintViolationError) as info:
+        deltalog.spark.write(df.coalesce(1), str(root))
+    assert info.value.constraint == label
+    assert label in str(info.value) and "overflow" in str(info.value).lower()
+    assert "nothing was committed" in str(info.value)
+    assert DeltaLog.for_table(root).latest_version() == before and data_files(root) == set()
+    assert_valid(root)
+    assert duckdb_view(root).rows == 0
