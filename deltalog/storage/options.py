@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from deltalog.errors import InvalidArgumentError
+from deltalog.storage.obstore_options import connection_string_parts
 from deltalog.storage.redaction import MIN_SECRET_LEN, mask
 
 log = logging.getLogger(__name__)
@@ -140,12 +141,8 @@ def secrets_of(kwargs: Mapping[str, Any]) -> tuple[str, ...]:
 
 
 def _connection_string_secrets(cs: str) -> list[str]:
-    out = []
-    for part in cs.split(";"):
-        name, sep, value = part.partition("=")
-        if sep and name.strip().lower() in ("accountkey", "sharedaccesssignature") and value:
-            out.append(value.strip())
-    return out
+    parts = connection_string_parts(cs)
+    return [parts[name] for name in ("accountkey", "sharedaccesssignature") if parts.get(name)]
 
 
 def emulator_connection_string(
