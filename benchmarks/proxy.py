@@ -33,6 +33,12 @@ thread (the parent process is otherwise idle while a benchmark child runs), and 
 is the time the proxy itself added: reading the body, oversleeping the wait, and passing the answer on (the
 wait for a server connection, ``queued_s``, is reported apart).
 
+**Holding answers** (:meth:`LatencyProxy.hold`, for tests): the proxy can keep the answers of the next ``n``
+requests that match a predicate until all ``n`` have arrived. A client that sends them all without waiting
+for any answer then makes them one round trip, exactly, whatever the machine's speed; a client that waits
+(a bounded pool) cannot complete them until a safety timeout releases them, and its chain shows it. So "these
+reads leave together" becomes a count, not a timing.
+
 Transparency: the request head and body go to the server unchanged (the ``Host`` header included, which
 S3 signatures cover), except that an ``Expect: 100-continue`` is answered by the proxy itself (it has to read
 the body before the wait) and dropped from what it forwards. The response goes back unchanged. Each client
@@ -198,6 +204,17 @@ async def _read_response(reader: asyncio.StreamReader, method: bytes) -> _Answer
     return b"".join(interim) + raw + body, status, closes, len(body)
 
 
+@dataclass
+class _Hold:
+    """Answers withheld until ``count`` matching requests have arrived (:meth:`LatencyProxy.hold`)."""
+
+    count: int
+    match: Any
+    timeout_s: float
+    opened: asyncio.Event
+    arrived: int = 0
+
+
 # ---------------------------------------------------------------------------------------------- the proxy
 class LatencyProxy:
     """The proxy, running an asyncio loop in a thread of this process; a context manager.
@@ -217,6 +234,31 @@ class LatencyProxy:
         self._thread: threading.Thread | None = None
         self._server: asyncio.Server | None = None
         self._limit: asyncio.Semaphore | None = None
+        self._hold: _Hold | None = None
+
+    def hold(self, count: int, match: Any, timeout_s: float = 30.0) -> None:
+        """Withhold the answers of the next ``count`` requests for which ``match(method, target)`` is true
+        until all of them have arrived (or ``timeout_s`` passed since the first: never a hang)."""
+        assert self._loop is not None
+        done = threading.Event()
+
+        def arm() -> None:
+            self._hold = _Hold(count, match, timeout_s, asyncio.Event())
+            done.set()
+
+        self._loop.call_soon_threadsafe(arm)
+        done.wait(timeout=30)
+
+    async def _held(self, method: str, target: str) -> None:
+        hold = self._hold
+        if hold is None or hold.arrived >= hold.count or not hold.match(method, target):
+            return
+        hold.arrived += 1
+        if hold.arrived >= hold.count:
+            hold.opened.set()
+            return
+        with contextlib.suppress(asyncio.TimeoutError):
+            await asyncio.wait_for(hold.opened.wait(), hold.timeout_s)
 
     # -------------------------------------------------------------------------------- lifecycle
     def start(self) -> LatencyProxy:
@@ -326,6 +368,7 @@ class LatencyProxy:
             cwriter.write(version + b" 100 Continue\r\n\r\n")
             raw = _without_expect(head)
         body = await _read_body(creader, head)
+        await self._held(method.decode(), target.decode("latin-1"))
         if self.latency_ms > 0:
             await asyncio.sleep(self.latency_ms / 1000.0)
         released = time.monotonic()

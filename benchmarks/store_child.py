@@ -37,7 +37,7 @@ class DeltalogOps:
 
         # Untimed, as ``import deltalake`` is: the object-store clients deltalog imports on first use (s3fs,
         # aiobotocore, adlfs: about 0.4 s of CPU), so the timed window holds the operation, not module imports.
-        for backend in ("deltalog.storage.s3", "deltalog.storage.azure"):
+        for backend in ("deltalog.storage.s3", "deltalog.storage.azure", "deltalog.storage.obstore_store"):
             with contextlib.suppress(ImportError):
                 importlib.import_module(backend)
         self._options = options
@@ -129,7 +129,12 @@ class DeltalakeOps:
         return {"version": self._dt.version()}
 
 
-OPS: dict[str, type[DeltalogOps] | type[DeltalakeOps]] = {"deltalog": DeltalogOps, "deltalake": DeltalakeOps}
+#: the deltalog engines differ only in their options (benchmarks.stores.PINNED): the same operations
+OPS: dict[str, type[DeltalogOps] | type[DeltalakeOps]] = {
+    "deltalog": DeltalogOps,
+    "deltalog-fsspec": DeltalogOps,
+    "deltalake": DeltalakeOps,
+}
 
 
 def process_cpu_s(pid: int | None) -> float | None:

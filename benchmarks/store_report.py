@@ -68,7 +68,7 @@ def _seconds(value: float | None) -> str:
 def _ratio(res: StoreResult, results: list[StoreResult]) -> str:
     peer = next((r for r in results if r.case.name == res.case.name and r.engine == "deltalake"), None)
     mine, theirs = res.median("wall_s"), peer.median("wall_s") if peer else None
-    if res.engine != "deltalog" or not mine or not theirs:
+    if not res.engine.startswith("deltalog") or not mine or not theirs:
         return ""
     return f"{mine / theirs:.2f}x"
 
@@ -84,7 +84,7 @@ def _classes(res: StoreResult) -> str:
 
 def _gate(res: StoreResult) -> str:
     requests, serial = res.median("requests"), res.median("serial")
-    if res.engine != "deltalog" or requests is None or serial is None:
+    if not res.engine.startswith("deltalog") or requests is None or serial is None:
         return ""
     ok = res.case.gate(requests, serial)
     return "" if ok is None else ("met" if ok else "not met")

@@ -32,7 +32,11 @@ from tests.storage.servers import S3_KEY, S3_SECRET, Server, azure_options, s3_o
 STORES = ("s3", "azure")
 #: The bucket (S3) or container (Azure) every benchmark table lives in.
 BUCKET = "deltalog-bench"
-ENGINES = ("deltalog", "deltalake")
+#: "deltalog" is deltalog with its default client (obstore when installed), "deltalog-fsspec" the same code on
+#: s3fs / adlfs (the ``deltalog_backend`` option): one run compares both clients beside deltalake
+ENGINES = ("deltalog", "deltalog-fsspec", "deltalake")
+#: the storage options that pin each deltalog engine's client
+PINNED: dict[str, dict[str, str]] = {"deltalog-fsspec": {"deltalog_backend": "fsspec"}}
 
 
 @dataclass(frozen=True)
@@ -62,9 +66,9 @@ class Backend:
     def options(self, engine: str, endpoint: str) -> dict[str, Any]:
         """What ``engine`` is given to reach the table through ``endpoint`` (the proxy, or the server)."""
         if self.store == "s3":
-            return s3_options(endpoint)
-        if engine == "deltalog":
-            return azure_options(endpoint)
+            return {**s3_options(endpoint), **PINNED.get(engine, {})}
+        if engine.startswith("deltalog"):
+            return {**azure_options(endpoint), **PINNED.get(engine, {})}
         return {"azure_storage_use_emulator": "true", "azure_storage_account_name": EMULATOR_ACCOUNT}
 
     def environment(self, engine: str, endpoint: str) -> dict[str, str]:

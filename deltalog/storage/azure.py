@@ -34,10 +34,11 @@ import adlfs
 from azure.core import exceptions as az
 from fsspec.asyn import sync
 
-from deltalog.errors import BulkDeleteError, DeltaLogError, FileAlreadyExistsError, StorageError
+from deltalog.errors import BulkDeleteError, FileAlreadyExistsError, StorageError
 from deltalog.storage.base import Capabilities, FileInfo, refuse_commit_overwrite, split_dir
-from deltalog.storage.bucket_paths import BucketPaths
-from deltalog.storage.bulk import chunked, missing
+from deltalog.storage.bucket_paths import BucketPaths, Child, walk_tree
+from deltalog.storage.bulk import chunked
+from deltalog.storage.cloud_errors import access_denied, cause_of, no_container, request_failed, where
 from deltalog.storage.options import scrub
 from deltalog.storage.prefix_listing import list_from_by_prefix, range_prefix, version_of
 from deltalog.storage.requests import azure_hooks
@@ -64,14 +65,7 @@ _RETRY_EXCEPTIONS = (
 
 def _azure_error(exc: BaseException) -> BaseException:
     """The azure-core error behind ``exc`` (adlfs re-raises some of them as OSErrors with a cause)."""
-    seen: BaseException | None = exc
-    for _ in range(6):
-        if seen is None:
-            break
-        if isinstance(seen, az.AzureError):
-            return seen
-        seen = seen.__cause__ or seen.__context__
-    return exc
+    return cause_of(exc, lambda e: isinstance(e, az.AzureError)) or exc
 
 
 #: sub-requests per blob batch (Azure's limit)
@@ -85,6 +79,9 @@ def _code(exc: BaseException) -> str:
 
 class AzureLogStore(BucketPaths):
     """A table under ``abfs[s]://container/prefix`` (or ``az://``); paths are relative to that prefix."""
+
+    _kind = "azure"
+    _not_found = (FileNotFoundError, az.ResourceNotFoundError)
 
     def __init__(
         self,
@@ -120,40 +117,19 @@ class AzureLogStore(BucketPaths):
         cause = _azure_error(exc)
         code = _code(cause)
         status = int(getattr(cause, "status_code", 0) or 0)
-        where = f"{op} {self._display}/{path}".rstrip("/")
+        at = where(op, self._display, path)
         if code == "ContainerNotFound":
-            msg = f"container {self._container!r} does not exist ({where}): create it, or fix the table URI"
-            return StorageError(msg, path=path)
+            return no_container("azure", self._container, at, path)
         if code in _AUTH_CODES or status in (401, 403) or isinstance(cause, az.ClientAuthenticationError):
-            msg = (
-                f"access denied ({code or status}) for {where}: check the credentials (storage_options "
-                "account_name/account_key, connection_string or sas_token, or AZURE_STORAGE_ACCOUNT_KEY, "
-                f"AZURE_STORAGE_CONNECTION_STRING) and that they may read, write, list and delete under {self._display}"
-            )
-            return StorageError(msg, path=path)
+            return access_denied("azure", code or status, at, self._display, path, self._secrets)
         retryable = (
             code in _RETRY_CODES or status in (408, 429) or status >= 500 or isinstance(cause, _RETRY_EXCEPTIONS)
         )
-        first_line = (str(cause) or type(cause).__name__).splitlines()[0]
         label = f"{code} (HTTP {status})" if code else type(cause).__name__
-        msg = f"{where} failed: {label}: {first_line}"
-        return StorageError(scrub(msg, self._secrets), path=path, retryable=retryable)
+        return request_failed(at, label, str(cause) or type(cause).__name__, path, self._secrets, retryable)
 
-    def _guard_once(self, op: str, path: str, call: Callable[[], Any]) -> Any:
-        try:
-            return call()
-        except FileNotFoundError as exc:
-            if _code(_azure_error(exc)) == "ContainerNotFound":
-                raise self._error(op, path, exc) from exc
-            raise missing(path) from exc
-        except DeltaLogError:  # already typed (a refused path, an error of ours)
-            raise
-        except az.ResourceNotFoundError as exc:
-            if _code(exc) == "ContainerNotFound":
-                raise self._error(op, path, exc) from exc
-            raise missing(path) from exc
-        except Exception as exc:
-            raise self._error(op, path, exc) from exc
+    def _container_missing(self, op: str, exc: BaseException) -> bool:
+        return _code(_azure_error(exc)) == "ContainerNotFound"
 
     # ------------------------------------------------------------------------------------------ listing
     async def _children(self, name_prefix: str) -> list[tuple[str, int, int, bool]]:
@@ -214,22 +190,15 @@ class AzureLogStore(BucketPaths):
 
         One delimited listing per directory, so a pruned directory (``_delta_log``) is never listed.
         """
-        pending = [path.strip("/")]
-        while pending:
-            rel_dir = pending.pop()
+
+        def list_dir(rel_dir: str) -> list[Child]:
             prefix = self._dir_prefix(rel_dir)
-            subdirs = []
-            for name, size, mtime, is_dir in self._list("walk", rel_dir, prefix):
-                bare = name[len(prefix) :].rstrip("/")
-                if not bare:
-                    continue
-                rel = f"{rel_dir}/{bare}" if rel_dir else bare
-                if is_dir:
-                    if skip is None or not skip(rel):
-                        subdirs.append(rel)
-                else:
-                    yield FileInfo(rel, size, mtime)
-            pending.extend(reversed(sorted(subdirs)))
+            return [
+                (name[len(prefix) :], size, mtime, is_dir)
+                for name, size, mtime, is_dir in self._list("walk", rel_dir, prefix)
+            ]
+
+        return walk_tree(list_dir, path, skip)
 
     # ------------------------------------------------------------------------------------------ reads
     async def _get(self, path: str) -> bytes:

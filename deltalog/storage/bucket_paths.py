@@ -7,13 +7,15 @@ URI with credentials removed, because it appears in messages and logs.
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any, cast
 
 from fsspec.asyn import sync
 
-from deltalog.storage.base import Capabilities, confined
-from deltalog.storage.bulk import DEFAULT_CONCURRENCY, fan_out, settle
+from deltalog.errors import DeltaLogError, StorageError
+from deltalog.storage.base import Capabilities, FileInfo, confined
+from deltalog.storage.bulk import DEFAULT_CONCURRENCY, fan_out, missing, settle
+from deltalog.storage.cloud_errors import no_container, where
 from deltalog.storage.options import secrets_of
 from deltalog.storage.redaction import redact_in_logs
 from deltalog.storage.retry import DEFAULT_BUDGET, RetryBudget, with_retries
@@ -27,6 +29,10 @@ class BucketPaths:
 
     _display: str
     _fs: Any
+    #: ``s3``, ``azure`` or ``gcs``: which cloud's wording the shared messages use
+    _kind: str = "s3"
+    #: the client's exceptions that mean "no such object" (the contract's FileNotFoundError)
+    _not_found: tuple[type[BaseException], ...] = (FileNotFoundError,)
     _prefix: str
     _bucket_name: str
     _secrets: tuple[str, ...] = ()
@@ -69,9 +75,17 @@ class BucketPaths:
         """The bytes of the store-relative ``path`` in one request (per store); FileNotFoundError when absent."""
         raise NotImplementedError
 
+    def _loop(self) -> Any:
+        """The event loop the store's coroutines run on (the fsspec client's own loop)."""
+        return self._fs.loop
+
+    def _run(self, op: str, path: str, coro: Callable[..., Any], *args: Any) -> Any:
+        """``coro(*args)`` run to completion on :meth:`_loop` from synchronous code, through :meth:`_guard`."""
+        return self._guard(op, path, lambda: sync(self._loop(), coro, *args))
+
     def read(self, path: str) -> bytes:
         confined(path)
-        return cast(bytes, self._guard("read", path, lambda: sync(self._fs.loop, self._get, path)))
+        return cast(bytes, self._run("read", path, self._get, path))
 
     def read_many(self, paths: list[str]) -> list[bytes]:
         """Every file's bytes in order, up to ``deltalog_max_concurrency`` requests in flight on the client's
@@ -81,14 +95,33 @@ class BucketPaths:
         calls = [functools.partial(self._get, p) for p in paths]
         try:
             self._connect()
-            results = sync(self._fs.loop, fan_out, calls, self._concurrency)
+            results = sync(self._loop(), fan_out, calls, self._concurrency)
         except Exception:  # the loop itself failed: each read on its own says why, typed
             results = [RuntimeError()] * len(paths)
         return settle(paths, results, self.read)
 
-    def _guard_once(self, op: str, path: str, call: Callable[[], Any]) -> Any:
-        """``call`` with the client's exceptions turned into :class:`~deltalog.errors.StorageError` (per store)."""
+    def _error(self, op: str, path: str, exc: BaseException) -> StorageError:
+        """The typed error for a failure of the client (per store: which codes mean what)."""
         raise NotImplementedError
+
+    def _container_missing(self, op: str, exc: BaseException) -> bool:
+        """Whether a "not found" from the client means the bucket or container, not the object (per store)."""
+        return False
+
+    def _guard_once(self, op: str, path: str, call: Callable[[], Any]) -> Any:
+        """``call`` with the client's exceptions turned into the contract's: FileNotFoundError for an absent
+        object, :class:`~deltalog.errors.StorageError` for everything else (a missing bucket included)."""
+        try:
+            self._connect()
+            return call()
+        except self._not_found as exc:
+            if self._container_missing(op, exc):
+                raise no_container(self._kind, self._bucket_name, where(op, self._display, path), path) from exc
+            raise missing(path) from exc
+        except DeltaLogError:  # already typed (a refused path, an error of ours)
+            raise
+        except Exception as exc:
+            raise self._error(op, path, exc) from exc
 
     def _guard(self, op: str, path: str, call: Callable[[], Any]) -> Any:
         """:meth:`_guard_once`, tried again within :attr:`retry` when an idempotent call fails retryably."""
@@ -136,4 +169,38 @@ class BucketPaths:
         return f"{self._bucket_name}/{self._key(path)}"
 
 
-__all__ = ["BucketPaths"]
+def start_after(prefix: str, start: str) -> str | None:
+    """The exclusive listing offset that lists names ``>= start`` under ``prefix`` (its last character one lower);
+    the few names between it and ``start`` are dropped by the caller. ``None``: list from the beginning."""
+    if not start or ord(start[-1]) == 0:
+        return None
+    return prefix + start[:-1] + chr(ord(start[-1]) - 1)
+
+
+#: one direct child of a listed directory: (bare name, size, mtime ms, is a directory)
+Child = tuple[str, int, int, bool]
+
+
+def walk_tree(
+    list_dir: Callable[[str], Iterable[Child]], path: str, skip: Callable[[str], bool] | None
+) -> Iterator[FileInfo]:
+    """Files under ``path`` with store-relative names, one delimited listing per directory (see
+    :meth:`deltalog.storage.base.LogStore.walk`): a directory ``skip`` prunes is never listed at all, which is
+    what keeps VACUUM from listing ``_delta_log``. ``list_dir(rel_dir)`` lists one directory."""
+    pending = [path.strip("/")]
+    while pending:
+        rel_dir = pending.pop()
+        subdirs: list[str] = []
+        for raw, size, mtime, is_dir in list_dir(rel_dir):
+            name = raw.rstrip("/") if is_dir else raw
+            if not name or name.endswith("/"):
+                continue  # the directory itself, or a "directory marker" object: not a file
+            rel = f"{rel_dir}/{name}" if rel_dir else name
+            if not is_dir:
+                yield FileInfo(rel, size, mtime)
+            elif skip is None or not skip(rel):
+                subdirs.append(rel)
+        pending.extend(reversed(sorted(subdirs)))
+
+
+__all__ = ["BucketPaths", "Child", "start_after", "walk_tree"]

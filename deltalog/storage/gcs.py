@@ -28,38 +28,24 @@ import aiohttp
 from gcsfs.core import GCSFileSystem
 from gcsfs.retry import HttpError
 
-from deltalog.errors import DeltaLogError, FileAlreadyExistsError, StorageError
+from deltalog.errors import FileAlreadyExistsError, StorageError
 from deltalog.storage.base import Capabilities, FileInfo, refuse_commit_overwrite, split_dir
-from deltalog.storage.bucket_paths import BucketPaths
-from deltalog.storage.bulk import missing
-from deltalog.storage.options import scrub
+from deltalog.storage.bucket_paths import BucketPaths, Child, walk_tree
+from deltalog.storage.cloud_errors import access_denied, cause_of, mtime_ms, request_failed, where
 from deltalog.storage.requests import Timed
 
 _RETRY_EXCEPTIONS = (aiohttp.ClientError, asyncio.TimeoutError, TimeoutError, ConnectionError)
 
 
 def _status(exc: BaseException) -> int:
-    seen: BaseException | None = exc
-    for _ in range(6):
-        if seen is None:
-            return 0
-        if isinstance(seen, HttpError):
-            return int(seen.code or 0)
-        seen = seen.__cause__ or seen.__context__
-    return 0
-
-
-def _mtime_ms(value: Any) -> int:
-    from datetime import datetime
-
-    try:
-        return int(datetime.fromisoformat(str(value).replace("Z", "+00:00")).timestamp() * 1000)
-    except ValueError:
-        return 0
+    found = cause_of(exc, lambda e: isinstance(e, HttpError))
+    return int(getattr(found, "code", 0) or 0)
 
 
 class GcsLogStore(BucketPaths):
     """A table under ``gs://bucket/prefix`` (or ``gcs://``); paths are relative to that prefix."""
+
+    _kind = "gcs"
 
     def __init__(
         self,
@@ -85,31 +71,15 @@ class GcsLogStore(BucketPaths):
     # ------------------------------------------------------------------------------------------ errors
     def _error(self, op: str, path: str, exc: BaseException) -> StorageError:
         status = _status(exc)
-        where = f"{op} {self._display}/{path}".rstrip("/")
+        at = where(op, self._display, path)
         if status in (401, 403):
-            msg = (
-                f"access denied ({status}) for {where}: check the credentials (storage_options token, or "
-                f"GOOGLE_APPLICATION_CREDENTIALS) and that they may read, write, list and delete under {self._display}"
-            )
-            return StorageError(msg, path=path)
+            return access_denied("gcs", status, at, self._display, path, self._secrets)
         retryable = status in (408, 429) or status >= 500 or (not status and isinstance(exc, _RETRY_EXCEPTIONS))
-        first_line = (str(exc) or type(exc).__name__).splitlines()[0]
         label = f"HTTP {status}" if status else type(exc).__name__
-        return StorageError(
-            scrub(f"{where} failed: {label}: {first_line}", self._secrets), path=path, retryable=retryable
-        )
+        return request_failed(at, label, str(exc) or type(exc).__name__, path, self._secrets, retryable)
 
-    def _guard_once(self, op: str, path: str, call: Callable[[], Any]) -> Any:
-        try:
-            return call()
-        except FileNotFoundError as exc:
-            if "bucket" in str(exc).lower() and op in ("list", "walk", "put"):
-                raise StorageError(f"bucket {self._bucket!r} does not exist ({op} {self._display}/{path})") from exc
-            raise missing(path) from exc
-        except DeltaLogError:
-            raise
-        except Exception as exc:
-            raise self._error(op, path, exc) from exc
+    def _container_missing(self, op: str, exc: BaseException) -> bool:
+        return "bucket" in str(exc).lower() and op in ("list", "walk", "put")
 
     # ------------------------------------------------------------------------------------------ reads
     async def _get(self, path: str) -> bytes:
@@ -161,29 +131,22 @@ class GcsLogStore(BucketPaths):
             for obj in page.get("items") or ():
                 name = obj["name"][len(prefix) :]
                 if name and "/" not in name and name.encode() >= low and (high is None or name.encode() < high):
-                    out.append(FileInfo(name, int(obj.get("size") or 0), _mtime_ms(obj.get("updated"))))
+                    out.append(FileInfo(name, int(obj.get("size") or 0), mtime_ms(obj.get("updated"))))
         return sorted(out, key=lambda f: f.name.encode())
 
     def walk(self, path: str = "", skip: Callable[[str], bool] | None = None) -> Iterator[FileInfo]:
         """Files under ``path`` with store-relative names: one delimited listing per directory (a pruned
         directory is never listed)."""
-        pending = [path.strip("/")]
-        while pending:
-            rel_dir = pending.pop()
+
+        def list_dir(rel_dir: str) -> Iterator[Child]:
             prefix = self._dir_prefix(rel_dir)
-            subdirs: list[str] = []
             for page in self._pages("walk", rel_dir, prefix=prefix, delimiter="/"):
                 for obj in page.get("items") or ():
-                    name = obj["name"][len(prefix) :]
-                    if name and not name.endswith("/"):
-                        rel = f"{rel_dir}/{name}" if rel_dir else name
-                        yield FileInfo(rel, int(obj.get("size") or 0), _mtime_ms(obj.get("updated")))
+                    yield obj["name"][len(prefix) :], int(obj.get("size") or 0), mtime_ms(obj.get("updated")), False
                 for common in page.get("prefixes") or ():
-                    name = common[len(prefix) :].rstrip("/")
-                    rel = f"{rel_dir}/{name}" if rel_dir else name
-                    if name and (skip is None or not skip(rel)):
-                        subdirs.append(rel)
-            pending.extend(reversed(sorted(subdirs)))
+                    yield common[len(prefix) :], 0, 0, True
+
+        return walk_tree(list_dir, path, skip)
 
     # ------------------------------------------------------------------------------------------ writes
     def put_if_absent(self, path: str, data: bytes) -> None:

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from deltalog.errors import InvalidArgumentError
+from deltalog.storage.obstore_options import connection_string_parts
 from deltalog.storage.redaction import MIN_SECRET_LEN, mask
 
 log = logging.getLogger(__name__)
@@ -28,7 +29,12 @@ log = logging.getLogger(__name__)
 UNSAFE_OPT_IN = "deltalog_allow_unsafe_commits"
 #: how many requests a store keeps in flight for bulk reads (default :data:`deltalog.storage.bulk.DEFAULT_CONCURRENCY`)
 CONCURRENCY = "deltalog_max_concurrency"
-_DELTALOG_OPTIONS = (UNSAFE_OPT_IN, CONCURRENCY)
+#: which client serves s3:// and Azure tables: ``obstore`` or ``fsspec`` (default: obstore when it is installed)
+BACKEND = "deltalog_backend"
+#: the environment variable that sets :data:`BACKEND` for every table without the option
+BACKEND_ENV = "DELTALOG_STORE_BACKEND"
+BACKENDS = ("obstore", "fsspec")
+_DELTALOG_OPTIONS = (UNSAFE_OPT_IN, CONCURRENCY, BACKEND)
 
 #: Azurite's well-known development account (public, documented by Microsoft; not a secret)
 EMULATOR_ACCOUNT = "devstoreaccount1"
@@ -103,6 +109,8 @@ class StoreOptions:
     allow_unsafe_commits: bool = False
     secrets: tuple[str, ...] = ()
     max_concurrency: int | None = None
+    #: the client asked for (:data:`BACKENDS`), or ``None``: obstore when installed, else fsspec
+    backend: str | None = None
 
     def __repr__(self) -> str:
         return f"StoreOptions(keys={sorted(self.fs_kwargs)}, allow_unsafe_commits={self.allow_unsafe_commits})"
@@ -133,12 +141,8 @@ def secrets_of(kwargs: Mapping[str, Any]) -> tuple[str, ...]:
 
 
 def _connection_string_secrets(cs: str) -> list[str]:
-    out = []
-    for part in cs.split(";"):
-        name, sep, value = part.partition("=")
-        if sep and name.strip().lower() in ("accountkey", "sharedaccesssignature") and value:
-            out.append(value.strip())
-    return out
+    parts = connection_string_parts(cs)
+    return [parts[name] for name in ("accountkey", "sharedaccesssignature") if parts.get(name)]
 
 
 def emulator_connection_string(
@@ -149,6 +153,16 @@ def emulator_connection_string(
     if not base.endswith(f"/{account}"):
         base = f"{base}/{account}"
     return f"DefaultEndpointsProtocol=http;AccountName={account};AccountKey={key};BlobEndpoint={base};"
+
+
+def backend_choice(key: str, value: Any) -> str | None:
+    """``value`` as one of :data:`BACKENDS` (``None`` for an empty value: choose by what is installed)."""
+    text = str(value or "").strip().lower()
+    if not text:
+        return None
+    if text not in BACKENDS:
+        raise InvalidArgumentError(f"{key} must be one of {', '.join(BACKENDS)}, got {text!r}")
+    return text
 
 
 def _positive_int(key: str, value: Any) -> int:
@@ -204,6 +218,7 @@ def parse_options(scheme: str, options: Mapping[str, Any] | None) -> StoreOption
     kwargs: dict[str, Any] = {}
     allow_unsafe = False
     concurrency: int | None = None
+    backend = backend_choice(BACKEND_ENV, os.environ.get(BACKEND_ENV))
     region: str | None = None
     emulator = False
     endpoint: str | None = None
@@ -215,6 +230,8 @@ def parse_options(scheme: str, options: Mapping[str, Any] | None) -> StoreOption
             allow_unsafe = _truthy(raw_key, value)
         elif key == CONCURRENCY:
             concurrency = _positive_int(raw_key, value)
+        elif key == BACKEND:
+            backend = backend_choice(raw_key, value)
         elif key.startswith("deltalog_"):
             known = ", ".join(_DELTALOG_OPTIONS)
             raise InvalidArgumentError(f"unknown deltalog storage option {raw_key!r}; known: {known}")
@@ -259,7 +276,7 @@ def parse_options(scheme: str, options: Mapping[str, Any] | None) -> StoreOption
         kwargs["connection_string"] = emulator_connection_string(endpoint, account, key)
     elif endpoint is not None and scheme == "azure":
         _azure_endpoint(kwargs, endpoint)
-    return StoreOptions(kwargs, allow_unsafe, secrets_of(kwargs), concurrency)
+    return StoreOptions(kwargs, allow_unsafe, secrets_of(kwargs), concurrency, backend)
 
 
 def scrub(text: str, secrets: tuple[str, ...] | list[str]) -> str:
@@ -283,10 +300,14 @@ def unsafe_commits_allowed(store: object) -> bool:
 
 
 __all__ = [
+    "BACKEND",
+    "BACKENDS",
+    "BACKEND_ENV",
     "CONCURRENCY",
     "EMULATOR_ACCOUNT",
     "UNSAFE_OPT_IN",
     "StoreOptions",
+    "backend_choice",
     "emulator_connection_string",
     "parse_options",
     "scrub",

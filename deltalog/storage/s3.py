@@ -34,10 +34,11 @@ import botocore.exceptions
 import botocore.session
 import s3fs
 
-from deltalog.errors import BulkDeleteError, DeltaLogError, FileAlreadyExistsError, StorageError
+from deltalog.errors import BulkDeleteError, FileAlreadyExistsError, StorageError
 from deltalog.storage.base import Capabilities, FileInfo, refuse_commit_overwrite, split_dir
-from deltalog.storage.bucket_paths import BucketPaths
-from deltalog.storage.bulk import chunked, missing
+from deltalog.storage.bucket_paths import BucketPaths, Child, start_after, walk_tree
+from deltalog.storage.bulk import chunked
+from deltalog.storage.cloud_errors import access_denied, cause_of, mtime_ms, no_container, request_failed, where
 from deltalog.storage.options import scrub
 from deltalog.storage.requests import instrument_botocore
 
@@ -98,14 +99,8 @@ def conditional_put_supported() -> str | None:
 
 def _client_error(exc: BaseException) -> botocore.exceptions.ClientError | None:
     """The botocore ClientError behind ``exc`` (s3fs re-raises it as an OSError with it as the cause)."""
-    seen: BaseException | None = exc
-    for _ in range(6):
-        if seen is None:
-            return None
-        if isinstance(seen, botocore.exceptions.ClientError):
-            return seen
-        seen = seen.__cause__ or seen.__context__
-    return None
+    found = cause_of(exc, lambda e: isinstance(e, botocore.exceptions.ClientError))
+    return cast(botocore.exceptions.ClientError | None, found)
 
 
 #: keys per DeleteObjects request (S3's limit)
@@ -164,21 +159,14 @@ class S3LogStore(BucketPaths):
     def _error(self, op: str, path: str, exc: BaseException) -> StorageError:
         """A StorageError for a failed ``op``: what failed, whether a retry may help, and what to fix."""
         code, status = _code_status(exc)
-        where = f"{op} {self._display}/{path}".rstrip("/")
-        detail = scrub(str(exc) or type(exc).__name__, self._secrets)
+        at = where(op, self._display, path)
         if code == "NoSuchBucket":
-            msg = f"bucket {self._bucket!r} does not exist ({where}): create it, or fix the table URI"
-            return StorageError(msg, path=path)
+            return no_container("s3", self._bucket, at, path)
         if code in _AUTH_CODES or status in (401, 403):
-            msg = (
-                f"access denied ({code or status}) for {where}: check the credentials (storage_options key/secret "
-                "or AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN) and that they may read, write, "
-                f"list and delete under {self._display}"
-            )
-            return StorageError(scrub(msg, self._secrets), path=path)
+            return access_denied("s3", code or status, at, self._display, path, self._secrets)
         if isinstance(exc, botocore.exceptions.NoCredentialsError):
             msg = (
-                f"no AWS credentials found for {where}: pass storage_options AWS_ACCESS_KEY_ID and "
+                f"no AWS credentials found for {at}: pass storage_options AWS_ACCESS_KEY_ID and "
                 "AWS_SECRET_ACCESS_KEY (or key/secret), or configure an AWS profile or instance role"
             )
             return StorageError(msg, path=path)
@@ -190,7 +178,7 @@ class S3LogStore(BucketPaths):
             or (not code and isinstance(exc, _RETRY_EXCEPTIONS))
         )
         label = f"{code} (HTTP {status})" if code else type(exc).__name__
-        return StorageError(scrub(f"{where} failed: {label}: {detail}", self._secrets), path=path, retryable=retryable)
+        return request_failed(at, label, str(exc) or type(exc).__name__, path, self._secrets, retryable)
 
     def _connect(self) -> None:
         """Open s3fs's client (``fs.s3`` does, once) and record its requests, the first one included."""
@@ -200,18 +188,8 @@ class S3LogStore(BucketPaths):
     def capabilities(self) -> Capabilities:
         return Capabilities(atomic_put_if_absent=True, read_concurrency=self._concurrency, delete_batch=DELETE_BATCH)
 
-    def _guard_once(self, op: str, path: str, call: Callable[[], Any]) -> Any:
-        try:
-            self._connect()
-            return call()
-        except FileNotFoundError as exc:
-            if _code_status(exc)[0] == "NoSuchBucket":
-                raise self._error(op, path, exc) from exc
-            raise missing(path) from exc
-        except DeltaLogError:  # already typed (a refused path, an error of ours)
-            raise
-        except Exception as exc:
-            raise self._error(op, path, exc) from exc
+    def _container_missing(self, op: str, exc: BaseException) -> bool:
+        return _code_status(exc)[0] == "NoSuchBucket"
 
     # ------------------------------------------------------------------------------------------ reads
     async def _get(self, path: str) -> bytes:
@@ -259,8 +237,9 @@ class S3LogStore(BucketPaths):
         directory, start = split_dir(path)
         prefix = self._dir_prefix(directory)
         kwargs: dict[str, Any] = {"Prefix": prefix, "Delimiter": "/"}
-        if start and ord(start[-1]) > 0:
-            kwargs["StartAfter"] = prefix + start[:-1] + chr(ord(start[-1]) - 1)
+        after = start_after(prefix, start)
+        if after is not None:
+            kwargs["StartAfter"] = after
         end = stop.encode() if stop is not None else None
         out = []
         for page in self._pages("list", path, **kwargs):
@@ -271,7 +250,7 @@ class S3LogStore(BucketPaths):
                     return out
                 if not name or "/" in name or name.encode() < start.encode():
                     continue
-                out.append(FileInfo(name, int(obj.get("Size") or 0), _mtime_ms(obj.get("LastModified"))))
+                out.append(FileInfo(name, int(obj.get("Size") or 0), mtime_ms(obj.get("LastModified"))))
         out.sort(key=lambda f: f.name.encode())
         return out
 
@@ -280,24 +259,16 @@ class S3LogStore(BucketPaths):
 
         One delimited listing per directory, so a pruned directory (``_delta_log``) is never listed at all.
         """
-        pending = [path.strip("/")]
-        while pending:
-            rel_dir = pending.pop()
+
+        def list_dir(rel_dir: str) -> Iterator[Child]:
             prefix = self._dir_prefix(rel_dir)
-            subdirs: list[str] = []
             for page in self._pages("walk", rel_dir, Prefix=prefix, Delimiter="/"):
                 for obj in page.get("Contents") or ():
-                    name = obj["Key"][len(prefix) :]
-                    if not name or name.endswith("/"):
-                        continue  # a "directory marker" object, not a file
-                    rel = f"{rel_dir}/{name}" if rel_dir else name
-                    yield FileInfo(rel, int(obj.get("Size") or 0), _mtime_ms(obj.get("LastModified")))
+                    yield obj["Key"][len(prefix) :], int(obj.get("Size") or 0), mtime_ms(obj.get("LastModified")), False
                 for common in page.get("CommonPrefixes") or ():
-                    name = common["Prefix"][len(prefix) :].rstrip("/")
-                    rel = f"{rel_dir}/{name}" if rel_dir else name
-                    if name and (skip is None or not skip(rel)):
-                        subdirs.append(rel)
-            pending.extend(reversed(sorted(subdirs)))
+                    yield common["Prefix"][len(prefix) :], 0, 0, True
+
+        return walk_tree(list_dir, path, skip)
 
     # ------------------------------------------------------------------------------------------ writes
     def put_if_absent(self, path: str, data: bytes) -> None:
@@ -356,14 +327,6 @@ class S3LogStore(BucketPaths):
 
     def __repr__(self) -> str:
         return f"S3LogStore({self._display!r})"
-
-
-def _mtime_ms(value: Any) -> int:
-    if value is None:
-        return 0
-    if hasattr(value, "timestamp"):
-        return int(value.timestamp() * 1000)
-    return 0
 
 
 __all__ = ["DELETE_BATCH", "S3LogStore", "batch_failures", "conditional_put_supported"]

@@ -8,7 +8,10 @@
 
 from __future__ import annotations
 
+import logging
 import os
+from collections.abc import Callable
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote, urlsplit
 
@@ -18,6 +21,8 @@ from deltalog.storage.local import LocalLogStore
 
 if TYPE_CHECKING:
     from deltalog.storage.options import StoreOptions
+
+log = logging.getLogger(__name__)
 
 S3_SCHEMES = ("s3", "s3a")
 AZURE_SCHEMES = ("abfs", "abfss", "az")
@@ -47,12 +52,59 @@ def _parse_options(kind: str, storage_options: dict[str, Any] | None) -> StoreOp
     return parse_options(kind, storage_options)
 
 
+def _obstore_store(
+    kind: str, bucket: str, prefix: str, display: str, opts: StoreOptions, sdk_store: Callable[[], LogStore] | None
+) -> LogStore | None:
+    """The obstore store for an S3 or Azure table, or ``None`` for the fsspec one.
+
+    obstore serves the table when the options do not ask for fsspec, it is installed and every option has an
+    object_store equivalent. Asked for by name (``deltalog_backend=obstore``), a missing package or an option
+    it cannot honour is an error rather than a quiet change of client.
+    """
+    asked = opts.backend == "obstore"
+    if opts.backend == "fsspec":
+        return None
+    try:
+        import obstore  # noqa: F401
+    except ImportError:
+        if asked:
+            raise InvalidArgumentError(
+                f"{display} asks for the obstore backend (deltalog_backend), which is not installed: "
+                "pip install 'deltalog[obstore]'"
+            ) from None
+        return None
+    from deltalog.storage.obstore_options import obstore_config
+    from deltalog.storage.obstore_store import ObstoreLogStore
+
+    config = obstore_config(kind, opts.fs_kwargs)
+    if isinstance(config, str):
+        if asked:
+            raise InvalidArgumentError(f"the obstore backend cannot serve {display}: {config}")
+        log.debug("%s goes through the fsspec backend: %s", display, config)
+        return None
+    return ObstoreLogStore(
+        kind,
+        bucket,
+        prefix,
+        display,
+        config,
+        secrets=opts.secrets,
+        allow_unsafe_commits=opts.allow_unsafe_commits,
+        max_concurrency=opts.max_concurrency,
+        sdk_store=sdk_store,
+    )
+
+
 def _bucket_store(loc: str, scheme: str, kind: str, storage_options: dict[str, Any] | None) -> LogStore:
     """An S3 (``kind`` "s3") or GCS ("gcs") store: a bucket, a key prefix, the translated options."""
     parts = urlsplit(loc)
     if not parts.netloc:
         raise InvalidArgumentError(f"{scheme}:// location {loc!r} names no bucket (expected {scheme}://bucket/path)")
     opts = _parse_options(kind, storage_options)
+    if kind == "s3":
+        chosen = _obstore_store(kind, parts.netloc, unquote(parts.path), f"{scheme}://{parts.netloc}", opts, None)
+        if chosen is not None:
+            return chosen
     try:
         if kind == "s3":
             from deltalog.storage.s3 import S3LogStore as Store
@@ -85,21 +137,27 @@ def _azure_store(loc: str, scheme: str, storage_options: dict[str, Any] | None) 
     kwargs = dict(opts.fs_kwargs)
     if host and "connection_string" not in kwargs:
         kwargs.setdefault("account_name", host.split(".", 1)[0])  # container@account.dfs.core.windows.net
-    try:
-        from deltalog.storage.azure import AzureLogStore
-    except ImportError as exc:
-        raise _missing_extra(scheme, "azure", exc) from None
     prefix = unquote(parts.path).strip("/")
     display = f"{scheme}://{parts.netloc}" + (f"/{prefix}" if prefix else "")
-    return AzureLogStore(
-        container,
-        prefix,
-        kwargs,
-        display_root=display,
-        secrets=opts.secrets,
-        allow_unsafe_commits=opts.allow_unsafe_commits,
-        max_concurrency=opts.max_concurrency,
-    )
+
+    def sdk_store() -> LogStore:
+        try:
+            from deltalog.storage.azure import AzureLogStore
+        except ImportError as exc:
+            raise _missing_extra(scheme, "azure", exc) from None
+        return AzureLogStore(
+            container,
+            prefix,
+            kwargs,
+            display_root=display,
+            secrets=opts.secrets,
+            allow_unsafe_commits=opts.allow_unsafe_commits,
+            max_concurrency=opts.max_concurrency,
+        )
+
+    with_account = replace(opts, fs_kwargs=kwargs)
+    chosen = _obstore_store("azure", container, prefix, f"{scheme}://{parts.netloc}", with_account, sdk_store)
+    return chosen if chosen is not None else sdk_store()
 
 
 #: schemes served by a deltalog extra (``pip install 'deltalog[gcs]'``) rather than by a package of their own

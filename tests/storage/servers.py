@@ -161,6 +161,15 @@ def gcs_options(endpoint: str) -> dict[str, Any]:
     return {"endpoint_url": endpoint, "token": "anon", "project": "deltalog-tests"}
 
 
+#: the storage option that pins the fsspec client of an S3 or Azure store (s3fs / adlfs rather than obstore)
+FSSPEC = {"deltalog_backend": "fsspec"}
+
+
+def cloud_of(backend: str) -> str:
+    """The store kind of a ``backend`` test parameter, whichever client serves it (``s3-fsspec`` -> ``s3``)."""
+    return backend.split("-", 1)[0]
+
+
 def unique(prefix: str = "t") -> str:
     return f"{prefix}-{uuid.uuid4().hex[:12]}"
 

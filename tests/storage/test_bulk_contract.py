@@ -14,6 +14,7 @@ import pytest
 from deltalog.errors import PathOutsideRootError
 from deltalog.storage import bulk
 from deltalog.storage.base import LogStore, list_between
+from tests.storage.servers import cloud_of
 
 LOG = "_delta_log"
 
@@ -78,7 +79,7 @@ def test_capabilities_say_what_the_bulk_calls_do(new_store: Callable[[], LogStor
         assert (caps.read_concurrency, caps.delete_batch) == (1, 1)  # the page cache beats a thread pool
     else:
         assert caps.read_concurrency >= 64
-        assert caps.delete_batch == {"s3": 1000, "azure": 256, "gcs": 1}[backend]
+        assert caps.delete_batch == {"s3": 1000, "azure": 256, "gcs": 1}[cloud_of(backend)]
 
 
 def test_list_between_on_a_long_log_is_exact(new_store: Callable[[], LogStore]) -> None:

@@ -17,12 +17,12 @@ from deltalog.storage import bulk
 from deltalog.storage.azure import AzureLogStore
 from deltalog.storage.s3 import batch_failures
 from deltalog.storage.uri import store_for
-from tests.storage.servers import CONTAINER, Server, azure_options, unique
+from tests.storage.servers import CONTAINER, FSSPEC, Server, azure_options, unique
 
 
 def test_a_leased_blob_inside_an_azure_batch_is_named_and_the_rest_is_deleted(azurite_server: Server) -> None:
     prefix = unique()
-    options = azure_options(azurite_server.endpoint)
+    options = {**azure_options(azurite_server.endpoint), **FSSPEC}  # the SDK store, which the obstore one uses too
     store = store_for(f"abfs://{CONTAINER}/{prefix}", options)
     assert isinstance(store, AzureLogStore)
     paths = [f"p=1/part-{i}.parquet" for i in range(5)]

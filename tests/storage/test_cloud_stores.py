@@ -24,7 +24,7 @@ from deltalog.storage.local import LocalLogStore
 from deltalog.storage.options import UNSAFE_OPT_IN
 from deltalog.storage.s3 import S3LogStore
 from deltalog.storage.uri import store_for
-from tests.storage.servers import BUCKET, CONTAINER, Server, azure_options, s3_options, unique
+from tests.storage.servers import BUCKET, CONTAINER, FSSPEC, Server, azure_options, s3_options, unique
 
 SCHEMA = pa.schema([("id", pa.int64())])
 VERSIONS = 1005  # more than one ListObjectsV2 page (1000 keys)
@@ -43,7 +43,7 @@ def fill_log(store: Any, versions: int) -> None:
 def test_s3_list_from_starts_after_and_pages(moto_server: Server) -> None:
     # a bucket of its own: moto lists a bucket by scanning all its keys, and these would slow every other test
     bucket = unique("listing")
-    store = store_for(f"s3://{bucket}/t", s3_options(moto_server.endpoint, skip_instance_cache=True))
+    store = store_for(f"s3://{bucket}/t", s3_options(moto_server.endpoint, skip_instance_cache=True, **FSSPEC))
     assert isinstance(store, S3LogStore)
     store.fs.call_s3("create_bucket", Bucket=bucket)
     fill_log(store, VERSIONS)
@@ -74,7 +74,7 @@ def test_s3_list_from_starts_after_and_pages(moto_server: Server) -> None:
 
 
 def test_azure_list_from_is_bounded_by_version_prefixes(azurite_server: Server) -> None:
-    store = store_for(f"abfs://{CONTAINER}/{unique()}", azure_options(azurite_server.endpoint))
+    store = store_for(f"abfs://{CONTAINER}/{unique()}", {**azure_options(azurite_server.endpoint), **FSSPEC})
     assert isinstance(store, AzureLogStore)
     fill_log(store, AZURE_VERSIONS)
     listed: list[int] = []

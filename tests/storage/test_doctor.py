@@ -19,7 +19,7 @@ from deltalog.errors import FileAlreadyExistsError
 from deltalog.maintenance.doctor import SCRATCH, diagnose
 from deltalog.storage.s3 import S3LogStore
 from deltalog.storage.uri import store_for
-from tests.storage.servers import BUCKET, CONTAINER, Server, azure_options, gcs_options, s3_options, unique
+from tests.storage.servers import BUCKET, CONTAINER, FSSPEC, Server, azure_options, gcs_options, s3_options, unique
 
 SPARK = "Apache-Spark/3.5.1 Delta-Lake/3.2.0"
 SCHEMA = pa.schema([("id", pa.int64())])
@@ -45,8 +45,13 @@ class IgnoresIfNoneMatch(S3LogStore):
         self.put(path, data)
 
 
-def test_moto_s3_is_safe(moto_server: Server) -> None:
-    location, options = f"s3://{BUCKET}/{unique()}", s3_options(moto_server.endpoint)
+#: both clients of the S3 and Azure stores (docs/storage.md "Backends"): the default one and fsspec
+CLIENTS = pytest.mark.parametrize("client", [{}, FSSPEC], ids=["default", "fsspec"])
+
+
+@CLIENTS
+def test_moto_s3_is_safe(moto_server: Server, client: dict[str, str]) -> None:
+    location, options = f"s3://{BUCKET}/{unique()}", {**s3_options(moto_server.endpoint), **client}
     result = CliRunner().invoke(cli, ["doctor", location, *cli_options(options)])
     assert result.exit_code == 0, result.output
     assert "verdict: SAFE" in result.output
@@ -55,8 +60,9 @@ def test_moto_s3_is_safe(moto_server: Server) -> None:
     assert list(store_for(location, options).walk(SCRATCH)) == []  # the scratch prefix is gone
 
 
-def test_azurite_is_safe(azurite_server: Server) -> None:
-    location, options = f"abfs://{CONTAINER}/{unique()}", azure_options(azurite_server.endpoint)
+@CLIENTS
+def test_azurite_is_safe(azurite_server: Server, client: dict[str, str]) -> None:
+    location, options = f"abfs://{CONTAINER}/{unique()}", {**azure_options(azurite_server.endpoint), **client}
     result = CliRunner().invoke(cli, ["doctor", location, "--json", *cli_options(options)])
     assert result.exit_code == 0, result.output
     doc = orjson.loads(result.output)
@@ -74,7 +80,7 @@ def test_azurite_is_safe(azurite_server: Server) -> None:
 
 @pytest.mark.parametrize(("cls", "failing"), [(ExistsThenPut, "race"), (IgnoresIfNoneMatch, "exclusive")])
 def test_s3_store_without_a_real_put_if_absent_is_unsafe(moto_server: Server, cls: type, failing: str) -> None:
-    real = store_for(f"s3://{BUCKET}/{unique()}", s3_options(moto_server.endpoint))
+    real = store_for(f"s3://{BUCKET}/{unique()}", {**s3_options(moto_server.endpoint), **FSSPEC})
     assert isinstance(real, S3LogStore)
     prefix = real.root.split("/", 3)[3]
     racy = cls(BUCKET, prefix, fs=real.fs)

@@ -20,6 +20,7 @@ from deltalog.storage.options import (
 )
 from deltalog.storage.s3 import S3LogStore, conditional_put_supported
 from deltalog.storage.uri import store_for
+from tests.storage.servers import FSSPEC
 
 SECRET = "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"
 ACCOUNT_KEY = "c2VjcmV0LWFjY291bnQta2V5LXRoYXQtbXVzdC1uZXZlci1sZWFr"
@@ -107,7 +108,7 @@ def test_repr_and_scrub_hide_secrets() -> None:
     [("s3://bkt/a/table", "s3://bkt/a/table"), ("s3a://bkt/t/", "s3a://bkt/t"), ("s3://bkt", "s3://bkt")],
 )
 def test_s3_uris(uri: str, bucket_root: str) -> None:
-    store = store_for(uri, {"AWS_ACCESS_KEY_ID": "k", "AWS_SECRET_ACCESS_KEY": SECRET})
+    store = store_for(uri, {"AWS_ACCESS_KEY_ID": "k", "AWS_SECRET_ACCESS_KEY": SECRET, **FSSPEC})
     assert isinstance(store, S3LogStore)
     assert store.root == bucket_root
     assert store.capabilities.atomic_put_if_absent is True
@@ -126,7 +127,7 @@ def test_azure_uris(uri: str, root: str, account: str) -> None:
     options = {"AZURE_STORAGE_ACCOUNT_KEY": ACCOUNT_KEY}
     if "@" not in uri:
         options["azure_storage_account_name"] = "acct"
-    store = store_for(uri, options)
+    store = store_for(uri, {**options, **FSSPEC})
     assert isinstance(store, AzureLogStore)
     assert store.root == root
     assert store.fs.account_name == account
@@ -185,6 +186,6 @@ def test_the_concurrency_switch() -> None:
     for bad in ("0", "-3", "many"):
         with pytest.raises(InvalidArgumentError, match="positive integer"):
             parse_options("s3", {"deltalog_max_concurrency": bad})
-    store = store_for("s3://b/t", {"deltalog_max_concurrency": "7", "AWS_ENDPOINT_URL": "http://127.0.0.1:1"})
+    store = store_for("s3://b/t", {"deltalog_max_concurrency": "7", "AWS_ENDPOINT_URL": "http://127.0.0.1:1", **FSSPEC})
     assert store.capabilities.read_concurrency == 7
     assert store.fs.config_kwargs["max_pool_connections"] == 7  # type: ignore[attr-defined]

@@ -19,7 +19,7 @@ from typing import Any
 import orjson
 import pytest
 
-from benchmarks.proxy import LatencyProxy, Request
+from benchmarks.proxy import LatencyProxy, Request, serial_round_trips
 from deltalog import DeltaLog
 from deltalog.core.timetravel import monotonize
 from deltalog.storage.base import LogStore
@@ -233,3 +233,29 @@ def test_history_of_a_table_with_in_commit_timestamps_shows_them(table: Table) -
     entries, _requests = table.counted(lambda log: log.history(limit=3))
     assert [(e.version, e.timestamp) for e in entries] == [(v, T0 + v * 1000) for v in (11, 10, 9)]
     assert all(e.in_commit_timestamp == e.timestamp for e in entries)
+
+
+def commit_get(method: str, target: str) -> bool:
+    """A GET of a commit file (not a LIST, not the hint)."""
+    return method == "GET" and target.split("?")[0].endswith(".json")
+
+
+@pytest.mark.parametrize("versions", [500, 1000])
+def test_a_long_load_through_obstore_is_the_minimum_chain_plus_one_at_most(table: Table, versions: int) -> None:
+    """Issue 16's chain gate on the default client: every commit GET leaves before any answer comes back.
+
+    The proxy holds each commit GET's answer until all ``versions`` have arrived (:meth:`LatencyProxy.hold`), so
+    the reads are one round trip exactly when the client sends them all at once; a client with a bounded pool
+    (s3fs's 64 in flight) would wait for the safety timeout instead. The hint and the LIST go out together
+    before them: at most 2 + 1 serial round trips where the minimum is 2, on any machine.
+    """
+    table.write(versions)
+    log = table.log()
+    assert getattr(log.store, "backend", None) == "obstore"
+    table.proxy.hold(versions, commit_get)
+    snapshot, requests = table.counted(lambda lg: lg.snapshot())
+    assert snapshot.version == versions - 1
+    assert kinds(requests)["GET"] == versions + 1 and kinds(requests)["LIST"] == 1  # the commits and the hint
+    reads = [r for r in requests if commit_get(r.method, r.target)]
+    assert len(reads) == versions and serial_round_trips(reads) == 1
+    assert serial_round_trips(requests) <= 3

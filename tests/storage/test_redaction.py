@@ -20,7 +20,7 @@ from deltalog import DeltaLog
 from deltalog import actions as A
 from deltalog.errors import DeltaLogError
 from deltalog.storage.options import EMULATOR_ACCOUNT, EMULATOR_KEY, emulator_connection_string
-from tests.storage.servers import BUCKET, CONTAINER, S3_SECRET, Server, s3_options, unique
+from tests.storage.servers import BUCKET, CONTAINER, FSSPEC, S3_SECRET, Server, s3_options, unique
 
 SESSION_TOKEN = "FwoGZXIvYXdzEDelTaLoGsEsSiOnToKeN/with+base64=chars0123456789abcdefXYZ"
 SAS_TOKEN = "sv=2022-11-02&ss=b&srt=sco&sp=rwdlac&se=2030-01-01T00:00:00Z&sig=DeLtAlOgSaSsIgNaTuRe%2Babc%3D"
@@ -61,7 +61,7 @@ def debug_everywhere() -> Iterator[Capture]:
 
 def test_s3_session_token_and_secret_never_reach_a_record(moto_server: Server) -> None:
     # the S3 store (and with it botocore's loggers) is made inside the DEBUG window, so nothing is missed
-    options = s3_options(moto_server.endpoint, AWS_SESSION_TOKEN=SESSION_TOKEN)
+    options = s3_options(moto_server.endpoint, AWS_SESSION_TOKEN=SESSION_TOKEN, **FSSPEC)  # botocore logs headers
     with debug_everywhere() as capture:
         log = DeltaLog.for_table(f"s3://{BUCKET}/{unique()}", options)
         log.create(SCHEMA)

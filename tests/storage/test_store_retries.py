@@ -21,7 +21,7 @@ from deltalog.storage.base import LogStore
 from deltalog.storage.s3 import S3LogStore
 from deltalog.storage.uri import store_for
 from tests.storage.flaky import FlakyFs
-from tests.storage.servers import BUCKET, CONTAINER, Server, azure_options, s3_options, unique
+from tests.storage.servers import BUCKET, CONTAINER, FSSPEC, Server, azure_options, s3_options, unique
 
 SCHEMA = pa.schema([("id", pa.int64())])
 
@@ -29,7 +29,7 @@ SCHEMA = pa.schema([("id", pa.int64())])
 def created(uri: str, options: dict[str, Any]) -> tuple[LogStore, str]:
     """A table created at ``uri`` (version 0) by deltalog; its real store and its key prefix."""
     DeltaLog.for_table(uri, options).create(SCHEMA)
-    return store_for(uri, options), uri.split("://", 1)[1].split("/", 1)[1]
+    return store_for(uri, {**options, **FSSPEC}), uri.split("://", 1)[1].split("/", 1)[1]
 
 
 def test_s3_reads_survive_transient_timeouts(moto_server: Server) -> None:
