@@ -56,6 +56,7 @@ import contextlib
 import logging
 import threading
 import time
+import weakref
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
@@ -235,6 +236,9 @@ class LatencyProxy:
         self._server: asyncio.Server | None = None
         self._limit: asyncio.Semaphore | None = None
         self._hold: _Hold | None = None
+        #: every connection's writer, client side and server side: closed at shutdown whatever state its task
+        #: is in (one cancelled before it ran never reaches its own ``finally``)
+        self._writers: weakref.WeakSet[asyncio.StreamWriter] = weakref.WeakSet()
 
     def hold(self, count: int, match: Any, timeout_s: float = 30.0) -> None:
         """Withhold the answers of the next ``count`` requests for which ``match(method, target)`` is true
@@ -272,7 +276,7 @@ class LatencyProxy:
             try:
                 self._limit = asyncio.Semaphore(UPSTREAM_LIMIT)
                 self._server = loop.run_until_complete(
-                    asyncio.start_server(self._serve, "127.0.0.1", self._port, limit=STREAM_LIMIT, backlog=BACKLOG)
+                    asyncio.start_server(self._accept, "127.0.0.1", self._port, limit=STREAM_LIMIT, backlog=BACKLOG)
                 )
             except BaseException as exc:
                 failure.append(exc)
@@ -300,6 +304,9 @@ class LatencyProxy:
         for t in tasks:
             t.cancel()
         loop.run_until_complete(asyncio.gather(*tasks, return_exceptions=True))
+        for w in list(self._writers):
+            w.close()
+        loop.run_until_complete(asyncio.sleep(0))  # let the transports finish closing before the loop does
         loop.close()
 
     def stop(self) -> None:
@@ -338,6 +345,11 @@ class LatencyProxy:
         return asyncio.run_coroutine_threadsafe(ask(), self._loop).result(timeout=30)
 
     # -------------------------------------------------------------------------------- serving
+    def _accept(self, creader: asyncio.StreamReader, cwriter: asyncio.StreamWriter) -> Any:
+        """Called as a connection is accepted: the writer is known before its handler task first runs."""
+        self._writers.add(cwriter)
+        return self._serve(creader, cwriter)
+
     async def _serve(self, creader: asyncio.StreamReader, cwriter: asyncio.StreamWriter) -> None:
         upstream: list[Any] = []  # [reader, writer] of this client's server connection, when open
         try:
@@ -401,6 +413,7 @@ class LatencyProxy:
                 except OSError as exc:
                     log.warning("proxy: cannot reach %s:%s: %s", self._up_host, self._up_port, exc)
                     return None
+                self._writers.add(writer)
                 upstream[:] = [reader, writer]
             reader, writer = upstream
             try:
