@@ -19,12 +19,13 @@ from typing import TYPE_CHECKING, Any
 from deltalog.checkpoint import hint
 from deltalog.core import last_checkpoint as hints
 from deltalog.core.paths import LogPath
-from deltalog.core.reachability import holds, listed_anchor_ms
+from deltalog.core.reachability import holds
 from deltalog.core.segment import LogSegment
-from deltalog.errors import InvalidArgumentError, PropertyError
+from deltalog.errors import InvalidArgumentError
 from deltalog.storage.base import LogStore
 from deltalog.storage.uri import store_for
 from deltalog.table import listing, load, refresh
+from deltalog.table.anchor import Anchor
 from deltalog.table.context import TableContext
 from deltalog.table.snapshot import Snapshot
 
@@ -65,8 +66,8 @@ class DeltaLog:
         self.log_compaction_interval = log_compaction_interval
         self._lock = threading.Lock()
         self._latest: Snapshot | None = None
-        #: (version, writer ms) of this log's last commit, sent before that time: the one-request path's anchor
-        self._anchor: tuple[int, int] | None = None
+        #: when a transaction may skip its listing (this log's last commit, or the tip it last listed)
+        self._anchor = Anchor()
         self._hooks: list[Callable[[CommitResult], None]] = []
 
     @classmethod
@@ -155,20 +156,16 @@ class DeltaLog:
         if not isinstance(outcome, refresh.Unchanged):
             rebuilt = isinstance(outcome, refresh.Rebuild) and not outcome.from_checkpoint
             if rebuilt:
-                with self._lock:
-                    self._anchor = None  # the cache did not hold: our last commit vouches for nothing now
+                self._anchor.forget()
             self._remember(outcome.snapshot, replace=rebuilt)
         return outcome.snapshot
 
     def _remember(self, snap: Snapshot, replace: bool = False) -> None:
         """Cache ``snap`` unless a newer one is cached; ``replace`` caches a fresh load whatever its version."""
-        tip = snap.segment.commits[-1] if snap.segment.commits else None
-        listed = listed_anchor_ms(tip.mtime) if tip is not None and tip.version == snap.version else None
         with self._lock:
             if replace or self._latest is None or snap.version >= self._latest.version:
                 self._latest = snap
-            if listed is not None and (self._anchor is None or self._anchor[0] < snap.version):
-                self._anchor = (snap.version, listed)  # the listing vouches for its tip (listed_anchor_ms)
+        self._anchor.listed(snap)
 
     # ------------------------------------------------------------------------------------------ writing
     def create(
@@ -222,10 +219,10 @@ class DeltaLog:
         # snapshot is taken as it is (no listing), and refreshed only if the transaction reads.
         with self._lock:
             cached = self._latest
-        young = self._young(cached)
+        young = self._anchor.young(cached, self.now_ms())
         if young is None or app_id is not None:
             cached = self._refresh(lazy=True)
-            young = self._young(cached)
+            young = self._anchor.young(cached, self.now_ms())
             return Transaction(
                 self.context,
                 cached,
@@ -246,26 +243,9 @@ class DeltaLog:
             refresh=lambda: self._refreshed_for_transaction(),
         )
 
-    def _young(self, snap: Snapshot | None) -> Young | None:
-        """The one-request path's anchor for a transaction on ``snap``: this log's last commit, when ``snap``
-        descends from it and it is still young (:func:`deltalog.core.reachability.young`)."""
-        from deltalog.core.properties import log_retention_ms
-        from deltalog.table.commit_loop import Young
-
-        with self._lock:
-            anchor = self._anchor
-        if snap is None or anchor is None or snap.version < anchor[0]:
-            return None
-        try:
-            retention = log_retention_ms(snap.configuration)
-        except PropertyError:
-            return None  # a retention that does not parse vouches for nothing; the commit lists (and can repair it)
-        young = Young(anchor[1], retention)
-        return young if young.holds(self.now_ms()) else None
-
     def _refreshed_for_transaction(self) -> tuple[Snapshot, Young | None]:
         snap = self._refresh(lazy=True)
-        return snap, self._young(snap)
+        return snap, self._anchor.young(snap, self.now_ms())
 
     def add_columns(self, fields: Any) -> CommitResult:
         """Commit new nullable columns (``pyarrow.Field`` s or Delta field dicts) at the end of the schema,
@@ -346,9 +326,7 @@ class DeltaLog:
             if read is not None and [c.version for c in commits] == list(range(read.version + 1, version + 1)):
                 self._remember(refresh.advance(self.context, read, commits).snapshot)
                 if committed.sent_ms is not None:
-                    with self._lock:
-                        if self._anchor is None or self._anchor < (version, committed.sent_ms):
-                            self._anchor = (version, committed.sent_ms)
+                    self._anchor.committed(version, committed.sent_ms)
         except Exception:
             log.exception("could not advance the cached snapshot after version %s", result.version)
         for hook in list(self._hooks):
