@@ -176,8 +176,12 @@ def test_interrupt_in_process_exits_130(monkeypatch: pytest.MonkeyPatch, table: 
 
 
 CHILD = """
-import os, sys
+import os, signal, sys
 import deltalog.cli.main as m
+
+# a command started from a terminal gets Python's SIGINT handler; one started under a runner that ignores SIGINT
+# (a background job of a non-interactive shell, as in scripts/test) would inherit the ignoring instead
+signal.signal(signal.SIGINT, signal.default_int_handler)
 
 class Stdin:  # says when the command is blocked reading its actions, then blocks on the real stdin
     class buffer:
