@@ -3,14 +3,15 @@
 Why: on an object store the request count and the chain of round trips decide the time, and a moto or
 Azurite server on 127.0.0.1 answers in a millisecond, which hides both. Clients are pointed at the proxy
 (the ``endpoint_url`` / connection string / ``AWS_ENDPOINT_URL`` they would give the server); the proxy
-forwards every request byte for byte to the server, holds each one ``latency_ms`` before forwarding it (as a
-network round trip would), and records it (:class:`Request`).
+forwards every request byte for byte to the server ``latency_ms`` after it arrived (as a network round trip
+would), and records it (:class:`Request`).
 
 What is recorded, per request: method, target (path and query as sent), status, and five times on the
 ``time.monotonic()`` clock, which on Linux is CLOCK_MONOTONIC and so comparable with the clock of any other
 process on the machine (the benchmark children report their timed window on it):
 
-- ``start``: the request's head has arrived at the proxy;
+- ``start``: the request's first byte reached the machine, as the kernel dated it (:mod:`benchmarks.arrival`:
+  not when the proxy's busy thread got to it, so a burst of a thousand requests is dated as the client sent it);
 - ``released``: its body has been read and the injected wait is over;
 - ``sent``: it goes to the server (after :data:`UPSTREAM_LIMIT`, below, let it);
 - ``answered``: the server's whole response has been read;
@@ -33,11 +34,12 @@ thread (the parent process is otherwise idle while a benchmark child runs), and 
 is the time the proxy itself added: reading the body, oversleeping the wait, and passing the answer on (the
 wait for a server connection, ``queued_s``, is reported apart).
 
-**Holding answers** (:meth:`LatencyProxy.hold`, for tests): the proxy can keep the answers of the next ``n``
-requests that match a predicate until all ``n`` have arrived. A client that sends them all without waiting
-for any answer then makes them one round trip, exactly, whatever the machine's speed; a client that waits
-(a bounded pool) cannot complete them until a safety timeout releases them, and its chain shows it. So "these
-reads leave together" becomes a count, not a timing.
+**Withholding answers** (:mod:`benchmarks.withhold`): the interval chain also counts a client's own sending
+time (a thousand reads that take the client 0.1 s to send chain at 25 ms per request although none waited for
+another). :meth:`LatencyProxy.hold` (tests) keeps the answers of the next ``n`` matching requests until all
+have arrived; :meth:`LatencyProxy.answer_in_rounds` (the benchmark's dependency pass) answers everything in
+rounds, each closed when the client has gone quiet, so the rounds a call spans are its requests' dependency
+depth, a count that no machine speed changes.
 
 Transparency: the request head and body go to the server unchanged (the ``Host`` header included, which
 S3 signatures cover), except that an ``Expect: 100-continue`` is answered by the proxy itself (it has to read
@@ -54,12 +56,18 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import socket
 import threading
 import time
 import weakref
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
+
+from benchmarks.arrival import ArrivalConnection, listening_socket
+from benchmarks.http_framing import Answer, parse_head, read_body, read_response, without_expect
+from benchmarks.withhold import Hold, Match, Rounds
 
 log = logging.getLogger(__name__)
 
@@ -67,7 +75,6 @@ log = logging.getLogger(__name__)
 UPSTREAM_LIMIT = 100
 STREAM_LIMIT = 1 << 20  # longest request or status line + headers accepted
 BACKLOG = 4096
-_NO_BODY_STATUS = (204, 304)
 
 
 @dataclass(frozen=True)
@@ -84,6 +91,7 @@ class Request:
     end: float
     bytes_in: int = 0  # request body
     bytes_out: int = 0  # response body
+    round: int = -1  # the round its answer was released in (:meth:`LatencyProxy.answer_in_rounds`), else -1
 
     @property
     def server_s(self) -> float:
@@ -110,112 +118,6 @@ def serial_round_trips(requests: list[Request]) -> int:
     return count
 
 
-# ---------------------------------------------------------------------------------------------- HTTP framing
-@dataclass(frozen=True)
-class _Head:
-    raw: bytes  # as received, ending in CRLF CRLF
-    first: list[bytes]  # request line or status line, split on spaces (at most 3 parts)
-    headers: dict[bytes, bytes]  # lower-cased names; the last value wins
-
-    def header(self, name: bytes) -> bytes:
-        return self.headers.get(name, b"").strip().lower()
-
-    @property
-    def chunked(self) -> bool:
-        return b"chunked" in self.header(b"transfer-encoding")
-
-    @property
-    def length(self) -> int | None:
-        value = self.header(b"content-length")
-        return int(value) if value.isdigit() else None
-
-    def closes(self, version: bytes) -> bool:
-        conn = self.header(b"connection")
-        return b"close" in conn or (version == b"HTTP/1.0" and b"keep-alive" not in conn)
-
-
-def _parse_head(raw: bytes) -> _Head:
-    lines = raw[:-4].split(b"\r\n")
-    headers: dict[bytes, bytes] = {}
-    for line in lines[1:]:
-        name, _, value = line.partition(b":")
-        headers[name.strip().lower()] = value.strip()
-    return _Head(raw, lines[0].split(b" ", 2), headers)
-
-
-def _without_expect(head: _Head) -> bytes:
-    lines = head.raw[:-4].split(b"\r\n")
-    kept = [lines[0]] + [ln for ln in lines[1:] if ln.partition(b":")[0].strip().lower() != b"expect"]
-    return b"\r\n".join(kept) + b"\r\n\r\n"
-
-
-async def _read_chunked(reader: asyncio.StreamReader) -> bytes:
-    """A chunked body as received (sizes, data and trailers): it is forwarded as it came."""
-    parts: list[bytes] = []
-    while True:
-        size_line = await reader.readuntil(b"\r\n")
-        parts.append(size_line)
-        size = int(size_line.split(b";", 1)[0].strip() or b"0", 16)
-        if size == 0:
-            while True:  # trailers, up to the empty line
-                line = await reader.readuntil(b"\r\n")
-                parts.append(line)
-                if line == b"\r\n":
-                    return b"".join(parts)
-        parts.append(await reader.readexactly(size + 2))
-
-
-async def _read_body(reader: asyncio.StreamReader, head: _Head) -> bytes:
-    if head.chunked:
-        return await _read_chunked(reader)
-    length = head.length
-    return await reader.readexactly(length) if length else b""
-
-
-#: (raw response, status, whether the connection closes after it, body bytes)
-_Answer = tuple[bytes, int, bool, int]
-
-
-async def _read_response(reader: asyncio.StreamReader, method: bytes) -> _Answer | None:
-    """(raw response, status, connection closes after it, body bytes); None if the server closed at once."""
-    interim: list[bytes] = []
-    while True:
-        try:
-            raw = await reader.readuntil(b"\r\n\r\n")
-        except asyncio.IncompleteReadError as exc:
-            if not exc.partial and not interim:
-                return None
-            raise
-        head = _parse_head(raw)
-        status = int(head.first[1]) if len(head.first) > 1 and head.first[1].isdigit() else 0
-        if 100 <= status < 200 and status != 101:
-            interim.append(raw)  # an unsolicited 1xx: passed on, the final answer follows
-            continue
-        break
-    closes = head.closes(head.first[0])
-    if method == b"HEAD" or status in _NO_BODY_STATUS or 100 <= status < 200:
-        body = b""
-    elif head.chunked:
-        body = await _read_chunked(reader)
-    elif head.length is not None:
-        body = await reader.readexactly(head.length)
-    else:  # no framing: the body runs to the end of the connection
-        body = await reader.read()
-        closes = True
-    return b"".join(interim) + raw + body, status, closes, len(body)
-
-
-@dataclass
-class _Hold:
-    """Answers withheld until ``count`` matching requests have arrived (:meth:`LatencyProxy.hold`)."""
-
-    count: int
-    match: Any
-    timeout_s: float
-    opened: asyncio.Event
-    arrived: int = 0
-
-
 # ---------------------------------------------------------------------------------------------- the proxy
 class LatencyProxy:
     """The proxy, running an asyncio loop in a thread of this process; a context manager.
@@ -233,36 +135,54 @@ class LatencyProxy:
         self._records: list[Request] = []
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
-        self._server: asyncio.Server | None = None
+        self._listener: socket.socket | None = None
+        self._acceptor: asyncio.Task[None] | None = None
         self._limit: asyncio.Semaphore | None = None
-        self._hold: _Hold | None = None
-        #: every connection's writer, client side and server side: closed at shutdown whatever state its task
-        #: is in (one cancelled before it ran never reaches its own ``finally``)
+        self._hold: Hold | None = None
+        self._rounds: Rounds | None = None
+        #: every server connection's writer and every client connection: closed at shutdown whatever state its
+        #: task is in (one cancelled before it ran never reaches its own ``finally``)
         self._writers: weakref.WeakSet[asyncio.StreamWriter] = weakref.WeakSet()
+        self._clients: weakref.WeakSet[ArrivalConnection] = weakref.WeakSet()
+        self._tasks: set[asyncio.Task[None]] = set()
 
-    def hold(self, count: int, match: Any, timeout_s: float = 30.0) -> None:
+    def hold(self, count: int, match: Match, timeout_s: float = 30.0) -> None:
         """Withhold the answers of the next ``count`` requests for which ``match(method, target)`` is true
         until all of them have arrived (or ``timeout_s`` passed since the first: never a hang)."""
+        self._on_loop(lambda: setattr(self, "_hold", Hold(count, match, timeout_s, asyncio.Event())))
+
+    def answer_in_rounds(self, quiet_s: float | None) -> None:
+        """From now on answer in rounds (:class:`benchmarks.withhold.Rounds`): each request's answer waits
+        until no request has arrived for ``quiet_s``; its :attr:`Request.round` says which round it was in.
+        ``None`` ends that (waiting requests are answered at once)."""
+
+        def switch() -> None:
+            if self._rounds is not None:
+                self._rounds.stop()
+            self._rounds = Rounds(quiet_s) if quiet_s is not None else None
+
+        self._on_loop(switch)
+
+    def occupy(self, seconds: float) -> None:
+        """Keep the proxy's thread busy for ``seconds`` from now, returning once it is (tests: requests that
+        arrive meanwhile wait in the kernel, as they do when the proxy is slow)."""
+
+        def schedule() -> None:  # runs before the loop next polls its sockets
+            asyncio.get_running_loop().call_soon(time.sleep, seconds)
+
+        self._on_loop(schedule)
+
+    def _on_loop(self, change: Callable[[], None]) -> None:
+        """Run ``change`` in the proxy's loop thread and wait for it (state the handlers read is theirs)."""
         assert self._loop is not None
         done = threading.Event()
 
-        def arm() -> None:
-            self._hold = _Hold(count, match, timeout_s, asyncio.Event())
+        def run() -> None:
+            change()
             done.set()
 
-        self._loop.call_soon_threadsafe(arm)
+        self._loop.call_soon_threadsafe(run)
         done.wait(timeout=30)
-
-    async def _held(self, method: str, target: str) -> None:
-        hold = self._hold
-        if hold is None or hold.arrived >= hold.count or not hold.match(method, target):
-            return
-        hold.arrived += 1
-        if hold.arrived >= hold.count:
-            hold.opened.set()
-            return
-        with contextlib.suppress(asyncio.TimeoutError):
-            await asyncio.wait_for(hold.opened.wait(), hold.timeout_s)
 
     # -------------------------------------------------------------------------------- lifecycle
     def start(self) -> LatencyProxy:
@@ -275,9 +195,8 @@ class LatencyProxy:
             asyncio.set_event_loop(loop)
             try:
                 self._limit = asyncio.Semaphore(UPSTREAM_LIMIT)
-                self._server = loop.run_until_complete(
-                    asyncio.start_server(self._accept, "127.0.0.1", self._port, limit=STREAM_LIMIT, backlog=BACKLOG)
-                )
+                self._listener = listening_socket("127.0.0.1", self._port, BACKLOG)
+                self._acceptor = loop.create_task(self._accept_all(self._listener))
             except BaseException as exc:
                 failure.append(exc)
                 ready.set()
@@ -293,19 +212,21 @@ class LatencyProxy:
         ready.wait()
         if failure:
             raise failure[0]
-        assert self._server is not None
-        self._port = int(self._server.sockets[0].getsockname()[1])
+        assert self._listener is not None
+        self._port = int(self._listener.getsockname()[1])
         return self
 
     def _shutdown(self, loop: asyncio.AbstractEventLoop) -> None:
-        if self._server is not None:
-            self._server.close()
+        if self._listener is not None:
+            self._listener.close()
         tasks = [t for t in asyncio.all_tasks(loop) if not t.done()]
         for t in tasks:
             t.cancel()
         loop.run_until_complete(asyncio.gather(*tasks, return_exceptions=True))
         for w in list(self._writers):
             w.close()
+        for c in list(self._clients):
+            c.close()
         loop.run_until_complete(asyncio.sleep(0))  # let the transports finish closing before the loop does
         loop.close()
 
@@ -345,50 +266,73 @@ class LatencyProxy:
         return asyncio.run_coroutine_threadsafe(ask(), self._loop).result(timeout=30)
 
     # -------------------------------------------------------------------------------- serving
-    def _accept(self, creader: asyncio.StreamReader, cwriter: asyncio.StreamWriter) -> Any:
-        """Called as a connection is accepted: the writer is known before its handler task first runs."""
-        self._writers.add(cwriter)
-        return self._serve(creader, cwriter)
+    async def _accept_all(self, listener: socket.socket) -> None:
+        loop = asyncio.get_running_loop()
+        while True:
+            try:
+                sock, _ = await loop.sock_accept(listener)
+            except asyncio.CancelledError:
+                return  # the proxy is stopping
+            except OSError as exc:
+                log.debug("proxy accept failed: %s", exc)
+                continue
+            conn = ArrivalConnection(sock, loop, STREAM_LIMIT)
+            self._clients.add(conn)  # known before its handler task first runs
+            task = loop.create_task(self._serve(conn))
+            self._tasks.add(task)
+            task.add_done_callback(self._tasks.discard)
 
-    async def _serve(self, creader: asyncio.StreamReader, cwriter: asyncio.StreamWriter) -> None:
+    async def _serve(self, conn: ArrivalConnection) -> None:
         upstream: list[Any] = []  # [reader, writer] of this client's server connection, when open
         try:
-            while await self._one(creader, cwriter, upstream):
+            while await self._one(conn, upstream):
                 pass
         except (asyncio.IncompleteReadError, ConnectionError, asyncio.LimitOverrunError) as exc:
             log.debug("proxy connection ended: %s", exc)
         except asyncio.CancelledError:
             pass  # the proxy is stopping: a cancelled handler would be logged by asyncio as an error
         finally:
-            for w in (cwriter, *upstream[1:]):
+            conn.close()
+            for w in upstream[1:]:
                 w.close()
                 with contextlib.suppress(Exception):
                     await w.wait_closed()
 
-    async def _one(self, creader: asyncio.StreamReader, cwriter: asyncio.StreamWriter, upstream: list[Any]) -> bool:
+    async def _one(self, conn: ArrivalConnection, upstream: list[Any]) -> bool:
         """Relay one request; False when the client connection is done."""
         try:
-            raw = await creader.readuntil(b"\r\n\r\n")
+            raw = await conn.reader.readuntil(b"\r\n\r\n")
         except asyncio.IncompleteReadError:
             return False
-        start = time.monotonic()
-        head = _parse_head(raw)
+        start = conn.arrival()  # when its first byte reached the machine, not when this thread got to it
+        head = parse_head(raw)
         if len(head.first) != 3:
             raise ConnectionError(f"not an HTTP request line: {head.first!r}")
         method, target, version = head.first
+        received = len(raw)
         if head.header(b"expect") == b"100-continue":
-            cwriter.write(version + b" 100 Continue\r\n\r\n")
-            raw = _without_expect(head)
-        body = await _read_body(creader, head)
-        await self._held(method.decode(), target.decode("latin-1"))
-        if self.latency_ms > 0:
-            await asyncio.sleep(self.latency_ms / 1000.0)
+            await conn.send(version + b" 100 Continue\r\n\r\n")
+            raw = without_expect(head)
+        body = await read_body(conn.reader, head)
+        conn.consumed(received + len(body))
+        if self._hold is not None:
+            await self._hold.wait(method.decode(), target.decode("latin-1"))
+        rounds = self._rounds
+        round_no = await rounds.join() if rounds is not None else -1
+        wait = start + self.latency_ms / 1000.0 - time.monotonic()  # the latency counts from the arrival
+        if wait > 0:
+            await asyncio.sleep(wait)
         released = time.monotonic()
         assert self._limit is not None
-        async with self._limit:
-            sent = time.monotonic()
-            response = await self._exchange(raw + body, method, upstream)
-            answered = time.monotonic()
+        try:
+            async with self._limit:
+                sent = time.monotonic()
+                response = await self._exchange(raw + body, method, upstream)
+                answered = time.monotonic()
+        except BaseException:
+            if rounds is not None:
+                rounds.answered()  # no answer will come: the round must not wait for it
+            raise
         if response is None:
             data, status, closes, out = b"HTTP/1.1 502 Bad Gateway\r\nContent-Length: 0\r\n\r\n", 502, True, 0
         else:
@@ -398,12 +342,15 @@ class LatencyProxy:
             upstream.clear()
         end = time.monotonic()
         times = (start, released, sent, answered, end)
-        self._records.append(Request(method.decode(), target.decode("latin-1"), status, *times, len(body), out))
-        cwriter.write(data)  # after the record: a client holding its answer always finds its request recorded
-        await cwriter.drain()
+        self._records.append(
+            Request(method.decode(), target.decode("latin-1"), status, *times, len(body), out, round_no)
+        )
+        if rounds is not None:
+            rounds.answered()
+        await conn.send(data)  # after the record: a client holding its answer always finds its request recorded
         return not (closes or head.closes(version))
 
-    async def _exchange(self, request: bytes, method: bytes, upstream: list[Any]) -> _Answer | None:
+    async def _exchange(self, request: bytes, method: bytes, upstream: list[Any]) -> Answer | None:
         """Send to the server and read its answer, on a new connection if the kept one was closed meanwhile."""
         for attempt in (0, 1):
             reused = bool(upstream)
@@ -419,7 +366,7 @@ class LatencyProxy:
             try:
                 writer.write(request)
                 await writer.drain()
-                answer = await _read_response(reader, method)
+                answer = await read_response(reader, method)
             except (ConnectionError, asyncio.IncompleteReadError):
                 answer = None
                 if not reused or attempt:

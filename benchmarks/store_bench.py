@@ -30,6 +30,9 @@ from benchmarks.store_writers import run_writers
 from benchmarks.stores import ENGINES, Backend, DirectClient, Target, serving, upload_log
 
 CHILD_TIMEOUT_S = 1800.0
+#: the dependency pass answers in rounds closed after this much quiet (:class:`benchmarks.withhold.Rounds`):
+#: far above any gap between the sends of a working client, even on a loaded machine
+DEPTH_QUIET_S = 0.25
 
 
 @dataclass
@@ -39,6 +42,9 @@ class StoreResult:
     case: StoreCase
     engine: str
     runs: list[dict[str, Any]] = field(default_factory=list)
+    #: dependent round trips: the rounds one extra run spanned with answers released in rounds (the most of
+    #: any window: per append for appends); None where not measured (the writers case)
+    depth: int | None = None
 
     def values(self, key: str) -> list[float]:
         return [float(r[key]) for r in self.runs if r.get(key) is not None]
@@ -166,7 +172,8 @@ def _one_run(
     prepared: Prepared | None,
     client: DirectClient,
 ) -> tuple[dict[str, Any], list[Request]]:
-    """One fresh-process measurement (or one writers run): its numbers, and the requests it timed."""
+    """One fresh-process measurement (or one writers run): its numbers, and the requests it timed; with the
+    proxy answering in rounds, ``depth`` is the most rounds one window's requests spanned."""
     prefix = prepared.prefix if prepared is not None else f"scratch-{case.name}-{engine}-{uuid.uuid4().hex[:8]}"
     target = backend.target(engine, prefix, proxy.endpoint)
     n0, cpu0 = len(proxy.records()), proxy.cpu_s()
@@ -197,7 +204,21 @@ def _one_run(
     # how long the server took to answer (queueing in it included): on a busy machine a bulk read is bounded
     # by the server's throughput, not by the latency, and this shows it
     run["server_ms"] = statistics.median(r.server_s for r in timed) * 1000 if timed else None
+    run["depth"] = max((len({r.round for r in seen if t0 <= r.start <= t1}) for t0, t1 in windows), default=0)
     return run, timed
+
+
+def _depth(
+    case: StoreCase, engine: str, backend: Backend, proxy: LatencyProxy, table: Prepared | None, client: DirectClient
+) -> int:
+    """The dependent round trips of one more run, its answers released in rounds (never timed: the rounds'
+    quiet periods are in its wall time)."""
+    proxy.answer_in_rounds(DEPTH_QUIET_S)
+    try:
+        run, _ = _one_run(case, engine, backend, proxy, table, client)
+    finally:
+        proxy.answer_in_rounds(None)
+    return int(run["depth"])
 
 
 def run_cases(
@@ -227,10 +248,15 @@ def run_cases(
                                 f"{run['serial']:g} serial, {run['wall_s']:.3f} s",
                                 flush=True,
                             )
+                    if case.op != "writers":
+                        table = prepared.get(case.table.name) if case.table is not None else None
+                        for engine in ENGINES:
+                            by_engine[engine].depth = _depth(case, engine, backend, proxy, table, client)
+                            print(f"  {engine}: {by_engine[engine].depth} dependent round trips", flush=True)
                     results += by_engine.values()
         finally:
             client.close()
     return results, overhead
 
 
-__all__ = ["Overhead", "StoreResult", "child_spec", "run_cases"]
+__all__ = ["DEPTH_QUIET_S", "Overhead", "StoreResult", "child_spec", "run_cases"]

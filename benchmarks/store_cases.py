@@ -58,12 +58,13 @@ class StoreCase:
         text = f"{'~' if self.approximate else ''}{self.min_requests:,}"
         return text + (f" ({self.min_serial})" if self.min_serial is not None else "")
 
-    def gate(self, requests: float, serial: float) -> bool | None:
-        """Issue 16's gate: requests <= minimum + 2 and serial round trips <= minimum chain + 1 (None: no gate)."""
+    def gate(self, requests: float, depth: float) -> bool | None:
+        """Issue 16's gate: requests <= minimum + 2 and dependent round trips <= minimum chain + 1 (None: no
+        gate)."""
         if self.min_requests is None or self.approximate:
             return None
         ok = requests <= self.min_requests + 2
-        return ok and (self.min_serial is None or serial <= self.min_serial + 1)
+        return ok and (self.min_serial is None or depth <= self.min_serial + 1)
 
 
 def _mins(requests: int, serial: int) -> dict[str, int]:

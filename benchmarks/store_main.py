@@ -32,7 +32,7 @@ def run_store(args: argparse.Namespace, argv: list[str], root: str, banner: str)
     elapsed = time.monotonic() - t0
     raw = os.path.join(work, f"last-run-{args.store}.json")
     with open(raw, "w") as f:
-        json.dump([{"case": r.case.name, "engine": r.engine, "runs": r.runs} for r in results], f)
+        json.dump([{"case": r.case.name, "engine": r.engine, "runs": r.runs, "depth": r.depth} for r in results], f)
     print()
     print(text_table(results, overhead, args.latency_ms))
     facts = {k: v for k, v in machine_facts(["deltalog", "deltalake"]).items() if k in ("nproc", "cpu", "python")}

@@ -1,12 +1,15 @@
 """The object-store results as a table (terminal and Markdown) beside issue 16's minimum column, and the
 generated part of BENCHMARKS.md's "Object stores" section (one pair of markers per store).
 
-Request counts are medians over the runs, with the range when the runs differed; serial round trips and
-times are medians. "server CPU s" is the CPU the server process (moto, Azurite) used during the timed call,
+Request counts are medians over the runs, with the range when the runs differed; serial round trips (the
+interval chain of the timed runs, which also counts how long the client took to send a burst) and times are
+medians. "dependent round trips" comes from one more run with the proxy answering in rounds
+(:mod:`benchmarks.withhold`): how many requests waited for another's answer, one after another, which no
+machine speed changes. "server CPU s" is the CPU the server process (moto, Azurite) used during the timed call,
 "server ms per request" the median time it took to answer one of its requests, queue included: where they
 are large, the call was bounded by the server's throughput, not by round trips. Append
-rows are per append. "gate" is issue 16's (requests <= minimum + 2, serial round
-trips <= minimum chain + 1) for deltalog's rows where the issue gives an exact minimum.
+rows are per append. "gate" is issue 16's (requests <= minimum + 2, dependent round trips <= minimum chain
++ 1) for deltalog's rows where the issue gives an exact minimum.
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ HEADER = [
     "minimum requests (serial round trips)",
     "requests",
     "serial round trips",
+    "dependent round trips",
     "median s",
     "CPU s",
     "server CPU s",
@@ -83,10 +87,10 @@ def _classes(res: StoreResult) -> str:
 
 
 def _gate(res: StoreResult) -> str:
-    requests, serial = res.median("requests"), res.median("serial")
-    if not res.engine.startswith("deltalog") or requests is None or serial is None:
+    requests, depth = res.median("requests"), res.depth
+    if not res.engine.startswith("deltalog") or requests is None or depth is None:
         return ""
-    ok = res.case.gate(requests, serial)
+    ok = res.case.gate(requests, depth)
     return "" if ok is None else ("met" if ok else "not met")
 
 
@@ -111,6 +115,7 @@ def rows(results: list[StoreResult]) -> list[list[str]]:
                 res.case.minimum_text,
                 _spread(res, "requests"),
                 _spread(res, "serial"),
+                "—" if res.depth is None else str(res.depth),
                 f"{res.median('wall_s') or 0:.3f}",
                 f"{res.median('cpu_s') or 0:.2f}" if res.case.op != "writers" else "—",
                 _seconds(res.median("server_cpu_s")),

@@ -6,16 +6,21 @@ Listing the whole ``_delta_log`` on every refresh would make each snapshot cost 
 the slowness users of other engines complain about (delta#1191, delta#7456).
 
 How: version names are 20 zero-padded digits, so all versions in an aligned decimal block share a prefix:
-versions 120..129 are ``0000000000000000012*``, 100..199 are ``000000000000000001*``. We list the 10-block
-holding N. If that block holds versions through its very end, more may follow, so we list the enclosing block
-ten times larger when re-listing its part before that point is cheap next to what we found (else the next block
-of the same size), and so on. We stop at the first block whose last version is absent. Every listing is
-filtered to names ``>= start``, so extra names never leak.
+versions 120..129 are ``0000000000000000012*``, 100..199 are ``000000000000000001*``. A block costs what it
+holds: the versions after N we want anyway, plus the ones before N it re-lists. So each listing takes the
+widest block around its position whose part before that position stays small: at most 10 versions for the
+first (from N = 1234 the block 1230..1239; from a round N, where checkpoints sit, N = 1000, the block
+1000..1999 at once), at most 100 plus twice what was found for the later ones. If a block holds versions
+through its very end, more may follow and the next listing starts right after it. We stop at the first block
+whose last version is absent. Every listing is filtered to names ``>= start``, so extra names never leak.
 If N's block is empty, N is usually one past the latest version (a refresh asking "anything new?"): when N
-starts a block, one listing of the previous block shows the log ends there. Otherwise (the log starts above N,
-or ends well below it, or there is none) we widen the block around N until it holds some version. A start of
-version 0 lists the whole directory. A refresh costs one or two calls; a listing from a checkpoint costs about
-one call per decade of versions after it, and re-lists at most the versions of the enclosing block before N.
+starts a block, one listing of the 10 versions before it shows the log ends there. Otherwise (the log starts
+above N, or ends well below it, or there is none) we widen the block around N until it holds some version. A
+start of version 0 lists the whole directory. A refresh costs one or two calls; a listing from a checkpoint
+one call when the tail stays inside the round block (a checkpoint at 1000 followed by 200 commits: one
+listing of 1000..1999), else about one per decade after it; every listing re-lists few versions before N.
+Dependent listings are round trips on the load's chain, which is why the first block is as wide as it can be
+for free.
 
 What that assumes, and documents: the log's versions are contiguous above the oldest one present (true of every
 Delta log; a gap is already a corrupt log). With a version-shaped start, names that are not version files
@@ -49,6 +54,19 @@ def _block_prefix(lo: int, size: int) -> str:
     return f"{lo:0{DIGITS}d}"[:width]
 
 
+#: versions the first listing may re-list before its start (module docstring)
+FIRST_RELIST = 10
+
+
+def widest_block(position: int, relist: int) -> tuple[int, int]:
+    """(lo, size) of the widest aligned decimal block holding ``position`` with at most ``relist`` versions
+    before it (at least the 10-block)."""
+    size = 10
+    while size * 10 < _TOP and position % (size * 10) <= relist:
+        size *= 10
+    return position - position % size, size
+
+
 def list_from_by_prefix(list_prefix: PrefixLister, start: str) -> tuple[list[FileInfo], int]:
     """Files named ``>= start`` (version files only when ``start`` is version-shaped), sorted; and the call count."""
     v = version_of(start)
@@ -74,11 +92,10 @@ def list_from_by_prefix(list_prefix: PrefixLister, start: str) -> tuple[list[Fil
                 versions.append(fv)
         return versions
 
-    size = 10
-    lo = v - v % size
+    lo, size = widest_block(v, FIRST_RELIST)
     versions = list_block(lo, size)
-    if not versions and v % size == 0 and list_block(v - size, size):
-        # N starts a block and the block before holds versions: N is one past the latest ("anything new?").
+    if not versions and v % 10 == 0 and list_block(v - 10, 10):
+        # N starts a block and the 10 before it hold versions: N is one past the latest ("anything new?").
         return [], calls
     while not versions and size < _TOP:
         # The log ends below N's block or starts above it: widen until some version shows which (twice by
@@ -89,15 +106,10 @@ def list_from_by_prefix(list_prefix: PrefixLister, start: str) -> tuple[list[Fil
     if versions and max(versions) < v:
         return [], calls  # versions are contiguous: the log ends below N
     while versions and max(versions) == lo + size - 1 and lo + size < _TOP:
-        # The block is full through its end: more may follow. Take the next block ten times larger when
-        # re-listing its part before here is cheap next to what we found; else the next block of this size.
-        nxt = lo + size
-        bigger_lo = nxt - nxt % (size * 10)
+        # The block is full through its end: more may follow. List from right after it, as widely as
+        # re-listing the part before that point stays cheap next to what we found.
         after_start = len({fv for fv in map(version_of, found) if fv is not None and fv >= v})
-        if nxt - bigger_lo <= 100 + 2 * after_start:
-            lo, size = bigger_lo, size * 10
-        else:
-            lo = nxt
+        lo, size = widest_block(lo + size, 100 + 2 * after_start)
         versions = list_block(lo, size)
     wanted = [f for f in found.values() if version_of(f.name) is not None and f.name.encode() >= start.encode()]
     return sorted(wanted, key=lambda f: f.name.encode()), calls
@@ -121,4 +133,4 @@ def range_prefix(start: str, stop: str | None) -> str | None:
     return a[:common]
 
 
-__all__ = ["PrefixLister", "list_from_by_prefix", "range_prefix", "version_of"]
+__all__ = ["FIRST_RELIST", "PrefixLister", "list_from_by_prefix", "range_prefix", "version_of", "widest_block"]

@@ -13,7 +13,9 @@ from __future__ import annotations
 
 import http.client
 import http.server
+import socket
 import threading
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -252,3 +254,46 @@ def test_the_proxy_passes_every_message_shape_through_unchanged(upstream: str) -
     ]
     assert seen[4].bytes_in == 10_000
     assert serial_round_trips(seen) == 6
+
+
+def test_answers_in_rounds_count_dependency_depth_not_time(moto_server: Server) -> None:
+    """Three GETs sent together, then one sent after their answers, then a bounded pool of 2 over 4 keys: the
+    rounds are 0, 0, 0 | 1 | 2, 2, 3, 3: the depth of what waited for what, however slowly each was sent."""
+    prefix = unique("rounds")
+    keys = [f"{prefix}/_delta_log/{i:020d}.json" for i in range(4)]
+    direct = _s3(moto_server.endpoint)
+    for k in keys:
+        direct.put_object(Bucket=BUCKET, Key=k, Body=b"{}\n")
+    with LatencyProxy(moto_server.endpoint, latency_ms=0) as proxy:
+        client = _s3(proxy.endpoint)
+        client.head_bucket(Bucket=BUCKET)
+        proxy.answer_in_rounds(0.3)
+        proxy.clear()
+        _together(client, keys[:3])
+        client.get_object(Bucket=BUCKET, Key=keys[3])["Body"].read()
+        _together(client, keys[:2])
+        _together(client, keys[2:])
+        proxy.answer_in_rounds(None)
+        seen = proxy.records()
+        client.get_object(Bucket=BUCKET, Key=keys[0])["Body"].read()  # answered at once again
+        after = proxy.records()[-1]
+    assert sorted(r.round for r in seen) == [0, 0, 0, 1, 2, 2, 3, 3]
+    assert after.round == -1
+
+
+def test_a_request_is_dated_when_it_arrived_even_while_the_proxy_was_busy(upstream: str) -> None:
+    """The proxy's thread is busy for 0.5 s while a request arrives: its start is still the time it was sent
+    (the kernel's receive time), so a busy proxy cannot make independent requests look dependent."""
+    with LatencyProxy(upstream, latency_ms=0) as proxy:
+        sock = socket.create_connection(("127.0.0.1", proxy.port), timeout=60)
+        proxy.occupy(0.5)
+        sent = time.monotonic()
+        sock.sendall(b"GET /late HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n")
+        data = b""
+        while b"\r\n\r\n" not in data:
+            data += sock.recv(65536)
+        sock.close()
+        (record,) = proxy.records()
+    assert data.startswith(b"HTTP/1.1 200")
+    assert record.target == "/late"
+    assert sent <= record.start < sent + 0.25 < record.end

@@ -4,8 +4,9 @@ through the counting proxy in front of a real moto server and a real Azurite, wi
 The harness is what later work proves issue 16's gates with, so the test runs it as a user would (the CLI,
 small tables, one run) and reads the raw numbers it leaves in ``last-run-<store>.json``: every case and
 engine made requests, its serial round trips lie between 1 and its request count, no deltalog writer
-failed. Request counts must be exact to serve as gates, so one more run does the same cases twice and
-finds the same counts. Times are never asserted.
+failed, and deltalog's default client meets issue 16's gates (requests, and dependent round trips counted
+with the proxy answering in rounds) on these small tables. Request counts must be exact to serve as gates,
+so one more run does the same cases twice and finds the same counts. Times are never asserted.
 """
 
 from __future__ import annotations
@@ -58,6 +59,9 @@ def test_quick_store_bench_runs_every_case_through_the_proxy(store: str, tmp_pat
             assert run["outside_log"] == 0  # deltalog's append writes the commit only
         if r["case"] != "writers":
             assert run["outside_log"] <= run["requests"], where
+            assert 1 <= r["depth"] <= run["requests"], where  # the dependency pass ran
+        if r["engine"] == "deltalog" and QUICK_CASES[r["case"]].gate(run["requests"], r["depth"]) is not None:
+            assert QUICK_CASES[r["case"]].gate(run["requests"], r["depth"]), (where, run["requests"], r["depth"])
 
 
 def test_request_counts_repeat_exactly_across_runs(tmp_path: Path) -> None:

@@ -101,3 +101,17 @@ def test_non_version_starts_list_everything_and_filter() -> None:
     assert calls == 1
     files, _ = list_from_by_prefix(FakeDir(names).list_prefix, "")
     assert [f.name for f in files] == sorted(names, key=str.encode)
+
+
+def test_a_round_start_lists_its_whole_block_at_once() -> None:
+    """From a checkpoint at 1000 the tail up to 1999 is one listing, whatever its length; from 1230 (not round)
+    the first listing is the 10-block, re-listing nothing before 1230."""
+    for last, calls in [(1011, 1), (1200, 1), (1999, 2), (2500, 2)]:
+        names = delta_log(0, last)
+        d = FakeDir(names)
+        files, n = list_from_by_prefix(d.list_prefix, f"{1000:020d}.")
+        assert [f.name for f in files] == expected(names, f"{1000:020d}.")
+        assert n == calls, last
+    d = FakeDir(delta_log(0, 1235))
+    files, n = list_from_by_prefix(d.list_prefix, f"{1230:020d}.")
+    assert n == 1 and d.entries == len(files) == len(expected(delta_log(0, 1235), f"{1230:020d}."))

@@ -104,7 +104,8 @@ class Table:
     @property
     def lists(self) -> int:
         """LISTs of a listing from a version: S3 starts after it; Azure lists by name prefix, and a listing
-        from version 20 of a log reaching 30 lists the block 20..29, full, then 0..99 (storage/prefix_listing)."""
+        from version 20 of a log reaching 30 lists the block 20..29, full, then every version from 30 on
+        (storage/prefix_listing)."""
         return 1 if self.kind == "s3" else 2
 
 
@@ -158,6 +159,16 @@ def test_load_latest_reads_the_hinted_checkpoint_alongside_the_listing(table: Ta
     assert sorted(reads_of(requests)) == sorted(
         ["_last_checkpoint", f"{20:020d}.checkpoint.parquet", *(f"{v:020d}.json" for v in range(21, 31))]
     )
+
+
+def test_a_checkpoint_at_a_round_version_and_its_tail_take_one_listing(table: Table) -> None:
+    """Checkpoints sit at round versions (every 10th, 100th): from 100, Azure lists the block 100..199 at once,
+    not 100..109 and then, found full, 100..199 (a second LIST on the load's chain of round trips)."""
+    table.write(150)
+    table.log("server").checkpoint(version=100)
+    snap, requests = table.counted(lambda log: log.snapshot())
+    assert snap.version == 149 and snap.num_files == 150
+    assert kinds(requests) == Counter({"GET": 1 + 1 + 49, "LIST": 1})
 
 
 def test_a_stale_hint_costs_one_wasted_get_never_a_wrong_snapshot(table: Table) -> None:
