@@ -11,7 +11,16 @@ from __future__ import annotations
 
 from collections import defaultdict
 
-from conformance.writes import APPEND_STEP, FAILED, MAINTENANCE_STEPS, PASSED, REFUSED, SKIPPED, UNREADABLE, WriteResult
+from conformance.write_result import (
+    APPEND_STEP,
+    FAILED,
+    MAINTENANCE_STEPS,
+    PASSED,
+    REFUSED,
+    SKIPPED,
+    UNREADABLE,
+    WriteResult,
+)
 
 COLUMNS = (PASSED, REFUSED, FAILED)
 

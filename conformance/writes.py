@@ -27,7 +27,7 @@ import tempfile
 import time
 import urllib.parse
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -40,6 +40,15 @@ from conformance.runner import load_manifest
 from conformance.sample_rows import sample_table
 from conformance.version_state import VersionState, capture, existing
 from conformance.workers import run_all
+from conformance.write_result import (
+    APPEND_STEP,
+    FAILED,
+    PASSED,
+    REFUSED,
+    SKIPPED,
+    Step,
+    WriteResult,
+)
 from deltalog import DeltaLog
 from deltalog.data.files import WriteTarget, write_files
 from deltalog.errors import ConstraintViolationError, DeltaLogError, UnsupportedFeatureError
@@ -48,71 +57,10 @@ from tests.protocol_checker import Violation, check_table
 
 log = logging.getLogger(__name__)
 
-PASSED, REFUSED, FAILED, UNREADABLE, SKIPPED = "passed", "refused", "failed", "unreadable", "skipped"
-#: the maintenance steps (their outcome is reported apart from the append's: maintenance may be legal where an
-#: append is not)
-MAINTENANCE_STEPS = ("checkpoint", "cleanup", "vacuum")
-APPEND_STEP = "append"
 CLUSTERING_DOMAIN = "delta.clustering"
 #: how far back the copy's files are dated: log cleanup, as Delta Spark's, expires whole days (the cutoff is
 #: truncated to midnight), so a log copied today would have nothing to clean even at retention 0
 AGE_S = 30 * 24 * 3600
-
-
-@dataclass
-class Step:
-    name: str
-    status: str  # passed, refused, failed or skipped
-    detail: str = ""
-    feature: str | None = None  # the feature a refusal names (UnsupportedFeatureError.feature)
-
-
-@dataclass
-class WriteResult:
-    """One table's outcome: ``status`` is ``failed`` if anything failed, else ``refused`` if a step was
-    refused, else ``passed`` (or ``unreadable``: skipped, as the read runner expects it to be)."""
-
-    name: str
-    features: list[str]
-    steps: list[Step] = field(default_factory=list)
-    failures: list[str] = field(default_factory=list)
-    notes: list[str] = field(default_factory=list)  # what passed but is worth knowing
-    unreadable: str | None = None
-    seconds: float = 0.0
-
-    @property
-    def refusals(self) -> list[str]:
-        return [f"{s.name}: {s.detail}" for s in self.steps if s.status == REFUSED]
-
-    @property
-    def status(self) -> str:
-        if self.unreadable is not None:
-            return UNREADABLE
-        if self.failures:
-            return FAILED
-        return REFUSED if self.refusals else PASSED
-
-    def outcome(self, names: tuple[str, ...]) -> str:
-        """The outcome of the steps ``names`` together: failed, else refused, else passed (skipped steps do not
-        count); ``unreadable`` for a table that was not run. A failure is a step's when it starts with the
-        step's name; any other (a new protocol violation, a peer's disagreement, a changed version after
-        maintenance) fails every group, since no one step owns it."""
-        if self.unreadable is not None:
-            return UNREADABLE
-        steps = (*MAINTENANCE_STEPS, APPEND_STEP)
-        for f in self.failures:
-            owner = next((n for n in steps if f.startswith(f"{n}: ")), None)
-            if owner is None or owner in names:
-                return FAILED
-        return REFUSED if any(s.status == REFUSED for s in self.steps if s.name in names) else PASSED
-
-    @property
-    def maintenance(self) -> str:
-        return self.outcome(MAINTENANCE_STEPS)
-
-    @property
-    def append(self) -> str:
-        return self.outcome((APPEND_STEP,))
 
 
 @dataclass(frozen=True)
@@ -462,18 +410,9 @@ def run_writes(
 
 
 __all__ = [
-    "APPEND_STEP",
-    "FAILED",
-    "MAINTENANCE_STEPS",
-    "PASSED",
-    "REFUSED",
-    "SKIPPED",
-    "UNREADABLE",
     "Appended",
     "Peers",
-    "Step",
     "TableWrites",
-    "WriteResult",
     "check_one",
     "clustering_columns",
     "run_writes",

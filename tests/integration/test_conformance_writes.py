@@ -17,7 +17,8 @@ import pytest
 
 from conformance.__main__ import main
 from conformance.runner import load_manifest
-from conformance.writes import FAILED, PASSED, REFUSED, UNREADABLE, Peers, TableWrites, run_writes, unreadable_reason
+from conformance.write_result import FAILED, PASSED, REFUSED, UNREADABLE
+from conformance.writes import Peers, TableWrites, run_writes, unreadable_reason
 from deltalog import DeltaLog
 from deltalog.data.files import WriteTarget, write_files
 from tests.corpus import corpus_dir

@@ -13,7 +13,8 @@ from conformance.sample_rows import ROWS, sample_table, sample_value
 from conformance.version_state import VersionState, dv_file, z85_decode
 from conformance.workers import TIMED_OUT, run_all
 from conformance.write_report import report
-from conformance.writes import FAILED, PASSED, REFUSED, UNREADABLE, Step, WriteResult, clustering_columns
+from conformance.write_result import FAILED, PASSED, REFUSED, UNREADABLE, Step, WriteResult
+from conformance.writes import clustering_columns
 from deltalog.actions import DomainMetadata, Metadata
 from deltalog.arrow.schema import to_arrow_schema
 from tests.unit.conformance_worker_fns import boom, die, nap
