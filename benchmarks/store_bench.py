@@ -204,7 +204,8 @@ def _one_run(
     # how long the server took to answer (queueing in it included): on a busy machine a bulk read is bounded
     # by the server's throughput, not by the latency, and this shows it
     run["server_ms"] = statistics.median(r.server_s for r in timed) * 1000 if timed else None
-    run["depth"] = max((len({r.round for r in seen if t0 <= r.start <= t1}) for t0, t1 in windows), default=0)
+    if any(r.round >= 0 for r in seen):  # answered in rounds (the dependency pass); timed runs have none
+        run["depth"] = max((len({r.round for r in seen if t0 <= r.start <= t1}) for t0, t1 in windows), default=0)
     return run, timed
 
 

@@ -58,6 +58,8 @@ def test_eight_writers_append_25_times_each_and_nothing_fails_or_is_lost(
     lock = threading.Lock()
 
     def sleep(seconds: float) -> None:
+        # the retry policy's own backoff, recorded and then really waited: the writers' spacing under contention
+        # is what this test checks, not a stand-in for synchronisation (the start is a barrier)
         with lock:
             sleeps.append(seconds)
         time.sleep(seconds)

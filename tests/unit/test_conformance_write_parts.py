@@ -17,7 +17,7 @@ from conformance.write_result import FAILED, PASSED, REFUSED, UNREADABLE, Step, 
 from conformance.writes import clustering_columns
 from deltalog.actions import DomainMetadata, Metadata
 from deltalog.arrow.schema import to_arrow_schema
-from tests.unit.conformance_worker_fns import boom, die, nap
+from tests.unit.conformance_worker_fns import answer_or_hang, boom, die
 
 
 # ---------------------------------------------------------------------------------------------- DV file names
@@ -187,12 +187,12 @@ def test_report_fails_on_any_failure_and_on_nothing_checked() -> None:
 # ---------------------------------------------------------------------------------------------- the workers
 def test_a_hung_input_times_out_and_the_others_still_run() -> None:
     seen: list[int] = []
-    out = run_all(nap, [0, 600, 0, 0], workers=2, timeout=10, on_result=lambda i, _: seen.append(i))
-    assert out == [0, TIMED_OUT, 0, 0]
+    out = run_all(answer_or_hang, [0, -1, 2, 3], workers=2, timeout=10, on_result=lambda i, _: seen.append(i))
+    assert out == [0, TIMED_OUT, 2, 3]
     assert sorted(seen) == [0, 1, 2, 3]
 
 
 def test_a_worker_that_dies_or_raises_is_that_input_s_result_only() -> None:
     assert run_all(die, [3], workers=1, timeout=60) == ["worker died: exit code 3"]
     assert run_all(boom, [1, 2], workers=1, timeout=60) == ["worker error: KeyError: 'boom'"] * 2
-    assert run_all(nap, [], workers=2, timeout=1) == []
+    assert run_all(answer_or_hang, [], workers=2, timeout=1) == []
