@@ -41,6 +41,7 @@ from deltalog.table import listing, load
 from deltalog.table.snapshot import Snapshot
 from tests import compaction_checker, protocol_checker
 from tests.corpus import corpus_entries, table_path
+from tests.foreign_compaction import commit_versions, contiguous_tail
 from tests.integration.dml_kit import enable_deletion_vectors
 from tests.peers import try_deltalake, try_duckdb
 from tests.unit.cli_runs import as_json, fails, ok
@@ -94,10 +95,6 @@ def log_copy(src: Path, dest: Path) -> Path:
     return dest
 
 
-def commit_versions(root: Path) -> list[int]:
-    return sorted(int(p.name[:20]) for p in (root / LOG).iterdir() if len(p.name) == 25 and p.name.endswith(".json"))
-
-
 def ranges_for(versions: list[int]) -> list[tuple[int, int]]:
     """Various ranges over a contiguous run of commits: the widest below the tip, pairs, halves, overlaps."""
     first, last = versions[0], versions[-1]
@@ -113,16 +110,6 @@ def ranges_for(versions: list[int]) -> list[tuple[int, int]]:
     if last - first >= 3:
         out.append((first + 1, last - 1))
     return list(dict.fromkeys(out))
-
-
-def contiguous_tail(versions: list[int]) -> list[int]:
-    """The newest run of consecutive commit versions (a damaged or cleaned log has gaps)."""
-    run = versions[-1:]
-    for v in reversed(versions[:-1]):
-        if v != run[0] - 1:
-            break
-        run.insert(0, v)
-    return run
 
 
 def assert_same_with_and_without(plain: Path, compacted: Path, first: int) -> int:
@@ -323,16 +310,22 @@ def small_table(root: Path, commits: int) -> DeltaLog:
     return log
 
 
-def test_a_corrupt_compaction_file_is_a_typed_error_naming_it(tmp_path: Path) -> None:
+def test_a_corrupt_compaction_file_is_read_around_with_a_warning_naming_it(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A compaction file is only an accelerator: a torn one never makes the table unreadable while its commits
+    are there (they always are when it is chosen); the load reads them and says which file it passed over."""
     root = tmp_path / "t"
     small_table(root, 6)
     at_3 = state_of(DeltaLog.for_table(root).snapshot(version=3))
+    latest = state_of(DeltaLog.for_table(root).snapshot())
     peers = (try_deltalake(root), try_duckdb(root))
     name = compaction_name(1, 3)
     (root / LOG / name).write_bytes(b'{"add":{"path":"x.parquet"\n')
-    with pytest.raises(CorruptLogError, match=name) as err:
-        DeltaLog.for_table(root).snapshot()
-    assert err.value.path == f"{LOG}/{name}"
+    with caplog.at_level("WARNING", logger="deltalog"):
+        snap = DeltaLog.for_table(root).snapshot()
+    assert state_of(snap) == latest and snap.segment.compactions == ()
+    assert name in caplog.text and "malformed JSON" in caplog.text
     # time travel into its range, or to its end, reads the commits and is not affected
     assert state_of(DeltaLog.for_table(root).snapshot(version=3)) == at_3
     assert (try_deltalake(root), try_duckdb(root)) == peers  # they ignore compaction files, this one too
