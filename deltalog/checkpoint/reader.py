@@ -275,7 +275,7 @@ class CheckpointReader:
         for s in collected.sidecars:
             path = f"{LOG_DIR}/{SIDECAR_DIR}/{_sidecar_name(s.path)}"
             with open_parquet(self.store, path) as pf:
-                layout = checked_layout(pf, path, _FILE_COLUMNS)
+                layout = checked_layout(pf, path)
                 add_parts.extend(actions.adds_in(pf, layout, path, stats=False))
             if _without_dv_field(layout):
                 lacking_dv.append(path)
@@ -307,14 +307,13 @@ class CheckpointReader:
     def _read_top(self, pf: pq.ParquetFile, path: str, collected: _Collected) -> Layout:
         """Check and read the non-file actions of one of the checkpoint's own files (not a sidecar).
 
-        Such a file has file-action columns unless its rows point at sidecars: a checkpoint without them
-        would read as a table without files.
+        Any action column may be missing: PROTOCOL.md ("Checkpoints") reads a missing column as null, and
+        writers that write each part with only the actions it holds (delta-kernel-rs, Delta Spark's
+        multi-part writer) leave out ``add`` in a part without adds. Only a column present with the wrong
+        type makes the file unusable (:func:`~deltalog.checkpoint.scan.checked_layout`).
         """
         layout = checked_layout(pf, path)
-        sidecars = len(collected.sidecars)
         self._read_non_file(pf, layout, path, collected)
-        if len(collected.sidecars) == sidecars:
-            _check_present(layout, path, _FILE_COLUMNS)
         return layout
 
     def _base(self, ref: CheckpointRef, collected: _Collected) -> BaseState:
@@ -372,16 +371,6 @@ def _check_deletion_vectors(collected: _Collected, lacking: list[str]) -> None:
             "no deletionVector field",
             path=lacking[0],
         )
-
-
-#: the columns a file holding file actions (a classic checkpoint or part, a sidecar) must have
-_FILE_COLUMNS = ("add",)
-
-
-def _check_present(layout: Layout, path: str, names: tuple[str, ...]) -> None:
-    for name in names:
-        if not layout.has(name):
-            raise CorruptLogError(f"{path} is not a usable checkpoint: it has no {name!r} column", path=path)
 
 
 #: the columns that say which file an action is about; parquet readers do not check that strings are UTF-8

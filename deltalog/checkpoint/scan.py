@@ -108,14 +108,14 @@ def open_parquet(store: LogStore, path: str) -> Iterator[pq.ParquetFile]:
         handle.close()
 
 
-def checked_layout(pf: pq.ParquetFile, path: str, required: tuple[str, ...] = ()) -> Layout:
+def checked_layout(pf: pq.ParquetFile, path: str) -> Layout:
     """The file's :class:`Layout`, once its action columns are known to have types a reader can trust
-    (see :mod:`deltalog.checkpoint.columns`); ``required`` names columns the file must have."""
+    (see :mod:`deltalog.checkpoint.columns`); a column the file leaves out holds no action."""
     try:
         layout = Layout(pf)
     except READ_ERRORS as exc:
         raise _corrupt(path, exc) from None
-    check_columns(layout.schema, path, required)
+    check_columns(layout.schema, path)
     return layout
 
 
