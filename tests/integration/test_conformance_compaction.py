@@ -99,9 +99,12 @@ def test_the_invalid_file_must_be_passed_over_with_a_warning(tmp_path: Path, mon
     assert any("was not passed over with a warning" in f for f in broken.failures), broken.failures
 
 
-def test_the_real_corpus_has_no_compaction_files_and_passes(capsys: pytest.CaptureFixture[str]) -> None:
-    root = corpus_dir()
-    assert root is not None, "no conformance corpus (DELTALOG_CORPUS)"
+CORPORA = [c for c in [corpus_dir()] if c is not None]  # no case without a corpus (tests/corpus.py)
+
+
+@pytest.mark.corpus
+@pytest.mark.parametrize("root", CORPORA, ids=["corpus"] * len(CORPORA))
+def test_the_real_corpus_has_no_compaction_files_and_passes(root: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["--compaction", "--corpus", str(root)]) == 0
     out = capsys.readouterr().out
     assert "as found: none of the" in out and "0 tables differ" in out
