@@ -43,7 +43,8 @@ from deltalog.errors import (
 from deltalog.log import DeltaLog
 from deltalog.table.snapshot import Snapshot
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # what a type checker sees of the lazy names below (``write`` would otherwise be Any)
+    from deltalog.dml.write import write
     from deltalog.table.commit_loop import RetryPolicy
     from deltalog.table.history import HistoryEntry
     from deltalog.table.transaction import CommitResult, Transaction

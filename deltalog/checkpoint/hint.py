@@ -29,7 +29,7 @@ HINT = f"{LOG_DIR}/{LAST_CHECKPOINT}"
 
 def encode_hint(info: dict[str, Any]) -> bytes:
     """The hint with ``version``, ``size`` and ``parts`` first (old readers split-read them) and a checksum."""
-    ordered = {k: info[k] for k in ("version", "size", "parts") if k in info}
+    ordered: dict[str, Any] = {k: info[k] for k in ("version", "size", "parts") if k in info}
     ordered.update({k: v for k, v in info.items() if k not in ordered and k != "checksum"})
     ordered["checksum"] = hints.checksum(ordered)
     return orjson.dumps(ordered)

@@ -20,7 +20,7 @@ from deltalog.core.jsonlines import LineError, corrupt_line, parse_lines
 from deltalog.errors import InvalidArgumentError
 
 #: action class -> the key that wraps it on a log line
-ACTION_KEYS: dict[type, str] = {
+ACTION_KEYS: dict[type[A.Action], str] = {
     A.Add: "add",
     A.Remove: "remove",
     A.Metadata: "metaData",
@@ -32,7 +32,7 @@ ACTION_KEYS: dict[type, str] = {
     A.CheckpointMetadata: "checkpointMetadata",
     A.Sidecar: "sidecar",
 }
-KEY_ACTIONS: dict[str, type] = {v: k for k, v in ACTION_KEYS.items()}
+KEY_ACTIONS: dict[str, type[A.Action]] = {v: k for k, v in ACTION_KEYS.items()}
 
 #: fields of add/cdc written even when empty, because readers require the key
 _ALWAYS_WRITTEN = {"partition_values"}

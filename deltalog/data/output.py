@@ -57,7 +57,7 @@ class Output:
         with write_failures(self.store, self.key):
             size = int(self.stream.tell())
             if self._handle is None:
-                data = self.stream.getvalue().to_pybytes()  # type: ignore[attr-defined]
+                data = self.stream.getvalue().to_pybytes()
                 self.store.put(self.key, data)
                 return len(data)
             self.stream.close()

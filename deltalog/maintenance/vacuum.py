@@ -271,8 +271,8 @@ def _removed(body: Mapping[str, Any]) -> tuple[FileRef, int, int]:
     kind, where = dv.get("storageType"), dv.get("pathOrInlineDv")
     ref = FileRef(str(body["path"]), kind if isinstance(kind, str) else None, where if isinstance(where, str) else None)
     when, size = body.get("deletionTimestamp"), body.get("size")
-    ok = isinstance(when, int) and not isinstance(when, bool)
-    return ref, when if ok else 0, size if isinstance(size, int) and not isinstance(size, bool) else 0
+    when = when if isinstance(when, int) and not isinstance(when, bool) else 0
+    return ref, when, size if isinstance(size, int) and not isinstance(size, bool) else 0
 
 
 def _references(snap: Snapshot, tombstone_cutoff_ms: int) -> Iterator[FileRef]:

@@ -307,7 +307,11 @@ class ObstoreLogStore(BucketPaths):
                     if name and "/" not in name and name.encode() >= low:
                         out.append(FileInfo(name, int(obj.get("size") or 0), mtime_ms(obj.get("last_modified"))))
 
-        self._guard("list", path, lambda: (out.clear(), collect()))
+        def listed() -> None:
+            out.clear()  # a retried listing starts again
+            collect()
+
+        self._guard("list", path, listed)
         return sorted(out, key=lambda f: f.name.encode())
 
     def _children(self, op: str, directory: str) -> list[tuple[FileInfo, bool]]:

@@ -65,7 +65,7 @@ class RetryBudget:
     sleep: Callable[[float], None] = field(default=time.sleep, compare=False)
 
     def delay(self, attempt: int) -> float:
-        return random.uniform(0.5, 1.0) * min(self.max_s, self.base_s * (2**attempt))
+        return random.uniform(0.5, 1.0) * min(self.max_s, self.base_s * (2.0**attempt))
 
 
 DEFAULT_BUDGET = RetryBudget()

@@ -91,7 +91,7 @@ def listed_mtime(ctx: TableContext, version: int) -> int:
     for p in list_log(ctx.store, version, version):
         if p.name == name:
             return p.mtime
-    raise CorruptLogError(f"{LOG_DIR}/{name} is not listed, though it was just read", version=version)
+    raise CorruptLogError(f"{LOG_DIR}/{name} is not listed, though it was just read", path=f"{LOG_DIR}/{name}")
 
 
 def known_for(snap: Snapshot | None, actions: Sequence[A.Action], operation: str, root: str) -> KnownFiles:
@@ -244,7 +244,7 @@ class Attempts:
                     raise CorruptLogError(
                         f"version {w.winner.version}: its row-id high-water mark {theirs} is below {mark} "
                         "(the mark never decreases)",
-                        version=w.winner.version,
+                        path=f"{LOG_DIR}/{commit_name(w.winner.version)}",
                     )
                 mark = theirs
         return mark

@@ -181,7 +181,6 @@ class Transaction:
         if files is not None:
             self.read_files(files)
         files_read, now = sorted(self._reads.files), self._context.now_ms()
-        what = {"operation": operation, "is_compaction": is_compaction, "heartbeat_s": heartbeat_s}
         self._declared = declared_intents.declare(
             self._context.store,
             self.txn_id,
@@ -190,7 +189,9 @@ class Transaction:
             files_read,
             now,
             timeout_s,
-            **what,
+            operation=operation,
+            is_compaction=is_compaction,
+            heartbeat_s=heartbeat_s,
         )
         return self._declared
 
