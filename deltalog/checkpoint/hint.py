@@ -20,7 +20,7 @@ import orjson
 from deltalog.core import last_checkpoint as hints
 from deltalog.core.paths import LAST_CHECKPOINT, LOG_DIR, log_files, version_prefix
 from deltalog.core.segment import complete_checkpoints
-from deltalog.errors import StorageError
+from deltalog.errors import NotFoundError, StorageError
 from deltalog.storage.base import LogStore
 
 log = logging.getLogger(__name__)
@@ -43,7 +43,7 @@ def read_hint(store: LogStore, where: str | None = None) -> hints.LastCheckpoint
     """
     try:
         data = store.read(HINT)
-    except FileNotFoundError:
+    except NotFoundError:
         return None
     except StorageError as exc:
         if exc.retryable:

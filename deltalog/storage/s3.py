@@ -27,7 +27,7 @@ import contextlib
 import functools
 import inspect
 import logging
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any, BinaryIO, cast
 
 import botocore.exceptions
@@ -295,7 +295,7 @@ class S3LogStore(BucketPaths):
                 "delete", path, lambda: self._fs.call_s3("delete_object", Bucket=self._bucket, Key=self._key(path))
             )
 
-    def delete_many(self, paths: list[str]) -> None:
+    def delete_many(self, paths: Sequence[str]) -> None:
         """One ``DeleteObjects`` (quiet mode) per 1,000 keys, batches in order; see
         :func:`deltalog.storage.bulk.delete_many`. Keys a batch names as failed are tried again within the
         retry budget when their error may pass (throttling, internal errors), else reported."""

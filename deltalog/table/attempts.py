@@ -25,7 +25,7 @@ from deltalog.core.file_facts import NO_FILES, KnownFiles, known_files, path_key
 from deltalog.core.paths import LOG_DIR, commit_name
 from deltalog.core.reachability import UNLISTED
 from deltalog.core.schema import parse_schema, physical_names, walk_fields
-from deltalog.errors import CorruptLogError
+from deltalog.errors import CorruptLogError, NotFoundError
 from deltalog.table.commit_loop import Won
 from deltalog.table.context import TableContext
 from deltalog.table.history import commit_info
@@ -70,7 +70,7 @@ def snapshot_time(ctx: TableContext, snap: Snapshot) -> ict.CommitTime:
     if info is None:
         try:
             info = commit_info(ctx, snap.version)
-        except FileNotFoundError:
+        except NotFoundError:
             info = {}
     stamped = stamp_of(info)
     mtime = snap.tip.files[0][2] if snap.tip.files else 0

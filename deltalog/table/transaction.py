@@ -214,10 +214,6 @@ class Transaction:
             self._declared.remove()
 
     # ------------------------------------------------------------------------------------------ staging
-    def add(self, *adds: A.Add) -> None:
-        """Stage files to add (data files the caller has already written)."""
-        self._staged.extend(adds)
-
     def stage(self, actions: Iterable[A.Action]) -> None:
         """Add actions to this transaction; several staged operations commit as one version."""
         self._staged.extend(actions)
