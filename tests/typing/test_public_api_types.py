@@ -48,11 +48,14 @@ def test_readme_calls_type_check_strictly_against_the_installed_package(tmp_path
 
 
 def test_a_misused_public_type_fails_the_check(tmp_path: Path, cache: Path) -> None:
-    """The check sees real types: a version is an int, not a str (were it Any, this would pass)."""
+    """The check sees real types: a version is an int, not a str, and a misspelt name of the package is no name
+    (were either Any, this would pass)."""
     script = (HERE / "user_script.py").read_text() + (
         "\n\ndef wrong(log: DeltaLog) -> str:\n    return log.snapshot().version\n"
+        "\n\ndef typo() -> None:\n    deltalog.wirte(None, 'path')\n"
     )
     (tmp_path / "user_script.py").write_text(script)
     done = mypy(tmp_path, cache)
     assert done.returncode == 1
     assert 'Incompatible return value type (got "int", expected "str")' in done.stdout
+    assert 'Module has no attribute "wirte"' in done.stdout
