@@ -202,7 +202,7 @@ def write(
         raise
     # PathList duck-types pyspark's AccumulatorParam: its module (imported on executors) imports no pyspark
     paths_param = cast("AccumulatorParam[list[str]]", PathList())
-    reported = df.sparkSession.sparkContext.accumulator(list[str](), paths_param)
+    reported = df.sparkSession.sparkContext.accumulator([], paths_param)
     fn = functools.partial(
         write_partitioned,
         root=log.store.root,
