@@ -56,7 +56,7 @@ def _deltalog(spec: dict[str, Any]) -> tuple[Callable[[], Any], Callable[[Any], 
             from deltalog.data.scan import TableDescription, plan
 
             snap = DeltaLog.for_table(table).snapshot()
-            desc = TableDescription(snap.log.store, snap.schema_json, tuple(snap.partition_columns))
+            desc = TableDescription(snap.context.store, snap.schema_json, tuple(snap.partition_columns))
             return {"rows": result.num_rows, "files": len(plan(snap.raw_files(stats=True), desc, expr))}
 
         return scan, opened

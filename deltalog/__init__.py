@@ -29,6 +29,7 @@ from deltalog.errors import (
     InvalidCommitError,
     MaxCommitAttemptsError,
     MetadataChangedError,
+    NotFoundError,
     PathOutsideRootError,
     PropertyError,
     ProtocolChangedError,
@@ -43,7 +44,8 @@ from deltalog.errors import (
 from deltalog.log import DeltaLog
 from deltalog.table.snapshot import Snapshot
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # what a type checker sees of the lazy names below (``write`` would otherwise be Any)
+    from deltalog.dml.write import write
     from deltalog.table.commit_loop import RetryPolicy
     from deltalog.table.history import HistoryEntry
     from deltalog.table.transaction import CommitResult, Transaction
@@ -59,16 +61,18 @@ _LAZY = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    """The writing API and history entries, imported when first named (PEP 562)."""
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    import importlib
+if not TYPE_CHECKING:  # a checker that saw a module __getattr__ would take any name (a typo too) as Any
 
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
+    def __getattr__(name: str) -> Any:
+        """The writing API and history entries, imported when first named (PEP 562)."""
+        module = _LAZY.get(name)
+        if module is None:
+            raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+        import importlib
+
+        value = getattr(importlib.import_module(module), name)
+        globals()[name] = value
+        return value
 
 
 def __dir__() -> list[str]:
@@ -98,6 +102,7 @@ __all__ = [
     "InvalidArgumentError",
     "MaxCommitAttemptsError",
     "MetadataChangedError",
+    "NotFoundError",
     "PathOutsideRootError",
     "PropertyError",
     "ProtocolChangedError",

@@ -8,6 +8,8 @@ the person reading them has to go and look at that file.
 
 from __future__ import annotations
 
+import errno
+
 
 class DeltaLogError(Exception):
     """Root of every deltalog error."""
@@ -170,6 +172,23 @@ class StorageError(DeltaLogError):
         self.retryable = retryable
 
 
+class NotFoundError(StorageError, FileNotFoundError):
+    """The store has no file by that name (``path``, store-relative): the storage contract's "absent".
+
+    Every store raises this, never the builtin, so what crosses the storage boundary is a
+    :class:`DeltaLogError` like every other failure. It is also a :class:`FileNotFoundError` (``errno`` ENOENT,
+    ``filename`` the path): code written against the builtin, a caller's or pyarrow's file-system glue, keeps
+    working.
+    """
+
+    def __init__(self, message: str, *, path: str | None = None) -> None:
+        super().__init__(message, path=path, retryable=False)
+        self.errno, self.strerror, self.filename = errno.ENOENT, message, path
+
+    def __str__(self) -> str:
+        return str(self.args[0])  # the message, not OSError's "[Errno 2] ...: 'path'"
+
+
 class BulkDeleteError(StorageError):
     """A bulk delete answered, but some of its keys were not deleted; ``failed`` names them (store-relative),
     with the store's reason in the message. Every other key of the request is gone (a key already absent
@@ -290,6 +309,7 @@ __all__ = [
     "InvalidCommitError",
     "MaxCommitAttemptsError",
     "MetadataChangedError",
+    "NotFoundError",
     "NotNullViolationError",
     "PathOutsideRootError",
     "PropertyError",

@@ -407,8 +407,9 @@ class DeltaLog:
         from deltalog.maintenance.vacuum import vacuum
 
         snap = self.snapshot()
-        what = {"dry_run": dry_run, "force": force, "progress": progress, "lite": lite}
-        return vacuum(self.context, snap, retention=retention, **what)
+        return vacuum(
+            self.context, snap, retention=retention, dry_run=dry_run, force=force, progress=progress, lite=lite
+        )
 
     def restore(
         self,
@@ -431,8 +432,9 @@ class DeltaLog:
         txn = self.start_transaction()
         target = self.snapshot(version=restore.resolve_target(self.context, txn, version, timestamp))
         missing = ignore_missing_files or not check_files
-        what = {"version": version, "timestamp": timestamp, "force": force, "ignore_missing_files": missing}
-        return restore.restore(self.context, txn, target, **what)
+        return restore.restore(
+            self.context, txn, target, version=version, timestamp=timestamp, force=force, ignore_missing_files=missing
+        )
 
     def __repr__(self) -> str:
         return f"DeltaLog({self.location!r})"

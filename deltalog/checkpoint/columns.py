@@ -50,7 +50,7 @@ STRUCT_FIELDS: dict[str, tuple[str, ...]] = {
 def _stringish(t: pa.DataType) -> bool:
     if pa.types.is_dictionary(t):
         return _stringish(t.value_type)
-    return (
+    return bool(
         pa.types.is_string(t)
         or pa.types.is_large_string(t)
         or pa.types.is_string_view(t)

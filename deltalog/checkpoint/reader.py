@@ -83,7 +83,6 @@ class _Collected:
         self.txns: dict[str, A.Txn] = {}
         self.domains: dict[str, A.DomainMetadata] = {}
         self.sidecars: list[A.Sidecar] = []
-        self.has_checkpoint_metadata = False
 
     def take(self, key: str, body: Any, path: str) -> None:
         try:
@@ -101,8 +100,6 @@ class _Collected:
                 self.domains[action.domain] = action
         elif isinstance(action, A.Sidecar):
             self.sidecars.append(action)
-        elif isinstance(action, A.CheckpointMetadata):
-            self.has_checkpoint_metadata = True
 
 
 def _drop_nulls(v: Any) -> Any:
@@ -398,15 +395,4 @@ def inline_actions(rows: list[dict[str, Any]], kind: str, path: str) -> pa.Table
     return table
 
 
-def iter_checkpoint_actions(store: LogStore, ref: CheckpointRef) -> Iterator[A.Action]:
-    """Non-file actions of a checkpoint, for tools that inspect it."""
-    base = CheckpointReader(store).read_non_file(ref)
-    if base.protocol:
-        yield base.protocol
-    if base.metadata:
-        yield base.metadata
-    yield from base.txns.values()
-    yield from base.domains.values()
-
-
-__all__ = ["CheckpointReader", "FileActions", "iter_checkpoint_actions", "stats_json"]
+__all__ = ["CheckpointReader", "FileActions", "stats_json"]

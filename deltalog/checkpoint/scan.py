@@ -20,7 +20,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from deltalog.checkpoint.columns import check_columns
-from deltalog.errors import CorruptLogError, StorageError
+from deltalog.errors import CorruptLogError, NotFoundError, StorageError
 from deltalog.storage.base import LogStore
 
 if TYPE_CHECKING:
@@ -68,7 +68,7 @@ def fetch_errors(path: str) -> Iterator[None]:
     :class:`StorageError`, for the caller to retry."""
     try:
         yield
-    except FileNotFoundError:
+    except NotFoundError:
         raise CorruptLogError(f"checkpoint file {path} disappeared while reading", path=path) from None
     except StorageError as exc:
         if exc.retryable:

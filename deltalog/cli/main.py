@@ -76,7 +76,7 @@ class DeltalogGroup(click.Group):
     ``CliRunner`` included. Callers passing ``standalone_mode=False`` get click's own exceptions.
     """
 
-    def main(  # type: ignore[override]
+    def main(
         self,
         args: Sequence[str] | None = None,
         prog_name: str | None = None,

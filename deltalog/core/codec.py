@@ -9,7 +9,7 @@ file becomes actions in one place, :func:`decode_commit` (replay reads the same 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 
 import orjson
@@ -20,7 +20,7 @@ from deltalog.core.jsonlines import LineError, corrupt_line, parse_lines
 from deltalog.errors import InvalidArgumentError
 
 #: action class -> the key that wraps it on a log line
-ACTION_KEYS: dict[type, str] = {
+ACTION_KEYS: dict[type[A.Action], str] = {
     A.Add: "add",
     A.Remove: "remove",
     A.Metadata: "metaData",
@@ -32,7 +32,7 @@ ACTION_KEYS: dict[type, str] = {
     A.CheckpointMetadata: "checkpointMetadata",
     A.Sidecar: "sidecar",
 }
-KEY_ACTIONS: dict[str, type] = {v: k for k, v in ACTION_KEYS.items()}
+KEY_ACTIONS: dict[str, type[A.Action]] = {v: k for k, v in ACTION_KEYS.items()}
 
 #: fields of add/cdc written even when empty, because readers require the key
 _ALWAYS_WRITTEN = {"partition_values"}
@@ -238,13 +238,14 @@ class DecodedCommit:
     actions: tuple[A.Action, ...]
 
 
-def decode_commit(
+def decode_lines(
     data: bytes,
     path: str,
     check: Callable[[int, Any], None] | None = None,
     error: LineError | None = None,
-) -> DecodedCommit:
-    """Decode the commit file ``path`` (or a file of actions in its format).
+) -> Iterator[tuple[int, A.Action | dict[str, Any]]]:
+    """(line number, action) for every action of the commit file ``path`` (or a file of actions in its
+    format), in file order; a ``commitInfo`` comes as its raw JSON object, an unknown action kind not at all.
 
     A bad line (malformed JSON, not an object, a known action that does not decode) is a
     :class:`~deltalog.errors.CorruptLogError` naming the file and line, or what ``error`` makes of the
@@ -252,8 +253,6 @@ def decode_commit(
     that accepts less than the log does. A ``null`` action is no action, as replay reads it.
     """
     fail = error or corrupt_line(path)
-    info: dict[str, Any] | None = None
-    actions: list[A.Action] = []
     for line, obj in enumerate(parse_lines(data, path, fail), start=1):
         if obj is None:
             continue  # a blank line
@@ -265,14 +264,30 @@ def decode_commit(
             if body is None:
                 continue
             if key == "commitInfo" and type(body) is dict:
-                info = body
+                yield line, body
                 continue
             try:
                 action = from_dict(key, body)
             except ActionDecodeError as exc:
                 raise fail(line, f"invalid {key} action: {exc}") from None
             if action is not None:
-                actions.append(action)
+                yield line, action
+
+
+def decode_commit(
+    data: bytes,
+    path: str,
+    check: Callable[[int, Any], None] | None = None,
+    error: LineError | None = None,
+) -> DecodedCommit:
+    """Decode the commit file ``path`` (see :func:`decode_lines`): its last commitInfo and its other actions."""
+    info: dict[str, Any] | None = None
+    actions: list[A.Action] = []
+    for _, action in decode_lines(data, path, check, error):
+        if isinstance(action, dict):
+            info = action
+        else:
+            actions.append(action)
     return DecodedCommit(info, tuple(actions))
 
 
@@ -284,6 +299,7 @@ __all__ = [
     "decode_commit",
     "decode_dv",
     "decode_line",
+    "decode_lines",
     "encode_actions",
     "encode_line",
     "from_dict",

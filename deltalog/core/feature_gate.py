@@ -90,7 +90,7 @@ def commit_operation(actions: Collection[Any], operation: str | None = None, *, 
     removes = [a for a in actions if isinstance(a, Remove)]
     if not adds and not removes:
         return METADATA
-    if not any(a.data_change for a in (*adds, *removes)):
+    if not any(a.data_change for a in adds) and not any(r.data_change for r in removes):
         return REARRANGE
     if not removes:
         return APPEND

@@ -178,7 +178,7 @@ class Condition:
             return value is not None and not hit and None not in self.values
         target = self.values[0]
         if self.op in ("=", "=="):
-            return value == target
+            return bool(value == target)
         if value is None or target is None:
             return False
         try:

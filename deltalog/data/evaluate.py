@@ -23,7 +23,7 @@ import datetime as dt
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from decimal import Decimal
-from typing import Any
+from typing import Any, TypeAlias
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -32,7 +32,7 @@ from deltalog.data import sql
 from deltalog.data.sql import SqlSubsetError
 from deltalog.data.types import FieldPlan
 
-Value = pa.Array | pa.Scalar
+Value: TypeAlias = pa.Array | pa.Scalar
 Fn = Callable[["Frame"], Value]
 _BOOL = pa.bool_()
 _INT_DECIMAL = {8: 3, 16: 5, 32: 10, 64: 20}  # Spark's decimal type for each integer width
@@ -311,7 +311,7 @@ def evaluate(compiled: Compiled, frame: Frame) -> pa.Array:
     if isinstance(value, pa.ChunkedArray):
         value = value.combine_chunks()
     if isinstance(value, pa.Scalar):
-        return pa.repeat(value, frame.batch.num_rows)  # type: ignore[attr-defined,no-any-return]
+        return pa.repeat(value, frame.batch.num_rows)
     return value
 
 

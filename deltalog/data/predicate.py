@@ -207,13 +207,14 @@ def _implied(node: sql.Node, types: Mapping[str, Any]) -> pc.Expression | None:
         value = _literal_scalar(literal, types[name]) if name is not None else None
         if name is None or value is None:
             return None
-        return getattr(pc.field(name), _SQL_OPS[op])(pc.scalar(value))  # type: ignore[no-any-return]
+        return getattr(pc.field(name), _SQL_OPS[op])(pc.scalar(value))
     if isinstance(node, sql.In) and not node.negated:
         name = _column_name(node.operand, types)
         values = [_literal_scalar(i, types[name]) for i in node.items] if name is not None else [None]
-        if name is None or any(v is None for v in values):
+        known = [v for v in values if v is not None]
+        if name is None or len(known) < len(values):
             return None
-        return pc.field(name).isin(pa.array([v.as_py() for v in values if v is not None], values[0].type))
+        return pc.field(name).isin(pa.array([v.as_py() for v in known], known[0].type))
     if isinstance(node, sql.Between) and not node.negated:
         return _implied(
             sql.Binary("and", sql.Binary(">=", node.operand, node.low), sql.Binary("<=", node.operand, node.high)),

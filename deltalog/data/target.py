@@ -28,10 +28,14 @@ _CODECS = {"none": "none", "uncompressed": "none", "snappy": "snappy", "gzip": "
 class TableLike(Protocol):
     """What :meth:`WriteTarget.of` reads from a snapshot (duck-typed: the data plane sits below snapshots)."""
 
-    schema_json: Mapping[str, Any]
-    partition_columns: Sequence[str]
-    configuration: Mapping[str, str]
-    column_mapping_mode: str
+    @property
+    def schema_json(self) -> Mapping[str, Any]: ...
+    @property
+    def partition_columns(self) -> Sequence[str]: ...
+    @property
+    def configuration(self) -> Mapping[str, str]: ...
+    @property
+    def column_mapping_mode(self) -> str: ...
 
 
 @dataclass(frozen=True)

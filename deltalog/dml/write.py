@@ -266,6 +266,7 @@ def _write(
     snap = txn.snapshot
     target = target_of(snap)
     if merged is not None:
+        assert merged.schema_string is not None, "merged_metadata writes the merged schema"
         target = dataclasses.replace(target, schema=orjson.loads(merged.schema_string))
     overwrite = mode == "overwrite"
     operations = {OVERWRITE if overwrite else APPEND} | ({METADATA} if merged is not None else set())

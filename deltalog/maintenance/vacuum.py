@@ -42,9 +42,9 @@ from deltalog.core.vacuum_plan import (
     plan_vacuum,
     protected_keys,
 )
-from deltalog.errors import CorruptLogError, InvalidArgumentError
+from deltalog.errors import CorruptLogError, InvalidArgumentError, NotFoundError
 from deltalog.maintenance.deletion import delete_in_order, gate
-from deltalog.storage.base import FileInfo, LogStore, list_between
+from deltalog.storage.base import FileInfo, LogStore
 from deltalog.storage.bulk import read_many
 from deltalog.table.context import TableContext
 from deltalog.table.snapshot import Snapshot
@@ -224,7 +224,7 @@ def _lite_candidates(ctx: TableContext, snap: Snapshot, cutoff_ms: int, tick: Va
     data files (``cdc`` actions) are candidates too, timed by their commit file: no add ever names them, so a
     full vacuum deletes them once they are older than the retention, and so does this."""
     store = ctx.store
-    listed = log_files(list_between(store, f"{LOG_DIR}/", None))
+    listed = log_files(store.list_range(f"{LOG_DIR}/", None))
     commits = {f"{LOG_DIR}/{p.name}": p.mtime for p in listed if p.kind is Kind.COMMIT and p.version <= snap.version}
     removes: list[tuple[FileRef, int, int]] = []
     for path, data in _read_present(store, list(commits)):
@@ -254,12 +254,12 @@ def _read_present(store: LogStore, paths: list[str]) -> list[tuple[str, bytes]]:
     out (its removes are then what lite mode misses, as it misses any cleaned-up commit's)."""
     try:
         return list(zip(paths, read_many(store, paths), strict=True))
-    except FileNotFoundError:
+    except NotFoundError:
         out = []
         for path in paths:
             try:
                 out.append((path, store.read(path)))
-            except FileNotFoundError:
+            except NotFoundError:
                 log.info("lite vacuum: %s is gone (log cleanup); its removes are not candidates", path)
         return out
 
@@ -271,8 +271,8 @@ def _removed(body: Mapping[str, Any]) -> tuple[FileRef, int, int]:
     kind, where = dv.get("storageType"), dv.get("pathOrInlineDv")
     ref = FileRef(str(body["path"]), kind if isinstance(kind, str) else None, where if isinstance(where, str) else None)
     when, size = body.get("deletionTimestamp"), body.get("size")
-    ok = isinstance(when, int) and not isinstance(when, bool)
-    return ref, when if ok else 0, size if isinstance(size, int) and not isinstance(size, bool) else 0
+    when = when if isinstance(when, int) and not isinstance(when, bool) else 0
+    return ref, when, size if isinstance(size, int) and not isinstance(size, bool) else 0
 
 
 def _references(snap: Snapshot, tombstone_cutoff_ms: int) -> Iterator[FileRef]:

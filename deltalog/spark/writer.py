@@ -36,7 +36,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import orjson
 
@@ -59,6 +59,7 @@ from deltalog.spark._files import RESULT_DDL, PathList, raise_carried, write_par
 from deltalog.spark.row_rules import check_first, computed_columns, raise_rule_failure, row_rules_applied
 
 if TYPE_CHECKING:
+    from pyspark.accumulators import AccumulatorParam
     from pyspark.sql import DataFrame
 
     from deltalog.table.snapshot import Snapshot
@@ -199,7 +200,9 @@ def write(
     except BaseException:
         txn.abort()
         raise
-    reported = df.sparkSession.sparkContext.accumulator([], PathList())
+    # PathList duck-types pyspark's AccumulatorParam: its module (imported on executors) imports no pyspark
+    paths_param = cast("AccumulatorParam[list[str]]", PathList())
+    reported = df.sparkSession.sparkContext.accumulator([], paths_param)
     fn = functools.partial(
         write_partitioned,
         root=log.store.root,

@@ -27,7 +27,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import logging
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any, BinaryIO, cast
 
 import adlfs
@@ -267,7 +267,7 @@ class AzureLogStore(BucketPaths):
             for k, a in zip(keys, answers, strict=False)
         ]
 
-    def delete_many(self, paths: list[str]) -> None:
+    def delete_many(self, paths: Sequence[str]) -> None:
         """One blob batch per 256 deletes, batches in order; see :func:`deltalog.storage.bulk.delete_many`.
         A sub-request answering 404 counts as deleted; any other failure is a
         :class:`~deltalog.errors.BulkDeleteError` naming the files."""

@@ -2,8 +2,9 @@
 
 Why here and not in each caller: a read path (loading a snapshot, reading a checkpoint, VACUUM's listing)
 has no retry loop of its own, and each caller that met a raw ``OSError``, ``TimeoutError`` or a client
-library's exception had to guess what it meant. So every store answers with :class:`FileNotFoundError`
-(the contract's "absent"), a result, or a :class:`~deltalog.errors.StorageError` whose ``retryable`` says
+library's exception had to guess what it meant. So every store answers with
+:class:`~deltalog.errors.NotFoundError` (the contract's "absent": :func:`missing`), a result, or another
+:class:`~deltalog.errors.StorageError` whose ``retryable`` says
 whether the same call may succeed later; and the idempotent calls (read, open, exists, list, walk,
 delete) are retried a few times when it says so, before the error reaches the caller.
 
@@ -22,7 +23,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TypeVar
 
-from deltalog.errors import DeltaLogError, StorageError
+from deltalog.errors import DeltaLogError, NotFoundError, StorageError
 
 log = logging.getLogger(__name__)
 
@@ -65,7 +66,7 @@ class RetryBudget:
     sleep: Callable[[float], None] = field(default=time.sleep, compare=False)
 
     def delay(self, attempt: int) -> float:
-        return random.uniform(0.5, 1.0) * min(self.max_s, self.base_s * (2**attempt))
+        return random.uniform(0.5, 1.0) * min(self.max_s, self.base_s * (2.0**attempt))
 
 
 DEFAULT_BUDGET = RetryBudget()
@@ -121,18 +122,23 @@ def os_error(op: str, where: str, path: str, exc: BaseException) -> StorageError
     return StorageError(f"{op} {where} failed: {reason}", path=path, retryable=is_transient_os_error(exc))
 
 
+def missing(path: str, where: str | None = None) -> NotFoundError:
+    """The contract's "absent" for ``path`` (store-relative); ``where`` is how messages name it."""
+    return NotFoundError(f"{where or path}: no such file", path=path)
+
+
 def mapped(op: str, where: str, path: str, call: Callable[[], T]) -> T:
-    """``call()`` with every failure except ``FileNotFoundError`` turned into a :class:`StorageError`.
+    """``call()`` with every failure turned into a :class:`StorageError` (:func:`missing` for an absent file).
 
     For stores whose client raises ``OSError``s and timeouts (the local disk, generic fsspec file systems).
     Errors deltalog already typed pass through unchanged.
     """
     try:
         return call()
-    except (FileNotFoundError, DeltaLogError):
+    except DeltaLogError:
         raise
-    except NotADirectoryError:  # a file where a parent directory should be: the path does not exist
-        raise FileNotFoundError(path) from None
+    except (FileNotFoundError, NotADirectoryError):  # NotADirectory: a file where a parent directory should be
+        raise missing(path, where) from None
     except Exception as exc:
         raise os_error(op, where, path, exc) from exc
 
@@ -143,6 +149,7 @@ __all__ = [
     "file_kind",
     "is_transient_os_error",
     "mapped",
+    "missing",
     "not_a_file",
     "os_error",
     "with_retries",

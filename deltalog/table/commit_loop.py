@@ -47,6 +47,7 @@ from deltalog.errors import (
     CommitStateUnknownError,
     FileAlreadyExistsError,
     MaxCommitAttemptsError,
+    NotFoundError,
     StorageError,
     TableAlreadyExistsError,
 )
@@ -221,7 +222,7 @@ class Committer:
             # Taken, or unknown: the file tells which.
             try:
                 existing = self.store.read(path)
-            except FileNotFoundError:
+            except NotFoundError:
                 self._backoff(transient)
                 continue  # it did not land: try the same version again
             except (StorageError, OSError, TimeoutError) as exc:
@@ -242,7 +243,7 @@ class Committer:
         for transient in range(self.policy.transient_retries + 1):
             try:
                 return call()
-            except FileNotFoundError:
+            except NotFoundError:
                 raise
             except (StorageError, OSError, TimeoutError) as exc:
                 if isinstance(exc, StorageError) and not exc.retryable:

@@ -26,7 +26,7 @@ from deltalog.core.state.compact_check import unusable_reason
 from deltalog.core.state.files import FileState
 from deltalog.core.state.replay import replay, state_only
 from deltalog.core.version_state import VersionState, of_replay
-from deltalog.errors import CorruptLogError, DeltaLogError, VersionNotFoundError
+from deltalog.errors import CorruptLogError, DeltaLogError, NotFoundError, VersionNotFoundError
 from deltalog.storage import bulk
 from deltalog.storage.base import LogStore
 from deltalog.table import listing
@@ -113,9 +113,8 @@ def read_listed(store: LogStore, paths: list[str]) -> list[bytes]:
     :class:`CorruptLogError` naming it (a listed commit does not disappear from a sound log)."""
     try:
         return bulk.read_many(store, paths)
-    except FileNotFoundError as exc:
-        named = str(exc.filename or "").replace("\\", "/")
-        path = next((p for p in paths if named.endswith(p)), paths[0] if paths else LOG_DIR)
+    except NotFoundError as exc:
+        path = exc.path if exc.path in paths else (paths[0] if paths else LOG_DIR)
         raise CorruptLogError(f"{path} disappeared while the log was read", path=path) from None
 
 

@@ -70,11 +70,6 @@ class Snapshot:
         return self._context
 
     @property
-    def log(self) -> TableContext:
-        """The table this snapshot was read from (``store``, ``location``, ``now_ms()``); see :attr:`context`."""
-        return self._context
-
-    @property
     def segment(self) -> LogSegment:
         """The checkpoint and commit files this snapshot was read from."""
         return self._segment

@@ -181,7 +181,6 @@ class Transaction:
         if files is not None:
             self.read_files(files)
         files_read, now = sorted(self._reads.files), self._context.now_ms()
-        what = {"operation": operation, "is_compaction": is_compaction, "heartbeat_s": heartbeat_s}
         self._declared = declared_intents.declare(
             self._context.store,
             self.txn_id,
@@ -190,7 +189,9 @@ class Transaction:
             files_read,
             now,
             timeout_s,
-            **what,
+            operation=operation,
+            is_compaction=is_compaction,
+            heartbeat_s=heartbeat_s,
         )
         return self._declared
 
@@ -213,10 +214,6 @@ class Transaction:
             self._declared.remove()
 
     # ------------------------------------------------------------------------------------------ staging
-    def add(self, *adds: A.Add) -> None:
-        """Stage files to add (data files the caller has already written)."""
-        self._staged.extend(adds)
-
     def stage(self, actions: Iterable[A.Action]) -> None:
         """Add actions to this transaction; several staged operations commit as one version."""
         self._staged.extend(actions)

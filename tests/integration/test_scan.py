@@ -306,7 +306,7 @@ def test_the_data_plane_scans_any_listing_of_the_live_files(events: Events, tmp_
     for root in (events[0], tmp_path / "cm"):
         snap = DeltaLog.for_table(root).snapshot()
         table = TableDescription(
-            snap.log.store, snap.schema_json, tuple(snap.partition_columns), snap.column_mapping_mode
+            snap.context.store, snap.schema_json, tuple(snap.partition_columns), snap.column_mapping_mode
         )
         predicate = (pc.field("region") == "us") & (pc.field("id") > 21)
         expected = snap.to_arrow(filter=predicate).to_pylist()

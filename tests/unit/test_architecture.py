@@ -51,6 +51,9 @@ THIRD_PARTY: dict[str, set[str]] = {
     "deltalog.core.state": {"orjson", "pyarrow", "numpy"},
 }
 ONLY_IN = {"pyspark": "deltalog.spark", "click": "deltalog.cli", "rich": "deltalog.cli"}
+#: modules only the type checker reads (typeshed ships them; no dependency installs them): anywhere, but only
+#: under ``if TYPE_CHECKING:``
+TYPE_ONLY = {"typing_extensions"}
 
 #: third-party private attributes deltalog uses on purpose, each with the reason
 PRIVATE_ALLOWED: dict[str, str] = {
@@ -110,6 +113,16 @@ def imports(mod: str) -> Iterator[Import]:
                 yield Import(sub if sub in MODULES else (_known(target) or target), node.lineno)
 
 
+def type_checking_lines(mod: str) -> set[int]:
+    """The lines of ``mod`` inside an ``if TYPE_CHECKING:`` block (not its ``else``)."""
+    lines: set[int] = set()
+    for node in ast.walk(ast.parse(MODULES[mod].read_text())):
+        if isinstance(node, ast.If) and isinstance(node.test, ast.Name) and node.test.id == "TYPE_CHECKING":
+            for inner in node.body:
+                lines.update(range(inner.lineno, (inner.end_lineno or inner.lineno) + 1))
+    return lines
+
+
 def row_of(mod: str) -> tuple[str, int]:
     best = max((p for p in ROWS if mod == p or mod.startswith(p + ".")), key=len)
     return best, ROWS[best]
@@ -143,6 +156,10 @@ def test_third_party_imports_stay_where_they_belong() -> None:
                 continue
             top = imp.module
             if top in sys.stdlib_module_names or top == "__future__":
+                continue
+            if top in TYPE_ONLY:
+                if imp.line not in type_checking_lines(mod):
+                    problems.append(f"{mod}:{imp.line} imports {top} at run time: it is for the type checker only")
                 continue
             home = ONLY_IN.get(top)
             if home is not None and not (mod == home or mod.startswith(home + ".")):
