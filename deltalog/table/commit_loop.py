@@ -300,7 +300,7 @@ class Committer:
             outcome.sent_ms = self.now_ms()
             written, taken_by = self._put(attempt_version, outcome.data, txn_id)
             if written != "taken":
-                listing = self._list_from(attempt_version)
+                listing = self._list_from(tip)
                 return self.ack.acknowledge(attempt_version, tip, listing, outcome, txn_id, written == "recovered")
             if read_version < 0:
                 raise TableAlreadyExistsError(
@@ -310,12 +310,14 @@ class Committer:
                 # The version we lost is younger than anything cleanup may delete: the winner we just read is
                 # all we need, and the next version is tried without a listing. Lost again, the loop lists
                 # (one listing finds every further winner, where trying version after version would not end).
+                # The tip we read rests on ``tip``, which no listing has shown since the table could have been
+                # recreated: the next listing starts there and must find it unreplaced (``Tip.under``).
                 won.append(self._check(summary, outcome, _winner(attempt_version, taken_by, UNLISTED)))
-                tip = Tip(attempt_version, ((f"{commit_name(attempt_version)}", len(taken_by), UNLISTED),))
+                tip = Tip(attempt_version, ((f"{commit_name(attempt_version)}", len(taken_by), UNLISTED),), tip)
                 attempt_version += 1
                 tips[attempt_version] = tip
             else:
-                listing = self._list_from(attempt_version)
+                listing = self._list_from(tip)
                 if not holds(tip, listing):
                     raise CommitNotReachableError(
                         f"cannot commit to {self.store.root}: {moved_on(tip, self.ack.whole_log())} since this "
@@ -350,8 +352,9 @@ class Committer:
                 outcome.data = encode(attempt_version, tuple(won))
             self._backoff(min(outcome.attempts, 6))
 
-    def _list_from(self, version: int) -> list[LogPath]:
-        return self._transient("listing the log", partial(list_log, self.store, max(version - 1, 0)))
+    def _list_from(self, tip: Tip) -> list[LogPath]:
+        """The listing that judges a version attempted on ``tip``: from the lowest version it rests on."""
+        return self._transient("listing the log", partial(list_log, self.store, max(tip.floor, 0)))
 
     def _check(self, summary: TxnSummary, outcome: Outcome, read: tuple[Winner, CommitData]) -> Won:
         """Check one winner against ``summary`` (raising the conflict) and record it as moved past."""
