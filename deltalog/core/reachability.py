@@ -123,9 +123,8 @@ def replaced(tip: Tip, paths: Sequence[LogPath], commits_only: bool = False) -> 
     listed = {p.name: p for p in paths}
     for name, size, mtime in tip.files:
         p = listed.get(name)
-        if p is not None and not _same((p.size, p.mtime), size, mtime):
-            if not commits_only or p.kind is Kind.COMMIT:
-                return name
+        if p is not None and not _same((p.size, p.mtime), size, mtime) and (not commits_only or p.kind is Kind.COMMIT):
+            return name
     return replaced(tip.under, paths, commits_only) if tip.under is not None else None
 
 
