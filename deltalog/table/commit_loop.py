@@ -66,7 +66,10 @@ class RetryPolicy:
 
     ``max_attempts`` and ``max_seconds`` bound conflict-free retries (another writer won the version but
     did not conflict). The defaults let hundreds of concurrent blind appends all land. ``transient_retries``
-    is a separate budget for storage errors whose outcome must be resolved.
+    is a separate budget for storage errors whose outcome must be resolved, and ``transient_seconds`` bounds
+    the time it may take: each try is a store call that may itself wait out the client's retries, and on an
+    endpoint that stopped answering nine of them took minutes (issue 23). Past either, the outcome is reported
+    unknown (a write) or the store's error is raised (a read).
     """
 
     max_attempts: int = 10_000
@@ -74,7 +77,10 @@ class RetryPolicy:
     backoff_base_s: float = 0.001
     backoff_max_s: float = 0.1
     transient_retries: int = 8
+    transient_seconds: float = 30.0
     sleep: Callable[[float], None] = field(default=time.sleep, compare=False, repr=False)
+    #: the clock ``transient_seconds`` is measured on (replaceable, as ``sleep`` is, so tests need not wait)
+    monotonic: Callable[[], float] = field(default=time.monotonic, compare=False, repr=False)
 
 
 @dataclass(frozen=True)
@@ -207,7 +213,12 @@ class Committer:
         path = f"{LOG_DIR}/{commit_name(version)}"
         _refuse_unsafe_store(self.store)
         failed = False
+        clock = self.policy.monotonic
+        start, tries = clock(), 0
         for transient in range(self.policy.transient_retries + 1):
+            if failed and clock() - start > self.policy.transient_seconds:
+                break
+            tries += 1
             try:
                 self.store.put_if_absent(path, data)
                 return ("recovered" if failed else "ours"), b""
@@ -233,12 +244,13 @@ class Committer:
                 return ("recovered" if failed else "ours"), b""
             return "taken", existing
         raise CommitStateUnknownError(
-            f"could not determine whether commit {path} (txnId {txn_id}) landed after "
-            f"{self.policy.transient_retries + 1} tries; look for that txnId in the log before retrying"
+            f"could not determine whether commit {path} (txnId {txn_id}) landed after {tries} tries in "
+            f"{clock() - start:.0f}s; look for that txnId in the log before retrying"
         )
 
     def _transient(self, what: str, call: Callable[[], T]) -> T:
         """Run a read-side call, retrying retryable storage errors within the transient budget."""
+        deadline = self.policy.monotonic() + self.policy.transient_seconds
         for transient in range(self.policy.transient_retries + 1):
             try:
                 return call()
@@ -247,7 +259,7 @@ class Committer:
             except (StorageError, OSError, TimeoutError) as exc:
                 if isinstance(exc, StorageError) and not exc.retryable:
                     raise
-                if transient == self.policy.transient_retries:
+                if transient == self.policy.transient_retries or self.policy.monotonic() > deadline:
                     raise
                 log.warning("%s failed (%s); retrying", what, exc)
                 self._backoff(transient)
