@@ -97,7 +97,7 @@ class BucketPaths:
             return sync(self._loop(), coro, *args, timeout=timeout)
         except FSTimeoutError as exc:
             raise StorageError(
-                f"{at}: no answer within {timeout:.0f}s (the store did not respond; deltalog gave up at its "
+                f"{at}: no answer within {timeout:.1f}s (the store did not respond; deltalog gave up at its "
                 f"{self.retry.deadline_s:.0f}s deadline)",
                 path=path,
                 retryable=True,
