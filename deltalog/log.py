@@ -56,10 +56,11 @@ class DeltaLog:
         auto_checkpoint: bool = True,
         log_compaction_interval: int = 0,
     ) -> None:
-        self.store = store
-        self.location = location
         #: the table's store, location and clock, as everything below the facade takes them
         self.context = TableContext(store, location, clock)
+        #: the store as the table layer uses it: what it raises is deltalog's errors (:mod:`deltalog.storage.typed`)
+        self.store = self.context.store
+        self.location = location
         #: checkpoint after commits at multiples of delta.checkpointInterval; off leaves it to the compaction job
         self.auto_checkpoint = auto_checkpoint
         #: opt-in: after the commit of v with (v + 1) % N == 0, write the compaction file of the last N commits

@@ -101,6 +101,9 @@ class CheckpointWriter:
         self.now_ms = now_ms
         self.progress = progress
         conf = state.configuration
+        # a value that is not a string (another engine's log, a hand edit) is named before any file is written
+        where = state.metadata_source or f"{store.root}/{LOG_DIR} (version {state.version})"
+        properties.check_string_values(conf, where)
         self.stats_json = properties.checkpoint_stats_json(conf)
         self.stats_struct = properties.checkpoint_stats_struct(conf)
         self.compression = properties.parquet_codec(conf)

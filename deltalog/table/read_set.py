@@ -79,6 +79,7 @@ class ReadRecord:
             is_blind_append=is_blind_append(actions, read_set),
             txn_id=txn_id,
             read_protocol=snap.protocol if snap is not None else None,
+            table_id=snap.metadata.id if snap is not None else None,
         )
 
 

@@ -303,8 +303,13 @@ class Transaction:
             except (MetadataChangedError, ProtocolChangedError):
                 if self._refresh is None:
                     raise
-                log.info("a metadata or protocol change since the cached snapshot: committing on the latest")
+                read = self._snapshot
                 self._observe()
+                if read is not None and self._snapshot is not None and read.metadata.id != self._snapshot.metadata.id:
+                    # another table now (deleted and created again): what was staged was made for the one read
+                    self._done = True
+                    raise
+                log.info("a metadata or protocol change since the cached snapshot: committing on the latest")
                 result = self._commit(actions, operation, operation_parameters, user_metadata, operation_metrics)
         except CommitStateUnknownError:
             raise  # it may have landed: the intent stays live for a retried commit; abort() removes it
