@@ -12,16 +12,35 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from deltalog.compute import parsing, text, zones
+from deltalog.compute import text, zones
 from deltalog.compute.arrow_types import arrow_type
 from deltalog.compute.columns import from_numbers, numbers, valid
 from deltalog.compute.failures import refuse, shown
+from deltalog.errors import DeltaLogError
+from deltalog.expr import parsing
 from deltalog.expr import types as T
 
 _MICROS = 1_000_000
 _DAY = 86_400_000_000
 _INT_RANGE = {T.BYTE: (-(2**7), 2**7 - 1), T.SHORT: (-(2**15), 2**15 - 1), T.INT: (-(2**31), 2**31 - 1),
               T.LONG: (-(2**63), 2**63 - 1)}  # fmt: skip
+
+
+def parse_timestamp(text: str, session_zone: str, ntz: bool = False) -> int | None:
+    """Microseconds since the epoch (UTC; the wall clock when ``ntz``) of a timestamp string; without a zone
+    it is in ``session_zone``. None when malformed."""
+    found = parsing.timestamp_wall(text)
+    if found is None:
+        return None
+    wall, written = found
+    if ntz:
+        return wall
+    name = written or session_zone
+    try:
+        zones.zone(name)
+    except DeltaLogError:
+        return None
+    return int(zones.from_wall(np.array([wall], dtype=np.int64), name)[0])
 
 
 class _Failed(Exception):
@@ -146,7 +165,7 @@ def _from_string(arr: pa.Array, to: T.DataType, try_: bool, tz: str) -> pa.Array
         ntz = to == T.TIMESTAMP_NTZ
 
         def to_ts(v: str) -> int:
-            m = parsing.timestamp(v, tz, ntz)
+            m = parse_timestamp(v, tz, ntz)
             _check(m is not None, _invalid(v, frm, to))
             return m  # type: ignore[return-value]
 
@@ -374,4 +393,4 @@ def cast(arr: pa.Array, frm: T.DataType, to: T.DataType, try_: bool, tz: str) ->
     raise TypeError(f"no cast from {frm.sql()} to {to.sql()}")
 
 
-__all__ = ["cast", "fit_decimal"]
+__all__ = ["cast", "fit_decimal", "parse_timestamp"]

@@ -24,6 +24,7 @@ from decimal import Decimal, InvalidOperation
 from typing import Any, ClassVar
 
 from deltalog.errors import InvalidExpressionError, UnsupportedExpressionError
+from deltalog.expr import parsing
 from deltalog.expr import tree as X
 from deltalog.expr import types as T
 
@@ -334,7 +335,10 @@ class _Converter:
             operand = self.convert(node.this)
             lenient = isinstance(node, exp.TryCast) and bool(node.args.get("safe"))
             folded = None if lenient else _typed_literal(operand, to)
-            return folded if folded is not None else X.Cast(operand, to, lenient, at=at)
+            typed = isinstance(node, exp.Cast) and isinstance(operand, X.Literal) and operand.type == T.STRING
+            if typed:
+                self.check_typed_literal(node, str(operand.value), to)
+            return folded if folded is not None else X.Cast(operand, to, lenient, at=at, typed_literal=typed)
         if isinstance(node, exp.Neg):
             operand = self.convert(node.this)
             if isinstance(operand, X.Literal) and T.is_numeric(operand.type) and operand.value is not None:
@@ -437,6 +441,12 @@ class _Converter:
             name = str(node.this)
             return X.Call(name.lower(), self.args(node.expressions), at=at, written=name)
         raise self.unsupported(node)
+
+    def check_typed_literal(self, node: Any, value: str, to: T.DataType) -> None:
+        """``DATE '...'``, ``TIMESTAMP '...'``: Spark refuses a malformed one when it parses the text."""
+        ok = parsing.date(value) is not None if to == T.DATE else parsing.timestamp_wall(value) is not None
+        if to in (T.DATE, T.TIMESTAMP, T.TIMESTAMP_NTZ) and not ok:
+            raise self.invalid(node, f"[INVALID_TYPED_LITERAL] {to.sql()} {value!r} is not a valid {to.sql()} literal")
 
     def like(self, node: Any, escape: X.Expr | None) -> X.Expr:
         from sqlglot import exp

@@ -85,6 +85,8 @@ class Cast:
     try_: bool = False
     implicit: bool = field(default=False, compare=False)
     at: int | None = field(default=None, compare=False)
+    #: written as a typed literal (``DATE '...'``): Spark checks its text when it parses it
+    typed_literal: bool = field(default=False, compare=False)
 
     @property
     def type(self) -> T.DataType:
@@ -267,6 +269,8 @@ def to_sql(e: Expr) -> str:
     if isinstance(e, Cast):
         if e.implicit:
             return to_sql(e.operand)
+        if e.typed_literal and isinstance(e.operand, Literal):
+            return f"{e.to.sql()} {to_sql(e.operand)}"
         return f"{'TRY_CAST' if e.try_ else 'CAST'}({to_sql(e.operand)} AS {e.to.sql()})"
     if isinstance(e, Case):
         parts = " ".join(f"WHEN {to_sql(c)} THEN {to_sql(v)}" for c, v in e.branches)

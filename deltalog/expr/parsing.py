@@ -1,4 +1,5 @@
-"""Strings read as Spark reads them in a cast: integers, Java floating-point literals, decimals, booleans,
+"""Strings read as Spark reads them in a cast (pure: the zone of a timestamp is applied by
+:mod:`deltalog.compute.casts`): integers, Java floating-point literals, decimals, booleans,
 dates and timestamps (``DateTimeUtils.stringToDate`` / ``stringToTimestamp``)."""
 
 from __future__ import annotations
@@ -7,8 +8,6 @@ import calendar
 import datetime as dt
 import re
 from decimal import Decimal, InvalidOperation
-
-from deltalog.compute import zones
 
 _INT = re.compile(r"[+-]?[0-9]+")
 _FLOAT = re.compile(r"[+-]?(?:NaN|Infinity|(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?)[fFdD]?")
@@ -88,10 +87,10 @@ def date(text: str) -> int | None:
     return _days(int(m.group(1)), int(m.group(2) or 1), int(m.group(3) or 1))
 
 
-def timestamp(text: str, session_zone: str, ntz: bool = False) -> int | None:
-    """Microseconds since the epoch (UTC; wall clock when ``ntz``) of a timestamp string, as Spark parses it:
-    a date, then optionally ``T`` or a space and ``h[:m[:s[.fraction]]]`` and a zone (``Z``, ``+hh:mm``,
-    ``UTC``, a region); without a zone the time is in ``session_zone``."""
+def timestamp_wall(text: str) -> tuple[int, str | None] | None:
+    """A timestamp string as Spark parses it: a date, then optionally ``T`` or a space and
+    ``h:m[:s[.fraction]]`` and a zone (``Z``, ``+hh:mm``, ``UTC``, a region). Returns the wall-clock
+    microseconds and the zone written (None: none), or None when Spark finds it malformed."""
     t = trimmed(text)
     m = _DATE.match(t)
     if m is None:
@@ -120,20 +119,8 @@ def timestamp(text: str, session_zone: str, ntz: bool = False) -> int | None:
             zm = _ZONE.fullmatch(rest)
             if zm is None:
                 return None
-            zone_name = zm.group(1)
-            if zone_name == "UT":
-                zone_name = "UTC"
-    wall = days * 86_400_000_000 + micros
-    if ntz:
-        return wall
-    import numpy as np
-
-    try:
-        name = zone_name or session_zone
-        zones.zone(name)
-    except Exception:
-        return None
-    return int(zones.from_wall(np.array([wall], dtype=np.int64), name)[0])
+            zone_name = "UTC" if zm.group(1) == "UT" else zm.group(1)
+    return days * 86_400_000_000 + micros, zone_name
 
 
-__all__ = ["boolean", "date", "decimal", "floating", "integer", "timestamp", "trimmed"]
+__all__ = ["boolean", "date", "decimal", "floating", "integer", "timestamp_wall", "trimmed"]
