@@ -74,8 +74,9 @@ def _decimal_kernel(out: T.Decimal, fn: Callable[[Decimal, Decimal], Decimal], n
 
 
 def _zero_divisor(args: list[pa.Array], t: T.DataType | None, error_class: str) -> None:
+    """A zero divisor fails whatever the dividend (Spark checks it before evaluating the dividend)."""
     b = args[1]
-    both = _both(args)
+    both = valid(b)
     if t in (T.FLOAT, T.DOUBLE) or T.is_integral(t) if t is not None else False:
         zero = both & (numbers(b, np.float64) == 0)
     else:
@@ -217,7 +218,7 @@ def _round(ev: Session, call: X.Call, args: list[pa.Array]) -> pa.Array:
 
     def rounded(v: Decimal) -> Decimal:
         with localcontext() as ctx:
-            ctx.prec = 120
+            ctx.prec = 1000  # a double's digits up to 1e308, exactly
             return v.quantize(quantum, rounding=mode)
 
     if isinstance(t, T.Decimal):

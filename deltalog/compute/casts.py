@@ -337,7 +337,13 @@ def _boolean_to(arr: pa.Array, to: T.DataType, try_: bool) -> pa.Array:
 def _datetime_to(arr: pa.Array, frm: T.DataType, to: T.DataType, try_: bool, tz: str) -> pa.Array:
     mask = valid(arr)
     if frm == T.DATE:
-        wall = numbers(arr, np.int64) * _DAY
+        days = numbers(arr, np.int64)
+        if (mask & ((days < -106_751_991) | (days > 106_751_990))).any():  # beyond a long of microseconds
+            if not try_:
+                raise refuse("ARITHMETIC_OVERFLOW", "long overflow: the date cannot be a timestamp")
+            mask = mask & (days >= -106_751_991) & (days <= 106_751_990)
+            days = np.where(mask, days, 0)
+        wall = days * _DAY
         if to == T.TIMESTAMP_NTZ:
             return from_numbers(wall, mask, pa.timestamp("us"))
         return from_numbers(zones.from_wall(wall, tz), mask, pa.timestamp("us", tz="UTC"))
@@ -349,7 +355,7 @@ def _datetime_to(arr: pa.Array, frm: T.DataType, to: T.DataType, try_: bool, tz:
         return from_numbers(wall, mask, pa.timestamp("us"))
     if to == T.TIMESTAMP:
         return from_numbers(zones.from_wall(wall, tz), mask, pa.timestamp("us", tz="UTC"))
-    # TIMESTAMP to a number: seconds since the epoch (floor for integral types)
+    # a timestamp to a number: seconds since the epoch (floor for integral types); TIMESTAMP_NTZ its wall clock's
     if to == T.DOUBLE or to == T.FLOAT:
         return from_numbers(micros / _MICROS, mask, pa.float64()).cast(arrow_type(to), safe=False)
     seconds = np.floor_divide(micros, _MICROS)

@@ -57,6 +57,8 @@ def _size(ev: Session, call: X.Call, args: list[pa.Array]) -> pa.Array:
     arr = args[0]
     if pa.types.is_null(arr.type):
         return pa.nulls(len(arr), pa.int32())
+    if pa.types.is_map(arr.type):
+        arr = pa.ListArray.from_arrays(arr.offsets, arr.keys, mask=arr.is_null())
     return pc.list_value_length(arr).cast(pa.int32())
 
 

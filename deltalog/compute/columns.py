@@ -10,6 +10,11 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from deltalog.compute.failures import refuse
+
+#: the error class of a date or timestamp outside the years deltalog evaluates (1..9999)
+OUT_OF_RANGE = "DATETIME_OUT_OF_RANGE"
+
 
 def valid(arr: pa.Array) -> np.ndarray:
     """True where ``arr`` holds a value."""
@@ -56,7 +61,15 @@ def per_value(args: Sequence[pa.Array], out_type: pa.DataType, fn: Callable[...,
         if key is not None and key in cache:
             out.append(cache[key])
             continue
-        value = fn(*row)
+        try:
+            value = fn(*row)
+        except OverflowError:  # Python's dates stop at years 1 and 9999; Spark's go further
+            raise refuse(
+                OUT_OF_RANGE,
+                f"a date or timestamp computed from {row!r} lies outside the years 1 to 9999, which deltalog "
+                "evaluates (Spark's range is wider)",
+                row,
+            ) from None
         if key is not None:
             cache[key] = value
         out.append(value)
@@ -76,4 +89,4 @@ class Session(Protocol):
     def num_rows(self) -> int: ...
 
 
-__all__ = ["Session", "from_numbers", "numbers", "per_value", "valid"]
+__all__ = ["OUT_OF_RANGE", "Session", "from_numbers", "numbers", "per_value", "valid"]

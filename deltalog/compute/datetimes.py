@@ -158,10 +158,8 @@ def _to_timestamp(ev: Session, call: X.Call, args: list[pa.Array]) -> pa.Array:
 def _date_add(ev: Session, call: X.Call, args: list[pa.Array]) -> pa.Array:
     days, amount = _days(args[0]), numbers(args[1], np.int64)
     sign = -1 if call.name == "date_sub" else 1
-    out = days + sign * amount
+    out = (days + sign * amount + 2**31) % 2**32 - 2**31  # Spark adds the days as ints, which wrap
     ok = valid(args[0]) & valid(args[1])
-    if (ok & ((out < -(2**31)) | (out >= 2**31))).any():
-        raise refuse("ARITHMETIC_OVERFLOW", "the date is out of range")
     return from_numbers(out.astype(np.int32), ok, pa.date32())
 
 
@@ -197,6 +195,17 @@ def _add_interval_months(ev: Session, call: X.Call, args: list[pa.Array]) -> pa.
 
 def _add_interval_micros(ev: Session, call: X.Call, args: list[pa.Array]) -> pa.Array:
     t = call.type
+    tz = ev.session_time_zone
+    if t == T.TIMESTAMP and not zones.is_utc(tz):
+        # Spark adds whole days in the local calendar (a day across a DST change is 23 or 25 hours)
+        def shift(micros: int, interval: int) -> int:
+            if interval % _DAY:
+                return micros + interval
+            wall = int(zones.to_wall(np.array([micros], dtype=np.int64), tz)[0]) + interval
+            return int(zones.from_wall(np.array([wall], dtype=np.int64), tz)[0])
+
+        out = per_value([args[0].cast(pa.int64()), args[1].cast(pa.int64())], pa.int64(), shift)
+        return out.cast(pa.timestamp("us", tz="UTC"))
     try:
         out = pc.add_checked(args[0].cast(pa.int64()), args[1].cast(pa.int64()))
     except pa.ArrowInvalid:
@@ -226,8 +235,10 @@ def _months_between(ev: Session, call: X.Call, args: list[pa.Array]) -> pa.Array
         diff = float((y1 * 12 + m1) - (y2 * 12 + m2))
         if day1 == day2 or (end1 == 0 and end2 == 0):
             return diff
-        s1 = (w1 - d1 * _DAY) // _MICROS
-        s2 = (w2 - d2 * _DAY) // _MICROS
+        # seconds since local midnight as elapsed time (Spark: time - daysToMicros(date, zone)), not wall time
+        m1, m2 = (int(x) for x in zones.from_wall(np.array([d1 * _DAY, d2 * _DAY], dtype=np.int64), tz))
+        s1 = (t1 - m1) // _MICROS
+        s2 = (t2 - m2) // _MICROS
         seconds = (day1 - day2) * 86_400 + s1 - s2
         value = diff + seconds / (31 * 86_400)
         return math.floor(value * 1e8 + 0.5) / 1e8 if round_off else value
@@ -261,7 +272,8 @@ def _make_date(ev: Session, call: X.Call, args: list[pa.Array]) -> pa.Array:
 def _unix_timestamp(ev: Session, call: X.Call, args: list[pa.Array]) -> pa.Array:
     micros = _parsed(ev, call, args) if len(args) == 2 else args[0].cast(pa.int64())
     values, ok = numbers(micros, np.int64), valid(micros)
-    return from_numbers(np.floor_divide(values, _MICROS), ok, pa.int64())
+    whole = np.where(values < 0, -((-values) // _MICROS), values // _MICROS)  # Java's division: toward zero
+    return from_numbers(whole, ok, pa.int64())
 
 
 def _from_unixtime(ev: Session, call: X.Call, args: list[pa.Array]) -> pa.Array:

@@ -203,17 +203,23 @@ def _in(ev: Evaluation, call: X.Call) -> pa.Array:
     return pa.array(matched, mask=~result_valid)
 
 
+#: Spark evaluates a division's divisor first (``DivModLike``): a null or zero divisor skips the dividend
+_DIVISOR_FIRST = {"/", "%", "div", "pmod"}
+
+
 def _strict(ev: Evaluation, call: X.Call) -> list[pa.Array]:
-    """Arguments left to right, each on the rows where every earlier argument was not null."""
-    out: list[pa.Array] = []
+    """Arguments in Spark's order (left to right; a division's divisor first), each on the rows where every
+    argument evaluated before it was not null."""
+    order = [1, 0] if call.name in _DIVISOR_FIRST and len(call.args) == 2 else list(range(len(call.args)))
+    out: list[pa.Array | None] = [None] * len(call.args)
     reach: np.ndarray | None = None
-    for arg in call.args:
-        value = _on(ev, arg, None if reach is None else _rows(reach))
-        out.append(value)
+    for k in order:
+        value = _on(ev, call.args[k], None if reach is None else _rows(reach))
+        out[k] = value
         if value.null_count:
             ok = valid(value)
             reach = ok if reach is None else reach & ok
-    return out
+    return [v for v in out if v is not None]
 
 
 _ALL_ARGS = {"concat", "concat_ws", "greatest", "least", "hash", "xxhash64", "<=>", "is_null", "is_not_null",

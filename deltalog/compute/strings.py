@@ -65,10 +65,11 @@ def _concat(ev: Session, call: X.Call, args: list[pa.Array]) -> pa.Array:
 
 
 def _concat_ws(ev: Session, call: X.Call, args: list[pa.Array]) -> pa.Array:
-    sep, parts = args[0], args[1:]
-    if not parts:
-        return pc.if_else(pc.is_null(sep), pa.nulls(len(sep), pa.string()), pa.repeat(pa.scalar(""), len(sep)))  # type: ignore[attr-defined]
-    return pc.binary_join_element_wise(*parts, sep, null_handling="skip")
+    # pyarrow's binary_join_element_wise(null_handling="skip") drops rows whose parts are all null (pyarrow 26)
+    def join(sep: str | None, *parts: str | None) -> str | None:
+        return None if sep is None else sep.join(p for p in parts if p is not None)
+
+    return per_value(args, pa.string(), join, nulls=False)
 
 
 def _length(ev: Session, call: X.Call, args: list[pa.Array]) -> pa.Array:

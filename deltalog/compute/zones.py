@@ -52,24 +52,21 @@ def is_utc(name: str) -> bool:
     return zone(name) is dt.timezone.utc
 
 
+_FIRST = -62135596800 + 2 * 86_400  # 0001-01-03 in seconds since the epoch
+_LAST = 253402300799 - 2 * 86_400  # 9999-12-29
+
+
 def _offset_seconds_at_instant(tz: dt.tzinfo, seconds: int) -> int:
-    try:
-        when = _EPOCH + dt.timedelta(seconds=seconds)
-    except OverflowError:
-        return 0
-    if not dt.datetime.min < when < dt.datetime.max - dt.timedelta(days=2):
-        return 0
+    # beyond Python's years the zone's rules at the edge hold (Java's zone rules repeat the last ones too)
+    seconds = min(max(seconds, _FIRST), _LAST)
+    when = _EPOCH + dt.timedelta(seconds=seconds)
     offset = when.replace(tzinfo=dt.timezone.utc).astimezone(tz).utcoffset()
     return int(offset.total_seconds()) if offset is not None else 0
 
 
 def _offset_seconds_at_wall(tz: dt.tzinfo, seconds: int) -> int:
-    try:
-        wall = _EPOCH + dt.timedelta(seconds=seconds)
-    except OverflowError:
-        return 0
-    if not dt.datetime.min + dt.timedelta(days=2) < wall < dt.datetime.max - dt.timedelta(days=2):
-        return 0
+    seconds = min(max(seconds, _FIRST), _LAST)
+    wall = _EPOCH + dt.timedelta(seconds=seconds)
     # fold=0: an ambiguous time takes its first (earlier) offset, a time in a gap the offset before the gap,
     # which moves it forward by the gap: java.time's ZonedDateTime.ofLocal
     offset = wall.replace(tzinfo=tz, fold=0).utcoffset()

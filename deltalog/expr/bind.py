@@ -190,7 +190,8 @@ class _Binder:
             raise self.unsupported(call, f"function {call.shown_name}")
         if name in ("ltrim", "rtrim", "trim") and len(args) == 2 and e.written and e.written.lower() == name:
             args = [args[1], args[0]]  # the function form is (trimStr, str), as Spark's legacy signature
-        return rule(self, replace(e, name=name, written=e.written or (e.name if e.name != name else None)), args)
+        out = rule(self, replace(e, name=name, written=e.written or (e.name if e.name != name else None)), args)
+        return _null_propagated(out)
 
     def case(self, e: X.Case) -> X.Expr:
         probe = X.Call("case", (), at=e.at, written="CASE")
@@ -198,9 +199,9 @@ class _Binder:
         for cond, _ in e.branches:
             c = self.bind(cond)
             assert c.type is not None
-            if not C.implicit(c.type, T.BOOLEAN):
+            if c.type != T.BOOLEAN:  # Spark casts no WHEN condition, not even NULL
                 raise self.mismatch(probe, f"a WHEN condition must be BOOLEAN, not {c.type.sql()}")
-            conditions.append(self.cast(c, T.BOOLEAN))
+            conditions.append(c)
         values = [self.bind(v) for _, v in e.branches]
         if e.otherwise is not None:
             values.append(self.bind(e.otherwise))
@@ -212,6 +213,16 @@ class _Binder:
         otherwise = cast[-1] if e.otherwise is not None else None
         branches = tuple(zip(conditions, cast[: len(e.branches)], strict=True))
         return X.Case(branches, otherwise, common, e.at)
+
+
+def _null_propagated(e: X.Expr) -> X.Expr:
+    """Spark's ``NullPropagation``: a null-intolerant call with a NULL literal argument is NULL, folded before any
+    row is seen (so ``NULL / i`` never divides by a zero ``i``)."""
+    if not isinstance(e, X.Call) or e.name not in F.NULL_INTOLERANT or e.type is None:
+        return e
+    if any(isinstance(a, X.Literal) and a.value is None for a in e.args):
+        return X.Literal(None, e.type, e.at)
+    return e
 
 
 def bind(e: X.Expr | str, scope: Scope, text: str | None = None) -> X.Expr:

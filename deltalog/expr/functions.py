@@ -153,7 +153,10 @@ def _rlike(ty: Typer, call: X.Call, args: list[X.Expr]) -> X.Expr:
 @rule("if")
 def _if(ty: Typer, call: X.Call, args: list[X.Expr]) -> X.Expr:
     _arity(ty, call, args, 3)
-    cond = _expect(ty, call, args[0], T.BOOLEAN, "condition")
+    if args[0].type != T.BOOLEAN:  # Spark casts no condition of IF, not even NULL
+        assert args[0].type is not None
+        raise ty.mismatch(call, f"the condition of IF must be BOOLEAN, not {args[0].type.sql()}")
+    cond = args[0]
     values, common = _common(ty, call, args[1:])
     return _typed(call, [cond, *values], common)
 
@@ -229,7 +232,7 @@ def _numeric_pair(ty: Typer, call: X.Call, args: list[X.Expr], op: str) -> X.Exp
     args = _numeric_operands(ty, call, args)
     left, right = _types(args)
     if left == T.VOID and right == T.VOID:
-        left = right = T.INT if op != "/" else T.DOUBLE
+        left = right = T.DOUBLE
         args = [ty.cast(a, left) for a in args]
     elif left == T.VOID or right == T.VOID:
         known = right if left == T.VOID else left
@@ -310,7 +313,7 @@ def _neg(ty: Typer, call: X.Call, args: list[X.Expr]) -> X.Expr:
     if t == T.STRING:
         return _typed(call, [ty.cast(args[0], T.DOUBLE)], T.DOUBLE)
     if t == T.VOID:
-        return _typed(call, [ty.cast(args[0], T.INT)], T.INT)
+        return _typed(call, [ty.cast(args[0], T.DOUBLE)], T.DOUBLE)
     if not T.is_numeric(t) and t not in (T.DAY_TIME, T.YEAR_MONTH):
         raise ty.mismatch(call, f"unary minus requires a numeric operand, not {t.sql()}")
     return _typed(call, args, t)
@@ -503,7 +506,8 @@ def _trunc(ty: Typer, call: X.Call, args: list[X.Expr]) -> X.Expr:
 @rule("date_format")
 def _date_format(ty: Typer, call: X.Call, args: list[X.Expr]) -> X.Expr:
     _arity(ty, call, args, 2)
-    return _typed(call, [_timestamp_arg(ty, call, args[0]), _expect(ty, call, args[1], T.STRING, "format")], T.STRING)
+    value = _timestamp_arg(ty, call, args[0], keep_ntz=False)
+    return _typed(call, [value, _expect(ty, call, args[1], T.STRING, "format")], T.STRING)
 
 
 @rule("to_date")
@@ -660,6 +664,19 @@ def _get_field(ty: Typer, call: X.Call, args: list[X.Expr]) -> X.Expr:
         raise ty.mismatch(call, f"the struct has no field {name.value!r}; it has {[f.name for f in t.fields]}")
     index = t.fields.index(found[0])
     return _typed(call, [base, X.Literal(index, T.INT)], found[0].type)
+
+
+#: calls that are NULL when any argument is (Spark's ``NullIntolerant``): a NULL literal argument folds them
+NULL_INTOLERANT = frozenset(
+    {
+        "+", "-", "*", "/", "%", "div", "pmod", "neg", "abs", "=", "!=", "<", "<=", ">", ">=", "not", "like",
+        "ilike", "rlike", "upper", "lower", "trim", "ltrim", "rtrim", "substring", "replace", "lpad",
+        "rpad", "split_part", "left", "right", "startswith", "endswith", "contains", "round", "bround", "floor",
+        "ceil", "sign", "year", "month", "day", "dayofweek", "dayofyear", "quarter", "weekofyear", "hour",
+        "minute", "second", "date_format", "date_add", "date_sub", "add_months", "datediff", "make_date",
+        "add_interval_months", "add_interval_micros", "md5", "sha2",
+    }
+)  # fmt: skip
 
 
 def function_names() -> list[str]:

@@ -122,10 +122,14 @@ def _prepare(text: str) -> _Prepared:
             size += len(out[-1])
             i = j + 1
             continue
-        if c not in "'\"":
-            out.append(c)
-            size += 1
-            i += 1
+        hex_literal = (
+            c == "'" and i > 0 and text[i - 1] in "xX" and (i < 2 or not (text[i - 2].isalnum() or text[i - 2] == "_"))
+        )
+        if c not in "'\"" or hex_literal:
+            end = text.index("'", i + 1) + 1 if hex_literal and "'" in text[i + 1 :] else i + 1
+            out.append(text[i:end])
+            size += end - i
+            i = end
             continue
         start = i
         parts: list[str] = []
@@ -420,7 +424,7 @@ class _Converter:
                 raise self.unsupported(node)
             chars = node.expression
             args = (self.convert(node.this), *((self.convert(chars),) if chars is not None else ()))
-            return X.Call(name, args, at=at, written=name)
+            return X.Call(name, args, at=at, written=f"TRIM({position})")
         if isinstance(node, (exp.Ceil, exp.Floor)):
             name = "ceil" if isinstance(node, exp.Ceil) else "floor"
             scale = node.args.get("decimals")

@@ -259,7 +259,36 @@ def literal_sql(value: object, t: T.DataType) -> str:
 
 
 def to_sql(e: Expr) -> str:
-    """``e`` as Spark SQL text (how messages, commit info and the Spark writer show it)."""
+    """``e`` as Spark SQL text (how messages, commit info and the Spark writer show it), without the outermost
+    parentheses."""
+    text = _sql(e)
+    return text[1:-1] if _wrapped(text) else text
+
+
+def _wrapped(text: str) -> bool:
+    """Whether one pair of parentheses encloses all of ``text`` (quotes and backticks skipped)."""
+    if not (text.startswith("(") and text.endswith(")")):
+        return False
+    depth, i, quote = 0, 0, ""
+    while i < len(text):
+        c = text[i]
+        if quote:
+            if c == "\\" and quote == "'":
+                i += 2
+                continue
+            if c == quote:
+                quote = ""
+        elif c in "'`":
+            quote = c
+        elif c in "()":
+            depth += 1 if c == "(" else -1
+            if depth == 0 and i < len(text) - 1:
+                return False
+        i += 1
+    return True
+
+
+def _sql(e: Expr) -> str:
     if isinstance(e, Column):
         return ".".join(quote(p) for p in e.parts)
     if isinstance(e, Field):
@@ -268,15 +297,15 @@ def to_sql(e: Expr) -> str:
         return literal_sql(e.value, e.type)
     if isinstance(e, Cast):
         if e.implicit:
-            return to_sql(e.operand)
+            return _sql(e.operand)
         if e.typed_literal and isinstance(e.operand, Literal):
-            return f"{e.to.sql()} {to_sql(e.operand)}"
-        return f"{'TRY_CAST' if e.try_ else 'CAST'}({to_sql(e.operand)} AS {e.to.sql()})"
+            return f"{e.to.sql()} {_sql(e.operand)}"
+        return f"{'TRY_CAST' if e.try_ else 'CAST'}({_sql(e.operand)} AS {e.to.sql()})"
     if isinstance(e, Case):
-        parts = " ".join(f"WHEN {to_sql(c)} THEN {to_sql(v)}" for c, v in e.branches)
-        other = f" ELSE {to_sql(e.otherwise)}" if e.otherwise is not None else ""
+        parts = " ".join(f"WHEN {_sql(c)} THEN {_sql(v)}" for c, v in e.branches)
+        other = f" ELSE {_sql(e.otherwise)}" if e.otherwise is not None else ""
         return f"CASE {parts}{other} END"
-    args = [to_sql(a) for a in e.args]
+    args = [_sql(a) for a in e.args]
     if e.name in ("and", "or"):
         return "(" + f" {e.name.upper()} ".join(args) + ")"
     if e.name == "not":
