@@ -20,6 +20,8 @@ from deltalog.errors import DeltaLogError
 from deltalog.expr import parsing
 from deltalog.expr import types as T
 
+#: the error class of a cast of bytes that are not UTF-8 to STRING (Spark keeps such bytes; deltalog refuses)
+INVALID_UTF8 = "INVALID_UTF8_STRING"
 _MICROS = 1_000_000
 _DAY = 86_400_000_000
 _INT_RANGE = {T.BYTE: (-(2**7), 2**7 - 1), T.SHORT: (-(2**15), 2**15 - 1), T.INT: (-(2**31), 2**31 - 1),
@@ -201,9 +203,16 @@ def _to_string(arr: pa.Array, frm: T.DataType, tz: str) -> pa.Array:
             [text.timestamp_text(int(w)) if ok else None for w, ok in zip(wall, mask, strict=True)], pa.string()
         )
     if frm == T.BINARY:
-        return pa.array(
-            [None if v is None else v.decode("utf-8", errors="replace") for v in arr.to_pylist()], pa.string()
-        )
+
+        def decoded(v: bytes) -> str:
+            try:
+                return v.decode("utf-8")
+            except UnicodeDecodeError:  # Spark keeps the bytes as they are; an Arrow string cannot
+                raise refuse(
+                    INVALID_UTF8, f"the bytes {shown(v)} are not UTF-8, which a string deltalog holds must be", v
+                ) from None
+
+        return pa.array([None if v is None else decoded(v) for v in arr.to_pylist()], pa.string())
     if frm == T.VOID:
         return pa.nulls(len(arr), pa.string())
     raise TypeError(f"no cast from {frm.sql()} to STRING")
@@ -239,13 +248,7 @@ def _seconds_to_timestamp(seconds: list[Any], mask: np.ndarray, frm: T.DataType,
         if not ok:
             out.append(None)
             continue
-        micros = s * _MICROS
-        if not -(2**63) <= micros < 2**63:
-            if not try_:
-                raise _overflow(s, frm, T.TIMESTAMP)
-            out.append(None)
-            continue
-        out.append(int(micros))
+        out.append(min(max(s * _MICROS, -(2**63)), 2**63 - 1))  # TimeUnit.toMicros saturates
     return pa.array(out, pa.int64()).cast(pa.timestamp("us", tz="UTC"))
 
 
@@ -399,4 +402,4 @@ def cast(arr: pa.Array, frm: T.DataType, to: T.DataType, try_: bool, tz: str) ->
     raise TypeError(f"no cast from {frm.sql()} to {to.sql()}")
 
 
-__all__ = ["cast", "fit_decimal", "parse_timestamp"]
+__all__ = ["INVALID_UTF8", "cast", "fit_decimal", "parse_timestamp"]

@@ -13,7 +13,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from deltalog.compute import casts, patterns, zones
-from deltalog.compute.columns import Session, from_numbers, numbers, per_value, valid
+from deltalog.compute.columns import OUT_OF_RANGE, Session, from_numbers, numbers, per_value, valid
 from deltalog.compute.failures import refuse, shown
 from deltalog.expr import tree as X
 from deltalog.expr import types as T
@@ -27,8 +27,18 @@ def _days(arr: pa.Array) -> np.ndarray:
     return numbers(arr, np.int64)
 
 
+_FIRST_DAY, _LAST_DAY = -719162, 2932896  # 0001-01-01 and 9999-12-31
+
+
+def _in_range(days: pa.Array) -> None:
+    values, ok = numbers(days, np.int64), valid(days)
+    if (ok & ((values < _FIRST_DAY) | (values > _LAST_DAY))).any():
+        raise refuse(OUT_OF_RANGE, "a date outside the years 1 to 9999 is beyond what deltalog evaluates")
+
+
 def _date_part(ev: Session, call: X.Call, args: list[pa.Array]) -> pa.Array:
     d = args[0]
+    _in_range(d)
     fn = {
         "year": pc.year,
         "month": pc.month,

@@ -43,9 +43,8 @@ def substring_sql(s: Any, pos: int, length: int = _INT_MAX) -> Any:
     binary)."""
     n = len(s)
     start = pos - 1 if pos > 0 else (n + pos if pos < 0 else 0)
-    end = n if length == _INT_MAX else start + length
+    end = min(max(start + length, -(2**31)), _INT_MAX)  # Java's int end, clamped as Spark clamps it
     start = max(start, 0)
-    end = min(end, n)
     return s[start:end] if start < end else s[:0]
 
 

@@ -73,12 +73,24 @@ def _offset_seconds_at_wall(tz: dt.tzinfo, seconds: int) -> int:
     return int(offset.total_seconds()) if offset is not None else 0
 
 
+def _in_range(seconds: np.ndarray) -> None:
+    if len(seconds) and (seconds.min() < _FIRST or seconds.max() > _LAST):
+        from deltalog.compute.columns import OUT_OF_RANGE
+        from deltalog.compute.failures import refuse
+
+        raise refuse(
+            OUT_OF_RANGE,
+            "a timestamp outside the years 1 to 9999 has no offset deltalog knows in a zone other than UTC",
+        )
+
+
 def to_wall(micros: np.ndarray, name: str) -> np.ndarray:
     """UTC instants (µs) as wall-clock µs in zone ``name``."""
     tz = zone(name)
     if tz is dt.timezone.utc:
         return micros
     seconds = np.floor_divide(micros, _MICROS)
+    _in_range(seconds)
     uniq, inverse = np.unique(seconds, return_inverse=True)
     offsets = np.array([_offset_seconds_at_instant(tz, int(s)) for s in uniq], dtype=np.int64)
     return micros + offsets[inverse] * _MICROS
@@ -90,6 +102,7 @@ def from_wall(micros: np.ndarray, name: str) -> np.ndarray:
     if tz is dt.timezone.utc:
         return micros
     seconds = np.floor_divide(micros, _MICROS)
+    _in_range(seconds)
     uniq, inverse = np.unique(seconds, return_inverse=True)
     offsets = np.array([_offset_seconds_at_wall(tz, int(s)) for s in uniq], dtype=np.int64)
     return micros - offsets[inverse] * _MICROS

@@ -153,10 +153,10 @@ def _rlike(ty: Typer, call: X.Call, args: list[X.Expr]) -> X.Expr:
 @rule("if")
 def _if(ty: Typer, call: X.Call, args: list[X.Expr]) -> X.Expr:
     _arity(ty, call, args, 3)
-    if args[0].type != T.BOOLEAN:  # Spark casts no condition of IF, not even NULL
+    if args[0].type not in (T.BOOLEAN, T.VOID):  # Spark casts no condition of IF but a NULL
         assert args[0].type is not None
         raise ty.mismatch(call, f"the condition of IF must be BOOLEAN, not {args[0].type.sql()}")
-    cond = args[0]
+    cond = ty.cast(args[0], T.BOOLEAN)
     values, common = _common(ty, call, args[1:])
     return _typed(call, [cond, *values], common)
 
@@ -218,7 +218,7 @@ def _numeric_operands(ty: Typer, call: X.Call, args: list[X.Expr]) -> list[X.Exp
     left, right = _types(args)
     out = list(args)
     for i, (t, other) in enumerate(((left, right), (right, left))):
-        if t == T.STRING and (T.is_numeric(other) or other == T.VOID):
+        if t == T.STRING and T.is_numeric(other):
             out[i] = ty.cast(args[i], C.string_promotion(other) or T.DOUBLE)
         elif t == T.VOID:
             out[i] = args[i]
@@ -364,6 +364,8 @@ def _floor(ty: Typer, call: X.Call, args: list[X.Expr]) -> X.Expr:
     value = _numeric_arg(ty, call, args[0])
     t = value.type
     if isinstance(t, T.Decimal):
+        if t.scale == 0:
+            return _typed(call, [value], t)
         return _typed(call, [value], T.Decimal(max(min(t.precision - t.scale + 1, T.MAX_PRECISION), 1), 0))
     return _typed(call, [value], T.LONG)
 
@@ -669,7 +671,7 @@ def _get_field(ty: Typer, call: X.Call, args: list[X.Expr]) -> X.Expr:
 #: calls that are NULL when any argument is (Spark's ``NullIntolerant``): a NULL literal argument folds them
 NULL_INTOLERANT = frozenset(
     {
-        "+", "-", "*", "/", "%", "div", "pmod", "neg", "abs", "=", "!=", "<", "<=", ">", ">=", "not", "like",
+        "/", "%", "div", "pmod", "=", "!=", "<", "<=", ">", ">=", "not", "like",
         "ilike", "rlike", "upper", "lower", "trim", "ltrim", "rtrim", "substring", "replace", "lpad",
         "rpad", "split_part", "left", "right", "startswith", "endswith", "contains", "round", "bround", "floor",
         "ceil", "sign", "year", "month", "day", "dayofweek", "dayofyear", "quarter", "weekofyear", "hour",

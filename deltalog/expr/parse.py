@@ -339,7 +339,12 @@ class _Converter:
             operand = self.convert(node.this)
             lenient = isinstance(node, exp.TryCast) and bool(node.args.get("safe"))
             folded = None if lenient else _typed_literal(operand, to)
-            typed = isinstance(node, exp.Cast) and isinstance(operand, X.Literal) and operand.type == T.STRING
+            typed = (
+                isinstance(node, exp.Cast)
+                and isinstance(operand, X.Literal)
+                and operand.type == T.STRING
+                and self.typed_literal_syntax(operand)
+            )
             if typed:
                 self.check_typed_literal(node, str(operand.value), to)
             return folded if folded is not None else X.Cast(operand, to, lenient, at=at, typed_literal=typed)
@@ -445,6 +450,13 @@ class _Converter:
             name = str(node.this)
             return X.Call(name.lower(), self.args(node.expressions), at=at, written=name)
         raise self.unsupported(node)
+
+    def typed_literal_syntax(self, literal: X.Literal) -> bool:
+        """Whether the literal was written after its type (``DATE '...'``), not inside ``CAST(... AS DATE)``."""
+        if literal.at is None:
+            return False
+        before = self.text[: literal.at].rstrip()
+        return bool(before) and before[-1].isalpha()
 
     def check_typed_literal(self, node: Any, value: str, to: T.DataType) -> None:
         """``DATE '...'``, ``TIMESTAMP '...'``: Spark refuses a malformed one when it parses the text."""
