@@ -233,15 +233,16 @@ class Transaction:
         """
         snap = self.snapshot
         partition = set(snap.partition_columns)
-        data_columns = sorted(k for k in (where or {}) if k not in partition)
-        if data_columns:
+        chosen = None if where is None or (isinstance(where, Mapping) and not where) else snap.row_filter(where)
+        data_columns = sorted(c for c in (chosen.columns if chosen is not None else ()) if c not in partition)
+        if data_columns or (chosen is not None and chosen.tree is None):
             raise InvalidArgumentError(
-                f"remove_where can only select by partition columns {sorted(partition)}, not {data_columns}: "
-                "the log knows files, not rows"
+                f"remove_where can only select by partition columns {sorted(partition)}, not "
+                f"{data_columns or 'an Expression it cannot read'}: the log knows files, not rows"
             )
-        self.read(where)
+        self.read(chosen)
         now = self._context.now_ms()
-        removes = [a.remove(now, data_change) for a in snap.add_actions(where)]
+        removes = [a.remove(now, data_change) for a in snap.add_actions(chosen, exact=True)]
         self._staged.extend(removes)
         return removes
 
