@@ -53,7 +53,8 @@ def _overflow(what: str) -> Exception:
 
 
 def _both(args: list[pa.Array]) -> np.ndarray:
-    return valid(args[0]) & valid(args[1])
+    both: np.ndarray = valid(args[0]) & valid(args[1])
+    return both
 
 
 def _decimal_kernel(out: T.Decimal, fn: Callable[[Decimal, Decimal], Decimal], name: str) -> Callable[..., Any]:
@@ -89,7 +90,7 @@ def _zero_divisor(args: list[pa.Array], t: T.DataType | None, error_class: str) 
 def _checked(kernel: Any, what: str) -> Callable[[pa.Array, pa.Array], pa.Array]:
     def run(a: pa.Array, b: pa.Array) -> pa.Array:
         try:
-            return kernel(a, b)  # type: ignore[no-any-return]
+            return kernel(a, b)
         except pa.ArrowInvalid:
             raise _overflow(what) from None
 

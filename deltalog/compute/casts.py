@@ -90,7 +90,7 @@ def fit_decimal(value: Decimal, to: T.Decimal, rounding: str = ROUND_HALF_UP) ->
 def _per_row(arr: pa.Array, out: pa.DataType, try_: bool, fn: Callable[[Any], Any]) -> pa.Array:
     values = arr.to_pylist()
     cache: dict[Any, Any] = {}
-    result = []
+    result: list[Any] = []
     for v in values:
         if v is None:
             result.append(None)

@@ -47,7 +47,7 @@ def per_value(args: Sequence[pa.Array], out_type: pa.DataType, fn: Callable[...,
     columns = [a.to_pylist() for a in args]
     n = len(args[0]) if args else 0
     cache: dict[Any, Any] = {}
-    out = []
+    out: list[Any] = []
     for i in range(n):
         row = tuple(c[i] for c in columns)
         if nulls and any(v is None for v in row):

@@ -99,8 +99,8 @@ def _constant(value: object, t: T.DataType, n: int) -> pa.Array:
         return pa.nulls(n, at)
     if t in (T.DATE, T.TIMESTAMP, T.TIMESTAMP_NTZ):
         base = pa.scalar(value, pa.int32() if t == T.DATE else pa.int64())
-        return pa.repeat(base, n).cast(at)  # type: ignore[attr-defined,no-any-return]
-    return pa.repeat(pa.scalar(value, at), n)  # type: ignore[attr-defined,no-any-return]
+        return pa.repeat(base, n).cast(at)
+    return pa.repeat(pa.scalar(value, at), n)
 
 
 def scatter(values: pa.Array, indices: np.ndarray, n: int) -> pa.Array:

@@ -347,7 +347,7 @@ def _to_arrow(e: X.Expr, fields: Mapping[str, T.StructField]) -> pc.Expression:
         return _to_arrow(ref, fields).isin(pa.array(values, t))
     ops = {"=": "__eq__", "!=": "__ne__", "<": "__lt__", "<=": "__le__", ">": "__gt__", ">=": "__ge__"}
     method = getattr(_to_arrow(e.args[0], fields), ops[e.name])
-    return method(_to_arrow(e.args[1], fields))  # type: ignore[no-any-return]
+    return method(_to_arrow(e.args[1], fields))
 
 
 def from_arrow(expression: pc.Expression, fields: Sequence[T.StructField]) -> Source:

@@ -70,7 +70,7 @@ def _monotone(e: X.Expr, src: X.Field) -> bool:
         return True
     if isinstance(e, X.Cast):
         inner = e.operand.type
-        return e.to in (T.DATE, T.TIMESTAMP, T.TIMESTAMP_NTZ) and T.is_datetime(inner) and _monotone(e.operand, src)  # type: ignore[arg-type]
+        return e.to in (T.DATE, T.TIMESTAMP, T.TIMESTAMP_NTZ) and T.is_datetime(inner) and _monotone(e.operand, src)
     if not isinstance(e, X.Call) or e.name not in _MONOTONE_CALLS:
         return False
     args = e.args

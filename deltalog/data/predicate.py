@@ -176,7 +176,7 @@ def implied(e: X.Expr) -> pc.Expression | None:
             return None
         out = parts[0]
         for p in parts[1:]:
-            out = out | p  # type: ignore[operator]
+            out = out | p
         return out
     if isinstance(e, X.Call) and e.name in ("is_null", "is_not_null"):
         column = _top(e.args[0])
@@ -197,7 +197,7 @@ def implied(e: X.Expr) -> pc.Expression | None:
     if found is None:
         return None
     column, op, literal = found
-    return getattr(pc.field(column.path[0]), _ARROW[op])(pc.scalar(_scalar(literal)))  # type: ignore[no-any-return]
+    return getattr(pc.field(column.path[0]), _ARROW[op])(pc.scalar(_scalar(literal)))
 
 
 def _condition_of(e: X.Expr) -> Condition | None:
@@ -205,18 +205,17 @@ def _condition_of(e: X.Expr) -> Condition | None:
     if found is not None:
         column, op, literal = found
         return Condition(column.path[0], op, (X.python_value(literal.value, literal.type),))
-    if isinstance(e, X.Call) and e.name == "is_null" and _top(e.args[0]) is not None:
-        column = _top(e.args[0])
-        assert column is not None
-        return Condition(column.path[0], "=", (None,))
+    if isinstance(e, X.Call) and e.name == "is_null":
+        nulls = _top(e.args[0])
+        return Condition(nulls.path[0], "=", (None,)) if nulls is not None else None
     if isinstance(e, X.Call) and e.name == "in":
-        column = _top(e.args[0])
-        if column is None or column.type in _FLOATS:
+        member = _top(e.args[0])
+        if member is None or member.type in _FLOATS:
             return None
-        if not all(isinstance(i, X.Literal) and i.type == column.type for i in e.args[1:]):
+        if not all(isinstance(i, X.Literal) and i.type == member.type for i in e.args[1:]):
             return None
         values = tuple(X.python_value(i.value, i.type) for i in e.args[1:] if isinstance(i, X.Literal))
-        return Condition(column.path[0], "in", values)
+        return Condition(member.path[0], "in", values)
     if isinstance(e, X.Call) and e.name == "or":
         parts = [_condition_of(a) for a in e.args]
         if any(p is None for p in parts):

@@ -44,10 +44,12 @@ _EXTRACT = {
 
 @functools.cache
 def _dialect() -> Any:
-    from sqlglot.dialects.spark import Spark
+    from sqlglot.dialects import spark
 
-    class DeltaSpark(Spark):  # type: ignore[misc]
-        class Parser(Spark.Parser):  # type: ignore[misc]
+    base: Any = spark.Spark
+
+    class DeltaSpark(base):  # type: ignore[misc]
+        class Parser(base.Parser):  # type: ignore[misc]
             FUNCTIONS: ClassVar[dict[str, Any]] = {}  # every call kept as written: the binder knows Spark's
 
     return DeltaSpark
@@ -345,7 +347,7 @@ class _Converter:
                 and operand.type == T.STRING
                 and self.typed_literal_syntax(operand)
             )
-            if typed:
+            if typed and isinstance(operand, X.Literal):
                 self.check_typed_literal(node, str(operand.value), to)
             return folded if folded is not None else X.Cast(operand, to, lenient, at=at, typed_literal=typed)
         if isinstance(node, exp.Neg):
@@ -395,24 +397,24 @@ class _Converter:
         if isinstance(node, exp.RegexpLike):
             return X.Call("rlike", (self.convert(node.this), self.convert(node.expression)), at=at, written="RLIKE")
         if isinstance(node, exp.Case):
-            operand = self.convert(node.this) if node.this is not None else None
+            subject = self.convert(node.this) if node.this is not None else None
             branches = []
             for branch in node.args.get("ifs") or []:
-                cond = self.convert(branch.this)
-                if operand is not None:
-                    cond = X.Call("=", (operand, cond), at=self.at(branch))
+                cond: X.Expr = self.convert(branch.this)
+                if subject is not None:
+                    cond = X.Call("=", (subject, cond), at=self.at(branch))
                 branches.append((cond, self.convert(branch.args["true"])))
             default = node.args.get("default")
             return X.Case(tuple(branches), self.convert(default) if default is not None else None, at=at)
         if isinstance(node, exp.If):
             false = node.args.get("false")
-            args = (self.convert(node.this), self.convert(node.args["true"]))
-            return X.Call("if", (*args, self.convert(false) if false is not None else X.NULL), at=at, written="if")
+            pair = (self.convert(node.this), self.convert(node.args["true"]))
+            return X.Call("if", (*pair, self.convert(false) if false is not None else X.NULL), at=at, written="if")
         if isinstance(node, exp.Concat):
-            parts = self.args(node.expressions)
-            if all(isinstance(p, X.Literal) and p.type == T.STRING for p in parts):  # 'a' 'b': one literal
-                return X.Literal("".join(str(p.value) for p in parts if isinstance(p, X.Literal)), T.STRING, at)
-            return X.Call("concat", parts, at=at)
+            pieces = self.args(node.expressions)
+            if all(isinstance(p, X.Literal) and p.type == T.STRING for p in pieces):  # 'a' 'b': one literal
+                return X.Literal("".join(str(p.value) for p in pieces if isinstance(p, X.Literal)), T.STRING, at)
+            return X.Call("concat", pieces, at=at)
         if isinstance(node, exp.DPipe):
             return X.Call("concat", (self.convert(node.this), self.convert(node.expression)), at=at, written="||")
         if isinstance(node, exp.Bracket):
@@ -420,8 +422,8 @@ class _Converter:
                 raise self.unsupported(node)
             return X.Call("subscript", (self.convert(node.this), self.convert(node.expressions[0])), at=at)
         if isinstance(node, exp.Substring):
-            args = [node.this, node.args.get("start"), node.args.get("length")]
-            return X.Call("substring", self.args([a for a in args if a is not None]), at=at, written="substring")
+            given = [node.this, node.args.get("start"), node.args.get("length")]
+            return X.Call("substring", self.args([a for a in given if a is not None]), at=at, written="substring")
         if isinstance(node, exp.Trim):
             position = str(node.args.get("position") or "BOTH").upper()
             name = {"BOTH": "trim", "LEADING": "ltrim", "TRAILING": "rtrim"}.get(position)

@@ -111,8 +111,13 @@ YEAR_MONTH = Atomic("interval_year_month")
 
 #: integral types by width, narrowest first, and the decimal each converts to exactly (Spark's DecimalType.forType)
 INTEGRAL = (BYTE, SHORT, INT, LONG)
-INTEGRAL_DECIMAL = {BYTE: Decimal(3, 0), SHORT: Decimal(5, 0), INT: Decimal(10, 0), LONG: Decimal(20, 0)}
-INTEGRAL_BITS = {BYTE: 8, SHORT: 16, INT: 32, LONG: 64}
+INTEGRAL_DECIMAL: dict[DataType, Decimal] = {
+    BYTE: Decimal(3, 0),
+    SHORT: Decimal(5, 0),
+    INT: Decimal(10, 0),
+    LONG: Decimal(20, 0),
+}
+INTEGRAL_BITS: dict[DataType | None, int] = {BYTE: 8, SHORT: 16, INT: 32, LONG: 64}
 MAX_PRECISION = 38
 _DECIMAL = re.compile(r"decimal\(\s*(\d+)\s*,\s*(-?\d+)\s*\)")
 _ATOMIC_NAMES = {
@@ -121,23 +126,23 @@ _ATOMIC_NAMES = {
 }  # fmt: skip
 
 
-def is_integral(t: DataType) -> bool:
+def is_integral(t: DataType | None) -> bool:
     return t in INTEGRAL
 
 
-def is_fractional(t: DataType) -> bool:
+def is_fractional(t: DataType | None) -> bool:
     return t in (FLOAT, DOUBLE)
 
 
-def is_numeric(t: DataType) -> bool:
+def is_numeric(t: DataType | None) -> bool:
     return is_integral(t) or is_fractional(t) or isinstance(t, Decimal)
 
 
-def is_datetime(t: DataType) -> bool:
+def is_datetime(t: DataType | None) -> bool:
     return t in (DATE, TIMESTAMP, TIMESTAMP_NTZ)
 
 
-def is_atomic(t: DataType) -> bool:
+def is_atomic(t: DataType | None) -> bool:
     return isinstance(t, (Atomic, Decimal))
 
 
@@ -145,7 +150,7 @@ def as_decimal(t: DataType) -> Decimal | None:
     """The decimal type holding every value of ``t`` exactly (integral or decimal types), else None."""
     if isinstance(t, Decimal):
         return t
-    return INTEGRAL_DECIMAL.get(t) if isinstance(t, Atomic) else None
+    return INTEGRAL_DECIMAL.get(t)
 
 
 def bounded_decimal(precision: int, scale: int) -> Decimal:
