@@ -282,7 +282,7 @@ class Snapshot:
 
         chosen = self.row_filter(where)
         if chosen.partition is None:
-            return pa.repeat(pa.scalar(True), table.num_rows)  # type: ignore[attr-defined,no-any-return]
+            return pa.repeat(pa.scalar(True), table.num_rows)
         return partition_mask(
             table, chosen.partition, self.schema_json, self.physical_names, chosen.session_time_zone, strict
         )
