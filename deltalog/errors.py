@@ -134,14 +134,54 @@ class UnsupportedFeatureError(ProtocolError):
 
 
 class UnsupportedExpressionError(UnsupportedFeatureError):
-    """A table's SQL expression (CHECK constraint, invariant, generation or default expression) lies outside the
-    subset deltalog evaluates, so a write refuses rather than check it in another dialect or not at all.
-    ``constraint`` names the rule and ``expression`` is its text."""
+    """A SQL expression uses something deltalog does not evaluate (a function, a syntax, a type combination
+    whose Spark meaning it does not reproduce): refused by name, never evaluated with another meaning. For a
+    table's rule (CHECK constraint, invariant, generation or default expression) ``constraint`` names it, and
+    a write refuses rather than check it in another dialect or not at all. ``expression`` is the text,
+    ``function`` the function or syntax refused and ``position`` where it starts in the text (0-based)."""
 
-    def __init__(self, message: str, *, constraint: str, expression: str, feature: str | None = None) -> None:
+    def __init__(
+        self,
+        message: str,
+        *,
+        expression: str,
+        constraint: str | None = None,
+        feature: str | None = None,
+        function: str | None = None,
+        position: int | None = None,
+    ) -> None:
         super().__init__(message, feature=feature)
         self.constraint = constraint
         self.expression = expression
+        self.function = function
+        self.position = position
+
+
+class InvalidExpressionError(InvalidArgumentError):
+    """An expression that cannot mean anything here, found when it is parsed or bound, before any row is read
+    or written: text that does not parse, an unknown or ambiguous column, a type Spark's analyzer rejects.
+    ``expression`` is the text, ``position`` where the fault starts (0-based), ``column`` the column named."""
+
+    def __init__(
+        self, message: str, *, expression: str, position: int | None = None, column: str | None = None
+    ) -> None:
+        super().__init__(message)
+        self.expression = expression
+        self.position = position
+        self.column = column
+
+
+class ExpressionValueError(InvalidArgumentError):
+    """A value an expression cannot take under Spark's ANSI rules, found while rows are evaluated and before
+    anything is committed: a malformed string cast (``'a' + 1``), an overflow, a division by zero, an index
+    out of range. ``error_class`` is Spark's name for it (``CAST_INVALID_INPUT``, ``DIVIDE_BY_ZERO``,
+    ``ARITHMETIC_OVERFLOW``...), ``value`` the offending value when there is one."""
+
+    def __init__(self, message: str, *, error_class: str, expression: str | None = None, value: object = None) -> None:
+        super().__init__(message)
+        self.error_class = error_class
+        self.expression = expression
+        self.value = value
 
 
 class CorruptLogError(ProtocolError):
@@ -304,9 +344,11 @@ __all__ = [
     "CorruptDataError",
     "CorruptLogError",
     "DeltaLogError",
+    "ExpressionValueError",
     "FileAlreadyExistsError",
     "InvalidArgumentError",
     "InvalidCommitError",
+    "InvalidExpressionError",
     "MaxCommitAttemptsError",
     "MetadataChangedError",
     "NotFoundError",

@@ -440,13 +440,13 @@ class DeltaLog:
     def __repr__(self) -> str:
         return f"DeltaLog({self.location!r})"
 
-    def delete(self, predicate: Any = None) -> CommitResult:
-        """Delete the rows matching ``predicate`` (a pyarrow Expression, SQL text or a ``where`` mapping; None:
-        every row) as one commit: deletion vectors where the table enables them, else rewritten files. See
-        :func:`deltalog.dml.delete.delete`."""
+    def delete(self, predicate: Any = None, *, session_time_zone: str | None = None) -> CommitResult:
+        """Delete the rows matching ``predicate`` (Spark SQL text, a pyarrow Expression, DNF tuples or a mapping;
+        None: every row) as one commit: deletion vectors where the table enables them, else rewritten files. SQL
+        reads timestamps in ``session_time_zone`` (UTC by default). See :func:`deltalog.dml.delete.delete`."""
         from deltalog.dml.delete import delete
 
-        return delete(self.start_transaction, predicate)
+        return delete(self.start_transaction, predicate, session_time_zone=session_time_zone)
 
 
 __all__ = ["DeltaLog", "Timestamp"]

@@ -1,8 +1,8 @@
 """``deltalog scan TABLE``: the table's live rows, as a reader of the table sees them.
 
 Registered on the main group by :mod:`deltalog.cli.main`. The rows come from :meth:`deltalog.Snapshot.scan`
-(deletion vectors applied, column mapping resolved, partition values typed); ``--where`` takes Spark SQL in
-the subset :mod:`deltalog.data.sql` parses and evaluates it with Spark's semantics, files being pruned and
+(deletion vectors applied, column mapping resolved, partition values typed); ``--where`` takes
+Spark SQL (:mod:`deltalog.expr`), evaluated with Spark's ANSI semantics, files being pruned and
 skipped first by what it implies (:mod:`deltalog.data.predicate`). ``--limit N`` stops reading after N rows.
 
 CSV is written as the rows come (any table size); the table and JSON formats hold the rows they print, so

@@ -51,7 +51,11 @@ class BatchPreparer:
     def __init__(self, target: WriteTarget, *, rules_checked: bool = False, change_data: bool = False) -> None:
         conf = target.configuration
         self.plans = plan_schema(target.schema, target.column_mapped)
-        self.rules = () if rules_checked or change_data else table_rules(target.schema, conf, self.plans)
+        self.rules = (
+            ()
+            if rules_checked or change_data
+            else table_rules(target.schema, conf, self.plans, target.session_time_zone)
+        )
         by_name = {p.name: p for p in self.plans}
         unknown = [c for c in target.partition_columns if c not in by_name]
         if unknown:

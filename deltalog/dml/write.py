@@ -123,8 +123,10 @@ def _precheck(store: LogStore, target: WriteTarget, schema: pa.Schema) -> None:
 
 
 # ---------------------------------------------------------------------------------------------- replace_where
-def _partition_only(where: Any, snap: Snapshot) -> bool:
-    return isinstance(where, Mapping) and bool(where) and all(k in snap.partition_columns for k in where)
+def _partition_only(where: RowFilter) -> bool:
+    """Whether ``where`` decides whole files: it reads partition columns only (an Expression pyarrow evaluates
+    must be read back as a tree first)."""
+    return where.exact_partition and where.partition is not None and (where.arrow is None or where.tree is not None)
 
 
 def _matching_names(batch: pa.RecordBatch, snap: Snapshot) -> pa.RecordBatch:
@@ -148,12 +150,12 @@ def _check_rows(batch: pa.RecordBatch, where: RowFilter, snap: Snapshot, seen: i
     )
 
 
-def _whole_files(txn: Transaction, snap: Snapshot, where: Mapping[str, Any] | None, now_ms: int) -> Removal:
+def _whole_files(txn: Transaction, snap: Snapshot, where: RowFilter | None, now_ms: int) -> Removal:
     """Removes of every live file, or of the files of the partitions ``where`` selects, read as an overwrite
     reads them (a concurrent append into those partitions is a conflict)."""
     txn.read(where)
     removal = Removal()
-    for add in snap.add_actions(where):
+    for add in snap.add_actions(where, exact=True):
         removal.actions.append(add.remove(now_ms, True))
         removal.touched.append(add)
         removal.removed_files += 1
@@ -162,16 +164,21 @@ def _whole_files(txn: Transaction, snap: Snapshot, where: Mapping[str, Any] | No
 
 
 def _replace(
-    log: DeltaLog, txn: Transaction, snap: Snapshot, where: Any, rewriter_for: Any, now_ms: int
+    log: DeltaLog,
+    txn: Transaction,
+    snap: Snapshot,
+    where: Any,
+    rewriter_for: Any,
+    now_ms: int,
+    tz: str | None = None,
 ) -> tuple[Removal, RowFilter | None, Rewriter]:
     """What an overwrite removes (every file, the files of matching partitions, or the matching rows by
     deletion vectors or rewrites) and the writer its new rows go through."""
     check_removable(snap, "an overwrite")
-    if where is None or _partition_only(where, snap):
-        chosen = None if where is None else row_filter(where, snap.schema_json, snap.partition_columns)
-        return _whole_files(txn, snap, where, now_ms), chosen, rewriter_for(False)
-    chosen = row_filter(where, snap.schema_json, snap.partition_columns)
-    txn.read(chosen.where)
+    chosen = None if where is None else row_filter(where, snap.schema_json, snap.partition_columns, tz)
+    if chosen is None or _partition_only(chosen):
+        return _whole_files(txn, snap, chosen, now_ms), chosen, rewriter_for(False)
+    txn.read(chosen)
     matches = find_matches(log.store, list(snap.add_actions()), describe(snap), chosen)
     if deletion_vectors.new_dvs_allowed(snap.protocol, snap.configuration):
         return with_deletion_vectors(log.store, matches.files, now_ms), chosen, rewriter_for(False)
@@ -217,16 +224,20 @@ def write(
     storage_options: dict[str, Any] | None = None,
     *,
     configuration: Mapping[str, str] | None = None,
+    session_time_zone: str | None = None,
 ) -> CommitResult:
     """Write ``data`` (Arrow: a Table, batches, a reader, a Dataset, or anything with ``__arrow_c_stream__``) to
     the Delta table at ``table_uri`` (a path, URI or :class:`DeltaLog`) as one commit.
 
-    ``mode``: ``append``; ``overwrite`` (the whole table, or with ``replace_where``, a ``where`` mapping, a
-    pyarrow Expression or SQL text, only the rows it matches); ``error`` (refuse an existing table); ``ignore``
-    (write nothing to an existing table). A missing table is created from the data's schema, ``partition_by``
-    and ``configuration``. ``app_id``/``app_version`` make the write exactly once. ``schema_mode="merge"``
-    adds the data's new columns. ``target_file_size`` (bytes) rolls files, else ``delta.targetFileSize`` or
-    100 MiB. The result's ``version`` is None (``skipped``) when nothing was committed.
+    ``mode``: ``append``; ``overwrite`` (the whole table, or with ``replace_where``, any filter form: Spark SQL
+    text, a pyarrow Expression, DNF tuples or a mapping, only the rows it matches); ``error`` (refuse an
+    existing table); ``ignore`` (write nothing to an existing table). A missing table is created from the
+    data's schema, ``partition_by`` and ``configuration``. ``app_id``/``app_version`` make the write exactly
+    once. ``schema_mode="merge"`` adds the data's new columns. ``target_file_size`` (bytes) rolls files, else
+    ``delta.targetFileSize`` or 100 MiB. ``session_time_zone`` is the zone Spark SQL's timestamp functions use
+    in the table's rules (generated columns such as ``CAST(ts AS DATE)``) and in ``replace_where`` text; UTC
+    by default. The
+    result's ``version`` is None (``skipped``) when nothing was committed.
     """
     _check_arguments(mode, replace_where, app_id, app_version, schema_mode)
     parts = [partition_by] if isinstance(partition_by, str) else (list(partition_by) if partition_by else None)
@@ -250,7 +261,7 @@ def write(
     except BaseException:
         txn.abort()
         raise
-    return _write(log, txn, schema, stream, mode, merged, replace_where, target_file_size)
+    return _write(log, txn, schema, stream, mode, merged, replace_where, target_file_size, session_time_zone)
 
 
 def _write(
@@ -262,9 +273,10 @@ def _write(
     merged: A.Metadata | None,
     replace_where: Any,
     target_file_size: int | None,
+    session_time_zone: str | None = None,
 ) -> CommitResult:
     snap = txn.snapshot
-    target = target_of(snap)
+    target = dataclasses.replace(target_of(snap), session_time_zone=session_time_zone)
     if merged is not None:
         assert merged.schema_string is not None, "merged_metadata writes the merged schema"
         target = dataclasses.replace(target, schema=orjson.loads(merged.schema_string))
@@ -281,7 +293,7 @@ def _write(
         rules.check_up_front(snap, log.location, sorted(operations))
         _precheck(log.store, target, schema)
         if overwrite:
-            removal, where, rewriter = _replace(log, txn, snap, replace_where, rewriter_for, now)
+            removal, where, rewriter = _replace(log, txn, snap, replace_where, rewriter_for, now, session_time_zone)
             operations |= removal.operations
             rules.check_up_front(snap, log.location, sorted(operations))
         else:

@@ -136,7 +136,7 @@ class Transaction:
         """The intent :meth:`declare_intent` published, until commit or abort releases it (then stopped)."""
         return self._declared
 
-    def read(self, where: Mapping[str, Any] | None = None) -> pa.Table:
+    def read(self, where: Any = None) -> pa.Table:
         """The live files matching ``where`` (all files without it), recorded as read.
 
         Both the predicate and the matched files enter the read set, as Delta Spark's ``filterFiles`` does:
@@ -145,8 +145,11 @@ class Transaction:
         ``trackReadPredicates`` does, they are left out of the recorded predicate and the partition conditions
         kept (a read by data columns only is thus a read of every partition).
         """
-        files = self.snapshot.files(where=where)  # validates columns and values
-        self._reads.add_predicate(where, self._snapshot)
+        chosen = (
+            None if where is None or (isinstance(where, Mapping) and not where) else self.snapshot.row_filter(where)
+        )
+        files = self.snapshot.files(where=chosen)  # validates columns and values
+        self._reads.add_predicate(chosen.conditions() if chosen is not None else None, self._snapshot)
         self._reads.add_files(files.column("path").to_pylist())
         return files
 
@@ -164,7 +167,7 @@ class Transaction:
     # ------------------------------------------------------------------------------------------ intents
     def declare_intent(
         self,
-        where: Mapping[str, Any] | None = None,
+        where: Any = None,
         files: Iterable[str] | None = None,
         *,
         heartbeat_s: float = 10.0,
@@ -218,7 +221,7 @@ class Transaction:
         """Add actions to this transaction; several staged operations commit as one version."""
         self._staged.extend(actions)
 
-    def remove_where(self, where: Mapping[str, Any] | None = None, data_change: bool = True) -> list[A.Remove]:
+    def remove_where(self, where: Any = None, data_change: bool = True) -> list[A.Remove]:
         """Stage removes of the live files matching ``where`` (all without it), and record the read.
 
         A delete reads what it deletes: a concurrent append into the same partitions is a conflict. Only
@@ -227,15 +230,16 @@ class Transaction:
         """
         snap = self.snapshot
         partition = set(snap.partition_columns)
-        data_columns = sorted(k for k in (where or {}) if k not in partition)
-        if data_columns:
+        chosen = None if where is None or (isinstance(where, Mapping) and not where) else snap.row_filter(where)
+        data_columns = sorted(c for c in (chosen.columns if chosen is not None else ()) if c not in partition)
+        if data_columns or (chosen is not None and chosen.tree is None):
             raise InvalidArgumentError(
-                f"remove_where can only select by partition columns {sorted(partition)}, not {data_columns}: "
-                "the log knows files, not rows"
+                f"remove_where can only select by partition columns {sorted(partition)}, not "
+                f"{data_columns or 'an Expression it cannot read'}: the log knows files, not rows"
             )
-        self.read(where)
+        self.read(chosen)
         now = self._context.now_ms()
-        removes = [a.remove(now, data_change) for a in snap.add_actions(where)]
+        removes = [a.remove(now, data_change) for a in snap.add_actions(chosen, exact=True)]
         self._staged.extend(removes)
         return removes
 

@@ -38,6 +38,7 @@ NOT_ON_IMPORT = (
     "pyspark",
     "hypothesis",
     "pandas",
+    "sqlglot",  # parsed on the first SQL expression, not on import (about half a second)
 )
 
 
