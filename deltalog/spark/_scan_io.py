@@ -11,7 +11,7 @@ table is read through fsspec without any Hadoop connector on the cluster.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
 import orjson
@@ -71,12 +71,20 @@ def read_files(
     to the driver typed (:func:`deltalog.spark._files.carry_error`)."""
     store = store_for(root, dict(storage_options) if storage_options else None)
     spec = read_schema(schema, partition_columns, column_mapping, columns)
+    return each_row(batches, lambda row: read_batches(store, spec, _data_file(row)))
+
+
+def each_row(
+    batches: Iterator[pa.RecordBatch], read: Callable[[Mapping[str, Any]], Iterator[pa.RecordBatch]]
+) -> Iterator[pa.RecordBatch]:
+    """The batches ``read`` gives for each row of a task's input, in order; a deltalog error (a missing or
+    corrupt file) is carried to the driver typed (:func:`deltalog.spark._files.carry_error`)."""
     try:
         for batch in batches:
             for row in batch.to_pylist():
-                yield from read_batches(store, spec, _data_file(row))
+                yield from read(row)
     except DeltaLogError as exc:
         raise carry_error(exc) from exc
 
 
-__all__ = ["FILES_DDL", "FILES_SCHEMA", "file_row", "read_files"]
+__all__ = ["FILES_DDL", "FILES_SCHEMA", "each_row", "file_row", "read_files"]
