@@ -145,9 +145,11 @@ def _kept(deleted: np.ndarray, start: int, n: int) -> pa.Array | None:
     return bool_array(keep)
 
 
-def _chosen(rows: np.ndarray, start: int, n: int) -> pa.Array:
-    """The keep-mask of rows ``[start, start + n)`` when only ``rows`` are read."""
+def _chosen(rows: np.ndarray, start: int, n: int) -> pa.Array | None:
+    """The keep-mask of rows ``[start, start + n)`` when only ``rows`` are read; None when none of them is."""
     lo, hi = np.searchsorted(rows, [start, start + n])
+    if lo == hi:
+        return None
     keep = np.zeros(n, dtype=bool)
     keep[rows[lo:hi] - start] = True
     return bool_array(keep)
@@ -201,15 +203,20 @@ def read_batches(
             for batch in parquet.iter_batches(batch_size=batch_rows, columns=names if by_name else None):
                 n = batch.num_rows
                 if rows is not None:
-                    keep: pa.Array | None = _chosen(rows, start, n)
+                    keep = _chosen(rows, start, n)
+                    start += n
+                    if keep is None:
+                        continue
                 else:
                     keep = None if deleted is None else _kept(deleted, start, n)
-                start += n
+                    start += n
+                # filtered once in the table's types: pyarrow cannot filter some of a file's (string_view)
+                out = _assemble(spec, batch, found, position, partitions, source)
                 if keep is not None:
-                    batch = batch.filter(keep)
-                if batch.num_rows == 0:
+                    out = out.filter(keep)
+                if out.num_rows == 0:
                     continue
-                yield _assemble(spec, batch, found, position, partitions, source)
+                yield out
 
 
 def _check_rows(file: DataFile, deleted: np.ndarray | None, rows: int, source: str) -> None:
