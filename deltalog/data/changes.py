@@ -12,8 +12,10 @@ A filter works as it does in a scan (one place for it: :class:`ChangeFilter`): f
 values and statistics through the scan's :class:`~deltalog.data.skipping.FilterPlan`, and rows that survive are
 filtered. It may name the three change columns too, which prune nothing but filter rows.
 
-Files are read ``workers`` at a time and their batches handed out in order (:func:`deltalog.data.parallel.
-ordered`): versions in order, a version's files in its actions' order, with memory bounded by the queue.
+Files are read in groups (consecutive files of one version, small files' rows joined into full batches) ``workers``
+groups at a time, and the batches handed out in order (:func:`deltalog.data.parallel.ordered`): versions in
+order, a version's files in its actions' order, with memory bounded by the queue. A table of many small commits
+would otherwise pay a thread hand-over per file.
 """
 
 from __future__ import annotations
@@ -39,13 +41,17 @@ from deltalog.core.change_feed import (
 from deltalog.core.schema import top_level_fields
 from deltalog.data.dv import read_deletion_vector
 from deltalog.data.parallel import ordered
-from deltalog.data.read import DataFile, ReadSchema, read_batches, read_schema
+from deltalog.data.read import BATCH_ROWS, DataFile, ReadSchema, read_batches, read_schema
 from deltalog.data.skipping import Candidate, FilterPlan
 from deltalog.errors import InvalidArgumentError
 from deltalog.storage.base import LogStore
 
-#: batches each in-flight file may have waiting for the consumer
+#: batches each in-flight group of files may have waiting for the consumer
 QUEUE_DEPTH = 2
+#: a version's files are read in groups of consecutive files, one group per task: at most this many files ...
+GROUP_FILES = 16
+#: ... or bytes (one larger file makes a group of its own)
+GROUP_BYTES = 16 << 20
 
 _CHANGE_TYPE_FIELD = {"name": CHANGE_TYPE, "type": "string", "nullable": True, "metadata": {}}
 
@@ -162,6 +168,51 @@ def read_change_file(
         yield pa.RecordBatch.from_arrays([arrays[n] for n in names], schema=spec.schema)
 
 
+def _groups(files: Sequence[ChangeFile]) -> list[list[ChangeFile]]:
+    """Consecutive files in groups of at most :data:`GROUP_FILES` files or :data:`GROUP_BYTES` bytes."""
+    out: list[list[ChangeFile]] = []
+    group: list[ChangeFile] = []
+    size = 0
+    for f in files:
+        if group and (len(group) >= GROUP_FILES or size + (f.size or 0) > GROUP_BYTES):
+            out.append(group)
+            group, size = [], 0
+        group.append(f)
+        size += f.size or 0
+    if group:
+        out.append(group)
+    return out
+
+
+def _joined(batches: list[pa.RecordBatch]) -> pa.RecordBatch:
+    if len(batches) == 1:
+        return batches[0]
+    return pa.Table.from_batches(batches).combine_chunks().to_batches()[0]
+
+
+def _read_group(
+    store: LogStore,
+    spec: ChangeSchema,
+    files: Sequence[ChangeFile],
+    version: int,
+    timestamp: int,
+    filter: ChangeFilter | None,
+) -> Iterator[pa.RecordBatch]:
+    """The change rows of a group of one version's files, small files' rows joined into batches of up to
+    :data:`~deltalog.data.read.BATCH_ROWS` rows (one hand-over to the consumer each, not one per file)."""
+    pending: list[pa.RecordBatch] = []
+    rows = 0
+    for file in files:
+        for batch in read_change_file(store, spec, file, version, timestamp, filter):
+            if rows and rows + batch.num_rows > BATCH_ROWS:
+                yield _joined(pending)
+                pending, rows = [], 0
+            pending.append(batch)
+            rows += batch.num_rows
+    if pending:
+        yield _joined(pending)
+
+
 def read_changes(
     store: LogStore,
     spec: ChangeSchema,
@@ -170,17 +221,21 @@ def read_changes(
     workers: int | None = None,
 ) -> pa.RecordBatchReader:
     """The change rows of ``versions`` (in order) as one stream in ``spec.schema``: files pruned by ``filter``,
-    read ``workers`` at a time, batches handed out in version and file order."""
+    read in groups ``workers`` at a time, batches handed out in version and file order (a batch never holds
+    two versions' rows)."""
     producers = []
     for v in versions:
         files = list(v.files) if filter is None else filter.surviving(list(v.files))
         producers += [
-            functools.partial(read_change_file, store, spec, f, v.version, v.timestamp, filter) for f in files
+            functools.partial(_read_group, store, spec, group, v.version, v.timestamp, filter)
+            for group in _groups(files)
         ]
     return pa.RecordBatchReader.from_batches(spec.schema, ordered(producers, workers, QUEUE_DEPTH))
 
 
 __all__ = [
+    "GROUP_BYTES",
+    "GROUP_FILES",
     "QUEUE_DEPTH",
     "ChangeFilter",
     "ChangeSchema",
