@@ -1,6 +1,7 @@
 """``python -m benchmarks --data --quick`` works end to end: issue 15's data-plane cases (write, selective and
-full scans, a delete with deletion vectors, the change data feed) with deltalog and deltalake on small tables, the engines agreeing on
-the rows, and the selective scan opening no more files than deltalake. Times are never asserted.
+full scans, a delete with deletion vectors, the change data feed) with deltalog and deltalake on small tables,
+the engines agreeing on the rows, and the selective scan opening no more files than deltalake. Times are never
+asserted.
 """
 
 from __future__ import annotations
