@@ -383,7 +383,8 @@ class DeltaLog:
         from deltalog.dml.changes import Bounds, plan_changes
 
         bounds = Bounds(starting_version, ending_version, starting_timestamp, ending_timestamp, allow_out_of_range)
-        return plan_changes(self.context, self.snapshot(), bounds, columns, filter).read(self.context)
+        latest = self._refresh(lazy=True)  # its schema and properties; never its file list
+        return plan_changes(self.context, latest, bounds, columns, filter).read(self.context)
 
     def new_files(
         self, since_version: int, until_version: int | None = None, *, skip_change_commits: bool = False
@@ -394,8 +395,9 @@ class DeltaLog:
         is skipped whole with ``skip_change_commits`` (Delta Spark's streaming source option)."""
         from deltalog.dml.changes import plan_new_files
 
+        latest = self._refresh(lazy=True)  # its schema and properties; never its file list
         plan = plan_new_files(
-            self.context, self.snapshot(), since_version, until_version, skip_change_commits=skip_change_commits
+            self.context, latest, since_version, until_version, skip_change_commits=skip_change_commits
         )
         return plan.read(self.context)
 
