@@ -12,10 +12,10 @@ A filter works as it does in a scan (one place for it: :class:`ChangeFilter`): f
 values and statistics through the scan's :class:`~deltalog.data.skipping.FilterPlan`, and rows that survive are
 filtered. It may name the three change columns too, which prune nothing but filter rows.
 
-Files are read in groups (consecutive files of one version, small files' rows joined into full batches) ``workers``
-groups at a time, and the batches handed out in order (:func:`deltalog.data.parallel.ordered`): versions in
-order, a version's files in its actions' order, with memory bounded by the queue. A table of many small commits
-would otherwise pay a thread hand-over per file.
+Files are read in groups (consecutive files of one version, their batches handed over in runs of up to a full
+batch's rows) ``workers`` groups at a time, and the batches handed out in order
+(:func:`deltalog.data.parallel.ordered`): versions in order, a version's files in its actions' order, with memory
+bounded by the queue. A table of many small commits would otherwise pay a thread hand-over per file.
 """
 
 from __future__ import annotations
@@ -184,12 +184,6 @@ def _groups(files: Sequence[ChangeFile]) -> list[list[ChangeFile]]:
     return out
 
 
-def _joined(batches: list[pa.RecordBatch]) -> pa.RecordBatch:
-    if len(batches) == 1:
-        return batches[0]
-    return pa.Table.from_batches(batches).combine_chunks().to_batches()[0]
-
-
 def _read_group(
     store: LogStore,
     spec: ChangeSchema,
@@ -197,20 +191,25 @@ def _read_group(
     version: int,
     timestamp: int,
     filter: ChangeFilter | None,
-) -> Iterator[pa.RecordBatch]:
-    """The change rows of a group of one version's files, small files' rows joined into batches of up to
-    :data:`~deltalog.data.read.BATCH_ROWS` rows (one hand-over to the consumer each, not one per file)."""
+) -> Iterator[list[pa.RecordBatch]]:
+    """The change rows of a group of one version's files, in runs of batches holding up to
+    :data:`~deltalog.data.read.BATCH_ROWS` rows: one hand-over to the consumer per run, not per file."""
     pending: list[pa.RecordBatch] = []
     rows = 0
     for file in files:
         for batch in read_change_file(store, spec, file, version, timestamp, filter):
             if rows and rows + batch.num_rows > BATCH_ROWS:
-                yield _joined(pending)
+                yield pending
                 pending, rows = [], 0
             pending.append(batch)
             rows += batch.num_rows
     if pending:
-        yield _joined(pending)
+        yield pending
+
+
+def _flat(runs: Iterator[list[pa.RecordBatch]]) -> Iterator[pa.RecordBatch]:
+    for run in runs:
+        yield from run
 
 
 def read_changes(
@@ -230,7 +229,7 @@ def read_changes(
             functools.partial(_read_group, store, spec, group, v.version, v.timestamp, filter)
             for group in _groups(files)
         ]
-    return pa.RecordBatchReader.from_batches(spec.schema, ordered(producers, workers, QUEUE_DEPTH))
+    return pa.RecordBatchReader.from_batches(spec.schema, _flat(ordered(producers, workers, QUEUE_DEPTH)))
 
 
 __all__ = [
