@@ -92,6 +92,11 @@ def test_appends_rewrites_whole_file_deletes_and_overwrites_read_back_as_their_c
     }
     agreed(root)
     assert ours(root, 3, 4) == lake(root, 3, 4)
+    (change_file,) = [a.path for a in rewrite.actions if isinstance(a, A.Cdc)]
+    (root / change_file).unlink()  # vacuumed
+    with pytest.raises(CorruptDataError, match=change_file.rsplit("/", 1)[-1]) as missing:
+        log.changes(3, 3).read_all()
+    assert missing.value.path == change_file
 
 
 def test_deletion_vector_deletes_read_back_as_the_rows_each_delete_newly_marked(tmp_path: Path) -> None:
