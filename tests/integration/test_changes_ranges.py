@@ -112,6 +112,7 @@ def test_bounds_by_time_resolve_as_time_travel_does_and_rows_carry_its_times(tmp
         log.changes(starting_timestamp=T0 + 40_000, ending_timestamp=T0 + 30_000, allow_out_of_range=True),
     ):
         assert empty.read_all().num_rows == 0
+    assert_everyone_reads(root, log.snapshot().to_arrow())
 
 
 def test_in_commit_timestamps_are_the_rows_times(tmp_path: Path) -> None:
@@ -155,6 +156,7 @@ def test_change_data_feed_must_be_on_over_the_whole_range(tmp_path: Path) -> Non
 def test_versions_log_cleanup_removed_and_vacuumed_files_are_refused_by_name(tmp_path: Path) -> None:
     root = tmp_path / "t"
     log = five_versions(root)
+    assert_everyone_reads(root, log.snapshot().to_arrow())
     log.checkpoint(2)
     for v in (0, 1):
         (root / "_delta_log" / f"{v:020d}.json").unlink()  # what log cleanup leaves: the checkpoint at 2 on
@@ -222,3 +224,4 @@ def test_rows_stream_version_by_version(tmp_path: Path) -> None:
         seen.append(versions.pop())
     assert seen == sorted(seen) and set(seen) == {1, 2, 3, 4}
     assert per_version(DeltaLog.for_table(root).changes().read_all()).keys() == {1, 2, 3, 4}
+    assert_everyone_reads(root, DeltaLog.for_table(root).snapshot().to_arrow())
