@@ -135,23 +135,14 @@ def _parquet_errors(source: str) -> Iterator[None]:
             raise CorruptDataError(f"{source}: not a readable parquet file: {exc}", path=source) from None
 
 
-def _kept(deleted: np.ndarray, start: int, n: int) -> pa.Array | None:
-    """The keep-mask of rows ``[start, start + n)``; None when the DV deletes none of them."""
-    lo, hi = np.searchsorted(deleted, [start, start + n])
+def _mask(marked: np.ndarray, start: int, n: int, keep_marked: bool) -> pa.Array | None:
+    """The keep-mask of rows ``[start, start + n)``: the ``marked`` rows (sorted indexes) kept and the others
+    dropped, or the other way round; None when none of the rows is marked."""
+    lo, hi = np.searchsorted(marked, [start, start + n])
     if lo == hi:
         return None
-    keep = np.ones(n, dtype=bool)
-    keep[deleted[lo:hi] - start] = False
-    return bool_array(keep)
-
-
-def _chosen(rows: np.ndarray, start: int, n: int) -> pa.Array | None:
-    """The keep-mask of rows ``[start, start + n)`` when only ``rows`` are read; None when none of them is."""
-    lo, hi = np.searchsorted(rows, [start, start + n])
-    if lo == hi:
-        return None
-    keep = np.zeros(n, dtype=bool)
-    keep[rows[lo:hi] - start] = True
+    keep = np.full(n, not keep_marked, dtype=bool)
+    keep[marked[lo:hi] - start] = keep_marked
     return bool_array(keep)
 
 
@@ -203,12 +194,12 @@ def read_batches(
             for batch in parquet.iter_batches(batch_size=batch_rows, columns=names if by_name else None):
                 n = batch.num_rows
                 if rows is not None:
-                    keep = _chosen(rows, start, n)
+                    keep = _mask(rows, start, n, keep_marked=True)
                     start += n
                     if keep is None:
                         continue
                 else:
-                    keep = None if deleted is None else _kept(deleted, start, n)
+                    keep = None if deleted is None else _mask(deleted, start, n, keep_marked=False)
                     start += n
                 # filtered once in the table's types: pyarrow cannot filter some of a file's (string_view)
                 out = _assemble(spec, batch, found, position, partitions, source)

@@ -10,7 +10,7 @@ executor that reads the file.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 import orjson
@@ -19,8 +19,7 @@ import pyarrow as pa
 from deltalog.actions import DeletionVector
 from deltalog.core.change_feed import ChangeFile
 from deltalog.data.changes import change_schema, read_change_file
-from deltalog.spark._scan_io import each_row
-from deltalog.storage.uri import store_for
+from deltalog.spark._scan_io import TableTask, each_row
 
 #: one row per file to read, built by the driver
 CHANGES_DDL = (
@@ -67,21 +66,12 @@ def _file(row: Mapping[str, Any]) -> ChangeFile:
     )
 
 
-def read_change_files(
-    batches: Iterator[pa.RecordBatch],
-    *,
-    root: str,
-    storage_options: Mapping[str, Any] | None,
-    schema: Mapping[str, Any],
-    partition_columns: Sequence[str],
-    column_mapping: str,
-    columns: Sequence[str] | None,
-) -> Iterator[pa.RecordBatch]:
-    """``mapInArrow`` body over :data:`CHANGES_DDL` rows: each file's change rows in the table's columns
-    (``columns`` when given) and the three change columns. A deltalog error (a missing data, change or DV file)
-    is carried to the driver typed (:func:`deltalog.spark._files.carry_error`)."""
-    store = store_for(root, dict(storage_options) if storage_options else None)
-    spec = change_schema(schema, partition_columns, column_mapping, columns)
+def read_change_files(batches: Iterator[pa.RecordBatch], task: TableTask) -> Iterator[pa.RecordBatch]:
+    """``mapInArrow`` body over :data:`CHANGES_DDL` rows: each file's change rows in the task's columns and the
+    three change columns. A deltalog error (a missing data, change or DV file) is carried to the driver typed
+    (:func:`deltalog.spark._files.carry_error`)."""
+    store = task.store()
+    spec = change_schema(task.schema, task.partition_columns, task.column_mapping, task.columns)
     return each_row(batches, lambda row: read_change_file(store, spec, _file(row), row["version"], row["timestamp"]))
 
 

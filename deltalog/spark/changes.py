@@ -20,7 +20,7 @@ from deltalog.core.change_feed import CHANGE_COLUMNS, CHANGE_TYPE, COMMIT_TIMEST
 from deltalog.dml.changes import Bounds, plan_changes
 from deltalog.log import DeltaLog, Timestamp
 from deltalog.spark._changes_io import CHANGES_DDL, change_row, read_change_files
-from deltalog.spark.reader import distributed
+from deltalog.spark.reader import distributed, table_task
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -57,16 +57,8 @@ def read_changes(
     spark_types = {CHANGE_TYPE: StringType(), COMMIT_VERSION: LongType(), COMMIT_TIMESTAMP: TimestampType()}
     schema = StructType([table_schema[n] for n in names] + [StructField(n, spark_types[n]) for n in CHANGE_COLUMNS])
     rows = [change_row(f, v.version, v.timestamp) for v in plan.versions for f in v.files]
-    body = functools.partial(
-        read_change_files,
-        root=log.store.root,
-        storage_options=storage_options,
-        schema=latest.schema_json,
-        partition_columns=tuple(latest.partition_columns),
-        column_mapping=latest.column_mapping_mode,
-        columns=names,
-    )
-    return distributed(spark, rows, CHANGES_DDL, body, schema)
+    task = table_task(log, latest, names, storage_options)
+    return distributed(spark, rows, CHANGES_DDL, functools.partial(read_change_files, task=task), schema)
 
 
 __all__ = ["read_changes"]

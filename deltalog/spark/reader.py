@@ -22,7 +22,8 @@ from typing import TYPE_CHECKING, Any
 
 from deltalog.data.scan import TableDescription, live_files
 from deltalog.log import DeltaLog, Timestamp
-from deltalog.spark._scan_io import FILES_DDL, file_row, read_files
+from deltalog.spark._scan_io import FILES_DDL, TableTask, file_row, read_files
+from deltalog.table.snapshot import Snapshot
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -59,16 +60,17 @@ def read(
     table_schema = StructType.fromJson(snap.schema_json)
     schema = StructType([table_schema[n] for n in names])
     rows = [file_row(f.data) for f in live_files(snap.raw_files(stats=True), description)]
-    body = functools.partial(
-        read_files,
-        root=log.store.root,
-        storage_options=storage_options,
-        schema=snap.schema_json,
-        partition_columns=tuple(snap.partition_columns),
-        column_mapping=snap.column_mapping_mode,
-        columns=names,
-    )
-    return distributed(spark, rows, FILES_DDL, body, schema)
+    task = table_task(log, snap, names, storage_options)
+    return distributed(spark, rows, FILES_DDL, functools.partial(read_files, task=task), schema)
+
+
+def table_task(
+    log: DeltaLog, snap: Snapshot, columns: Sequence[str], storage_options: dict[str, Any] | None
+) -> TableTask:
+    """What the executors reading ``snap``'s files need to know, for ``columns``."""
+    mode = snap.column_mapping_mode
+    parts = tuple(snap.partition_columns)
+    return TableTask(log.store.root, storage_options, snap.schema_json, parts, mode, tuple(columns))
 
 
 def distributed(
@@ -83,4 +85,4 @@ def distributed(
     return tasks.mapInArrow(body, schema)
 
 
-__all__ = ["distributed", "read"]
+__all__ = ["distributed", "read", "table_task"]
