@@ -325,6 +325,29 @@ class CheckpointError(DeltaLogError):
     """A checkpoint could not be written or validated."""
 
 
+class ChangeReadError(DeltaLogError):
+    """What changed in a range of versions cannot be read as asked, because of what ``version`` holds."""
+
+    def __init__(self, message: str, *, version: int) -> None:
+        super().__init__(message)
+        self.version = version
+
+
+class ChangeDataNotRecordedError(ChangeReadError):
+    """Change data feed (``delta.enableChangeDataFeed``) was off at ``version``, the first such version of the
+    range: that version recorded no change data, so the range's changes cannot be read."""
+
+
+class IncompatibleSchemaChangeError(ChangeReadError):
+    """The schema at ``version`` cannot be read in the schema the changes are read in: a column renamed or
+    dropped under column mapping, a column's type changed, or made NOT NULL (Delta Spark refuses these too)."""
+
+
+class DataChangedError(ChangeReadError):
+    """``version`` removed or changed rows where only appended rows were asked for (``new_files``); its changes
+    are read with ``changes()``, or such versions skipped with ``skip_change_commits=True``."""
+
+
 class SetupError(DeltaLogError):
     """This machine lacks what the call needs: an optional package, Java for Spark, deltalog on Spark's
     executors. Nothing is wrong with the table; the message says what to install or configure."""
@@ -332,6 +355,8 @@ class SetupError(DeltaLogError):
 
 __all__ = [
     "BulkDeleteError",
+    "ChangeDataNotRecordedError",
+    "ChangeReadError",
     "CheckpointError",
     "CommitNotReachableError",
     "CommitStateUnknownError",
@@ -343,9 +368,11 @@ __all__ = [
     "ConstraintViolationError",
     "CorruptDataError",
     "CorruptLogError",
+    "DataChangedError",
     "DeltaLogError",
     "ExpressionValueError",
     "FileAlreadyExistsError",
+    "IncompatibleSchemaChangeError",
     "InvalidArgumentError",
     "InvalidCommitError",
     "InvalidExpressionError",

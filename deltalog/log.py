@@ -30,6 +30,8 @@ from deltalog.table.context import TableContext
 from deltalog.table.snapshot import Snapshot
 
 if TYPE_CHECKING:
+    import pyarrow as pa
+
     from deltalog.checkpoint.writer import CheckpointResult, Progress
     from deltalog.core.cleanup_plan import Retention
     from deltalog.maintenance.cleanup import CleanupResult
@@ -356,6 +358,49 @@ class DeltaLog:
         from deltalog.table import history
 
         return history.version_at(self.context, self.snapshot, timestamp, allow_after_latest)
+
+    def changes(
+        self,
+        starting_version: int | None = None,
+        ending_version: int | None = None,
+        *,
+        starting_timestamp: Timestamp | None = None,
+        ending_timestamp: Timestamp | None = None,
+        columns: Sequence[str] | None = None,
+        filter: Any = None,
+        allow_out_of_range: bool = False,
+    ) -> pa.RecordBatchReader:
+        """What changed in versions ``starting_version..ending_version`` (change data feed), streamed: the rows in
+        the table's latest schema (``columns``: some of them) plus ``_change_type`` (``insert``, ``delete``,
+        ``update_preimage``, ``update_postimage``), ``_commit_version`` and ``_commit_timestamp``, versions in
+        order. A bound is a version or a timestamp (both for one bound is an error); no start means version 0, no
+        end the latest version, and an end past it is clipped. ``filter`` (a pyarrow Expression, as
+        :meth:`Snapshot.scan` takes, which may also name the change columns) prunes files and keeps rows.
+
+        Typed errors (:class:`ChangeDataNotRecordedError`, :class:`IncompatibleSchemaChangeError`,
+        :class:`VersionNotFoundError`) name the version at fault; ``allow_out_of_range`` reads a start past the
+        latest version, or an end before the start, as no changes. See :mod:`deltalog.dml.changes`.
+        """
+        from deltalog.dml.changes import Bounds, plan_changes
+
+        bounds = Bounds(starting_version, ending_version, starting_timestamp, ending_timestamp, allow_out_of_range)
+        latest = self._refresh(lazy=True)  # its schema and properties; never its file list
+        return plan_changes(self.context, latest, bounds, columns, filter).read(self.context)
+
+    def new_files(
+        self, since_version: int, until_version: int | None = None, *, skip_change_commits: bool = False
+    ) -> pa.RecordBatchReader:
+        """The rows the versions after ``since_version`` (up to ``until_version``, the latest by default) appended,
+        with ``_commit_version`` and ``_commit_timestamp``: for append-only pipelines, on tables with or without
+        change data feed. A version that removes or changes rows raises :class:`DataChangedError` naming it, or
+        is skipped whole with ``skip_change_commits`` (Delta Spark's streaming source option)."""
+        from deltalog.dml.changes import plan_new_files
+
+        latest = self._refresh(lazy=True)  # its schema and properties; never its file list
+        plan = plan_new_files(
+            self.context, latest, since_version, until_version, skip_change_commits=skip_change_commits
+        )
+        return plan.read(self.context)
 
     def history(self, limit: int | None = None) -> list[HistoryEntry]:
         """Commits newest first (at most ``limit``): version, time (ms, as time travel sees it), the commitInfo's

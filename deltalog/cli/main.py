@@ -16,8 +16,9 @@ around the engine call here, leaving stdout to the result.
 
 The read verbs live here; ``commit`` (:mod:`deltalog.cli.commit_cmd`), ``checkpoint``/``compact``
 (:mod:`deltalog.cli.checkpoint_cmd`), the maintenance verbs (:mod:`deltalog.cli.maintenance`),
-``doctor`` (:mod:`deltalog.cli.doctor`) and the data verbs ``scan`` and ``write``
-(:mod:`deltalog.cli.scan_cmd`, :mod:`deltalog.cli.write_cmd`) register themselves on the group.
+``doctor`` (:mod:`deltalog.cli.doctor`) and the data verbs ``scan``, ``changes`` and ``write``
+(:mod:`deltalog.cli.scan_cmd`, :mod:`deltalog.cli.changes_cmd`, :mod:`deltalog.cli.write_cmd`) register
+themselves on the group.
 """
 
 from __future__ import annotations
@@ -237,6 +238,7 @@ def main() -> None:
 
 # The other verbs live in their own modules and are registered here, after ``cli`` exists.
 from deltalog.cli import (  # noqa: E402
+    changes_cmd,
     checkpoint_cmd,
     commit_cmd,
     compact_log_cmd,
@@ -256,6 +258,7 @@ for _module in (
     doctor,
     intents,
     scan_cmd,
+    changes_cmd,
     write_cmd,
     docs_cmd,
 ):

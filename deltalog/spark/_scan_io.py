@@ -11,7 +11,8 @@ table is read through fsspec without any Hadoop connector on the cluster.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 import orjson
@@ -21,6 +22,7 @@ from deltalog.actions import DeletionVector
 from deltalog.data.read import DataFile, read_batches, read_schema
 from deltalog.errors import DeltaLogError
 from deltalog.spark._files import carry_error
+from deltalog.storage.base import LogStore
 from deltalog.storage.uri import store_for
 
 #: one row per live file, built by the driver
@@ -56,27 +58,43 @@ def _data_file(row: Mapping[str, Any]) -> DataFile:
     )
 
 
-def read_files(
-    batches: Iterator[pa.RecordBatch],
-    *,
-    root: str,
-    storage_options: Mapping[str, Any] | None,
-    schema: Mapping[str, Any],
-    partition_columns: Sequence[str],
-    column_mapping: str,
-    columns: Sequence[str] | None,
+@dataclass(frozen=True)
+class TableTask:
+    """What every executor task reading one table version needs: where the table is (root and storage options,
+    to rebuild its store) and how to read it (schema JSON, partition columns, column-mapping mode, the columns
+    to output, logical names)."""
+
+    root: str
+    storage_options: Mapping[str, Any] | None
+    schema: Mapping[str, Any]
+    partition_columns: tuple[str, ...]
+    column_mapping: str
+    columns: tuple[str, ...]
+
+    def store(self) -> LogStore:
+        return store_for(self.root, dict(self.storage_options) if self.storage_options else None)
+
+
+def read_files(batches: Iterator[pa.RecordBatch], task: TableTask) -> Iterator[pa.RecordBatch]:
+    """``mapInArrow`` body over :data:`FILES_SCHEMA` rows: the live rows of each file, in the task's columns.
+    A deltalog error (a missing or corrupt data or DV file) is carried to the driver typed
+    (:func:`deltalog.spark._files.carry_error`)."""
+    store = task.store()
+    spec = read_schema(task.schema, task.partition_columns, task.column_mapping, task.columns)
+    return each_row(batches, lambda row: read_batches(store, spec, _data_file(row)))
+
+
+def each_row(
+    batches: Iterator[pa.RecordBatch], read: Callable[[Mapping[str, Any]], Iterator[pa.RecordBatch]]
 ) -> Iterator[pa.RecordBatch]:
-    """``mapInArrow`` body over :data:`FILES_SCHEMA` rows: the live rows of each file, in the table's columns
-    (logical names, ``columns`` when given). A deltalog error (a missing or corrupt data or DV file) is carried
-    to the driver typed (:func:`deltalog.spark._files.carry_error`)."""
-    store = store_for(root, dict(storage_options) if storage_options else None)
-    spec = read_schema(schema, partition_columns, column_mapping, columns)
+    """The batches ``read`` gives for each row of a task's input, in order; a deltalog error (a missing or
+    corrupt file) is carried to the driver typed (:func:`deltalog.spark._files.carry_error`)."""
     try:
         for batch in batches:
             for row in batch.to_pylist():
-                yield from read_batches(store, spec, _data_file(row))
+                yield from read(row)
     except DeltaLogError as exc:
         raise carry_error(exc) from exc
 
 
-__all__ = ["FILES_DDL", "FILES_SCHEMA", "file_row", "read_files"]
+__all__ = ["FILES_DDL", "FILES_SCHEMA", "TableTask", "each_row", "file_row", "read_files"]

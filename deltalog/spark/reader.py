@@ -17,15 +17,17 @@ The data never passes through the driver; only the file list does (the driver ha
 from __future__ import annotations
 
 import functools
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from deltalog.data.scan import TableDescription, live_files
 from deltalog.log import DeltaLog, Timestamp
-from deltalog.spark._scan_io import FILES_DDL, file_row, read_files
+from deltalog.spark._scan_io import FILES_DDL, TableTask, file_row, read_files
+from deltalog.table.snapshot import Snapshot
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
+    from pyspark.sql.types import StructType
 
 #: read tasks per executor core: a few, so that one large file does not hold up a whole core's share
 TASKS_PER_CORE = 2
@@ -58,20 +60,29 @@ def read(
     table_schema = StructType.fromJson(snap.schema_json)
     schema = StructType([table_schema[n] for n in names])
     rows = [file_row(f.data) for f in live_files(snap.raw_files(stats=True), description)]
+    task = table_task(log, snap, names, storage_options)
+    return distributed(spark, rows, FILES_DDL, functools.partial(read_files, task=task), schema)
+
+
+def table_task(
+    log: DeltaLog, snap: Snapshot, columns: Sequence[str], storage_options: dict[str, Any] | None
+) -> TableTask:
+    """What the executors reading ``snap``'s files need to know, for ``columns``."""
+    mode = snap.column_mapping_mode
+    parts = tuple(snap.partition_columns)
+    return TableTask(log.store.root, storage_options, snap.schema_json, parts, mode, tuple(columns))
+
+
+def distributed(
+    spark: SparkSession, rows: Sequence[tuple[Any, ...]], ddl: str, body: Callable[..., Any], schema: StructType
+) -> DataFrame:
+    """A DataFrame of ``schema`` read by executors: ``rows`` (one per file, in ``ddl``'s columns) spread over
+    ``TASKS_PER_CORE`` tasks per core, each task's rows read by ``body`` inside ``mapInArrow``."""
     if not rows:
         return spark.createDataFrame([], schema)
     slices = max(1, min(len(rows), spark.sparkContext.defaultParallelism * TASKS_PER_CORE))
-    tasks = spark.createDataFrame(spark.sparkContext.parallelize(rows, slices), FILES_DDL)
-    body = functools.partial(
-        read_files,
-        root=log.store.root,
-        storage_options=storage_options,
-        schema=snap.schema_json,
-        partition_columns=tuple(snap.partition_columns),
-        column_mapping=snap.column_mapping_mode,
-        columns=names,
-    )
+    tasks = spark.createDataFrame(spark.sparkContext.parallelize(rows, slices), ddl)
     return tasks.mapInArrow(body, schema)
 
 
-__all__ = ["read"]
+__all__ = ["distributed", "read", "table_task"]
