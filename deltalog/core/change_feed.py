@@ -173,8 +173,9 @@ def _physical_fields(schema: Mapping[str, Any], mapped: bool) -> dict[tuple[str,
             for f in t.get("fields") or []:
                 meta = f.get("metadata") or {}
                 physical = str(meta.get(PHYSICAL_NAME, f["name"])) if mapped else f["name"]
-                out[(*path, physical)] = f["name"]
-                stack.append(((*path, physical), f.get("type")))
+                key = (*path, physical)
+                out[key] = f["name"]
+                stack.append((key, f.get("type")))
         elif kind == "array":
             stack.append(((*path, "element"), t.get("elementType")))
         elif kind == "map":
