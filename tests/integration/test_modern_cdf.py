@@ -6,7 +6,7 @@ commit and make it non-blind; anything else is refused by name before anything i
 from __future__ import annotations
 
 import dataclasses
-from json import loads as orjson_loads
+import json
 from pathlib import Path
 
 import pyarrow as pa
@@ -171,7 +171,7 @@ def test_restore_after_dv_deletes_re_adds_the_old_vectors_without_change_files(t
     result = log.restore(version=3)  # v6: a's DV shrinks (2 -> 1 row), b's goes away, v5's file is removed
     assert result.version == 6
     checked(root, [1, 3, 4, 5, 6])
-    lines = [orjson_loads(line) for line in (root / "_delta_log" / f"{6:020d}.json").read_text().splitlines()]
+    lines = [json.loads(line) for line in (root / "_delta_log" / f"{6:020d}.json").read_text().splitlines()]
     assert not [a for a in lines if "cdc" in a]
     adds = {a["add"]["path"]: a["add"] for a in lines if "add" in a}
     removes = {a["remove"]["path"]: a["remove"] for a in lines if "remove" in a}
