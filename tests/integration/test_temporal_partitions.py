@@ -2,9 +2,8 @@
 
 Before year 1000, ``strftime("%Y")`` wrote three digits (``999-01-01 ...``) and deltalog's own commit check
 refused the write. Every value is now written in PROTOCOL.md's "Partition Value Serialization" format, reads
-back equal through deltalog's reader and partition pruning, and is read by both peers: duckdb's
-``delta_scan`` and deltalake's SQL ``QueryBuilder`` (its ``to_pyarrow_table()`` refuses timestamps outside
-the nanosecond range, ``../shared/docs/delta-write-rules.md`` section 16, so it is not asked).
+back equal through deltalog's reader and partition pruning, and is read by both peers (duckdb's
+``delta_scan`` and deltalake's SQL ``QueryBuilder``): neither has trouble with any year from 0001 to 9999.
 """
 
 from __future__ import annotations
