@@ -21,9 +21,9 @@ from dataclasses import dataclass
 import pyarrow as pa
 
 from deltalog.arrow.stats import indexed_column_limit, select_leaves, stats_column_names
+from deltalog.core.partitions import serialize_partition_value
 from deltalog.data.batches import group_rows
 from deltalog.data.constraints import check_rows, fill_columns, table_rules
-from deltalog.data.paths import serialize_partition_value
 from deltalog.data.target import WriteTarget, physical_path
 from deltalog.data.types import check_not_null, check_void, conform_array, match_names, plan_schema
 from deltalog.errors import InvalidArgumentError, SchemaMismatchError, UnsupportedFeatureError

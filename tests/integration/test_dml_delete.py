@@ -149,6 +149,7 @@ def test_change_data_feed_tables_get_change_files_for_a_rewrite(tmp_path: Path) 
     assert commit_info(root)["operationMetrics"]["numAddedChangeFiles"] == str(len(cdc))
 
 
+@pytest.mark.corpus
 @pytest.mark.parametrize(
     ("name", "predicate"),
     [

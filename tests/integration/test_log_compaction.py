@@ -126,6 +126,7 @@ def assert_same_with_and_without(plain: Path, compacted: Path, first: int) -> in
 # ---------------------------------------------------------------------------------------------- the corpus
 
 
+@pytest.mark.corpus
 def test_every_corpus_table_reads_the_same_with_compaction_files(tmp_path: Path) -> None:
     entries = corpus_entries()
     assert entries, "no conformance corpus (DELTALOG_CORPUS)"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import threading
 from collections.abc import Callable
 from pathlib import Path
@@ -15,6 +16,8 @@ from deltalog import ConcurrentModificationError, DeltaLog, InvalidArgumentError
 from deltalog.errors import NotNullViolationError
 from deltalog.spark.reader import read
 from deltalog.spark.writer import SchemaMismatchError, WriteResult, write
+from tests.peers import duckdb_connection
+from tests.protocol_checker import assert_valid
 
 SCHEMA = "id long, city string, amount double, day string"
 APP = "daily-sales"
@@ -89,6 +92,45 @@ def test_typed_partitions_escaping_and_nulls_round_trip(spark: Any, tmp_path: Pa
     # the empty string partition value reads back as null, as in Delta
     assert got == [w if w[0] != 3 else (*w[:3], None, w[4]) for w in want]
     assert [(f.name, f.dataType) for f in read(spark, str(table)).schema] == [(f.name, f.dataType) for f in df.schema]
+
+
+def test_timestamp_and_date_partitions_before_year_1000_round_trip(spark: Any, tmp_path: Path) -> None:
+    """Spark's executors share the data writer's partition value spelling: four-digit years from 0001 to 9999
+    (issue 23 item 6), which the commit check accepts and duckdb reads."""
+    table = tmp_path / "old"
+    df = spark.sql(
+        """
+        SELECT * FROM VALUES
+          (1, DATE'0001-01-01', TIMESTAMP'0001-01-01 00:00:00', TIMESTAMP_NTZ'0001-01-01 00:00:00'),
+          (2, DATE'0999-12-31', TIMESTAMP'0999-12-31 23:59:59.999999', TIMESTAMP_NTZ'0999-12-31 23:59:59.999999'),
+          (3, DATE'9999-12-31', TIMESTAMP'9999-12-31 23:59:59.999999', TIMESTAMP_NTZ'9999-12-31 23:59:59.999999')
+        AS t(id, d, ts, tsn)
+        """
+    )
+    write(df, str(table), partition_by=["d", "ts", "tsn"])
+    assert_valid(table)
+    values = sorted(tuple(a.partition_values.values()) for a in DeltaLog.for_table(table).snapshot().add_actions())
+    assert values[:2] == [
+        ("0001-01-01", "0001-01-01T00:00:00.000000Z", "0001-01-01 00:00:00.000000"),
+        ("0999-12-31", "0999-12-31T23:59:59.999999Z", "0999-12-31 23:59:59.999999"),
+    ]
+
+    def texts(frame: Any) -> list[tuple[Any, ...]]:  # PySpark's collect cannot make a datetime for year 1
+        columns = ["id", *(f"cast({c} as string)" for c in ("d", "ts", "tsn"))]
+        return sorted(tuple(r) for r in frame.selectExpr(*columns).collect())
+
+    assert texts(read(spark, str(table))) == texts(df)
+    con = duckdb_connection()
+    try:
+        found = con.execute(f"SELECT id, d, tsn FROM delta_scan('{table}') ORDER BY id").fetchall()
+    finally:
+        con.close()
+    ends = [
+        dt.datetime(1, 1, 1),
+        dt.datetime(999, 12, 31, 23, 59, 59, 999999),
+        dt.datetime(9999, 12, 31, 23, 59, 59, 999999),
+    ]
+    assert found == [(i, end.date(), end) for i, end in enumerate(ends, 1)]
 
 
 def test_schema_mismatch_refused_before_any_file_is_written(spark: Any, tmp_path: Path) -> None:
