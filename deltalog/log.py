@@ -187,21 +187,52 @@ class DeltaLog:
         name the field or key) before anything is written; ``allow_unknown_properties`` stores ``delta.*``
         keys deltalog does not know (other engines'). The protocol lists the features the schema and
         properties need; ``clustering_columns`` makes a clustered table (liquid clustering's metadata).
+        To create a table with its first files in the same version, use :meth:`start_create`.
         """
         from deltalog.table import ddl
 
-        return ddl.create_table(
+        what = {"allow_unknown_properties": allow_unknown_properties, "clustering_columns": clustering_columns}
+        txn = self.start_create(schema, partition_columns, configuration, name, description, retry, **what)
+        return ddl.commit_create(txn)
+
+    def start_create(
+        self,
+        schema: Any,
+        partition_columns: Sequence[str] = (),
+        configuration: Mapping[str, str] | None = None,
+        name: str | None = None,
+        description: str | None = None,
+        retry: RetryPolicy | None = None,
+        *,
+        app_id: str | None = None,
+        app_version: int | None = None,
+        allow_unknown_properties: bool = False,
+        clustering_columns: Sequence[str] | None = None,
+    ) -> Transaction:
+        """A transaction that creates the table: its commit is version 0, holding the table's protocol and
+        metadata (checked now, as :meth:`create` checks them) and whatever the caller commits with them,
+        typically the first data files, as Delta Spark and deltalake create a table with data. Until it
+        commits there is no table, so a failed first write leaves none behind.
+
+        ``txn.new_table`` is the table as it will be (schema with physical names, partitioning, features),
+        for writing the files. Another writer creating the table first makes the commit raise
+        :class:`TableAlreadyExistsError` (nothing written).
+        """
+        from deltalog.table import ddl
+        from deltalog.table.transaction import Transaction
+
+        table = ddl.plan_table(
             self.context,
             schema,
             partition_columns,
             configuration,
             name,
             description,
-            retry,
             allow_unknown_properties=allow_unknown_properties,
             clustering_columns=clustering_columns,
-            on_committed=self._committed,
         )
+        what = {"app_id": app_id, "app_version": app_version, "retry": retry, "on_committed": self._committed}
+        return Transaction(self.context, None, new_table=table, **what)
 
     def start_transaction(
         self,
