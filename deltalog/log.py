@@ -9,6 +9,7 @@ the table's :class:`~deltalog.table.context.TableContext`; nothing below this mo
 
 from __future__ import annotations
 
+import datetime as dt
 import logging
 import os
 import threading
@@ -43,6 +44,8 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 Timestamp = Any  # str (ISO-8601), datetime, date, or epoch milliseconds
+#: what a time after the latest commit means to :meth:`DeltaLog.snapshot`: an error (Delta Spark) or the latest
+AFTER_LATEST = ("error", "latest")
 
 
 class DeltaLog:
@@ -123,17 +126,27 @@ class DeltaLog:
         return listing.earliest_version(self.context)
 
     # ------------------------------------------------------------------------------------------ snapshots
-    def snapshot(self, version: int | None = None, timestamp: Timestamp | None = None) -> Snapshot:
+    def snapshot(
+        self, version: int | None = None, timestamp: Timestamp | None = None, *, after_latest: str = "error"
+    ) -> Snapshot:
         """The table at ``version``, at the latest commit at or before ``timestamp``, or at the latest version.
 
-        The latest snapshot is cached: asking again replays only the commits that arrived since.
+        ``timestamp`` is ISO-8601 text (``"2026-11-01T10:00:00Z"``; no zone means UTC), a ``datetime`` or
+        ``date``, or epoch milliseconds. A time after the latest commit is a
+        :class:`~deltalog.errors.VersionNotFoundError` naming that commit's time, as in Delta Spark (a clock or
+        zone mistake more often than a wish), unless ``after_latest="latest"``, which gives the latest version
+        as deltalake's ``load_as_version`` does. The latest snapshot is cached: asking again replays only the
+        commits that arrived since.
         """
         if version is not None and timestamp is not None:
             raise InvalidArgumentError("pass version or timestamp, not both")
+        if after_latest not in AFTER_LATEST:
+            raise InvalidArgumentError(f"after_latest must be one of {AFTER_LATEST}, not {after_latest!r}")
         if timestamp is not None:
             from deltalog.table import history
 
-            found, paths = history.version_and_listing(self.context, self.snapshot, timestamp)
+            allow = after_latest == "latest"
+            found, paths = history.version_and_listing(self.context, self.snapshot, timestamp, allow)
             return load.snapshot_in(self.context, found, paths)
         if version is None:
             return self._refresh()
@@ -142,6 +155,16 @@ class DeltaLog:
         if cached is not None and cached.version == version and holds(cached.tip, self.list_log(version, version)):
             return cached
         return load.snapshot_at(self.context, version)
+
+    def load_as_version(self, version: int | Timestamp) -> Snapshot:
+        """deltalake's ``load_as_version``: an ``int`` is a version; ISO-8601 text, a ``datetime`` or a ``date``
+        is a time, and a time after the latest commit gives the latest version (``snapshot(timestamp=t,
+        after_latest="latest")``)."""
+        if isinstance(version, int) and not isinstance(version, bool):
+            return self.snapshot(version=version)
+        if not isinstance(version, (str, dt.date)):
+            raise InvalidArgumentError(f"load_as_version takes a version (int) or a time, not {version!r}")
+        return self.snapshot(timestamp=version, after_latest="latest")
 
     def fresh_snapshot(self, version: int | None = None) -> Snapshot:
         """The table at ``version`` (the latest by default) loaded from the log as it is now, never from the
@@ -427,16 +450,27 @@ class DeltaLog:
         force: bool = False,
         progress: VacuumProgress | None = None,
         lite: bool = False,
+        retention_hours: float | None = None,
+        enforce_retention_duration: bool | None = None,
     ) -> VacuumResult:
         """Delete data files no version within the retention references (a dry run by default).
 
         See :mod:`deltalog.maintenance.vacuum`. A retention shorter than ``delta.deletedFileRetentionDuration``
         is refused unless ``force``. ``lite`` takes the candidates from the expired removes in the log instead
         of listing the table (Delta Spark's ``VACUUM LITE``): far fewer requests, but files no commit named are
-        left for a full vacuum.
+        left for a full vacuum. deltalake's names work too: ``retention_hours`` for ``retention``,
+        ``enforce_retention_duration=False`` for ``force=True``.
         """
         from deltalog.maintenance.vacuum import vacuum
 
+        if retention_hours is not None:
+            if retention is not None:
+                raise InvalidArgumentError("pass retention or retention_hours, not both")
+            retention = _hours(retention_hours)
+        if enforce_retention_duration is not None:
+            if force and enforce_retention_duration:
+                raise InvalidArgumentError("force=True and enforce_retention_duration=True contradict each other")
+            force = not enforce_retention_duration
         snap = self.snapshot()
         what = {"dry_run": dry_run, "force": force, "progress": progress, "lite": lite}
         return vacuum(self.context, snap, retention=retention, **what)
@@ -477,4 +511,11 @@ class DeltaLog:
         return delete(self.start_transaction, predicate)
 
 
-__all__ = ["DeltaLog", "Timestamp"]
+def _hours(hours: float) -> dt.timedelta:
+    """deltalake's ``retention_hours`` as a retention."""
+    if isinstance(hours, bool) or not isinstance(hours, (int, float)) or hours != hours or hours < 0:
+        raise InvalidArgumentError(f"retention_hours must be a number of hours >= 0, not {hours!r}")
+    return dt.timedelta(hours=hours)
+
+
+__all__ = ["AFTER_LATEST", "DeltaLog", "Timestamp"]

@@ -1,4 +1,5 @@
-"""pandas DataFrames as Arrow, their index handled as a pandas user means it.
+"""DataFrames and Arrow, both ways: pandas frames in with their index handled as a pandas user means it, and
+Arrow tables out as pandas or polars frames for the reader that asked.
 
 pandas' own Arrow export (``__arrow_c_stream__``, ``pyarrow.Table.from_pandas``) keeps any index that is not a
 plain ``RangeIndex`` as a column named ``__index_level_0__``: every boolean mask, ``groupby``, ``sort_values``
@@ -10,17 +11,20 @@ a table created from it would hold it forever). An index is one of two things, t
   when the caller says ``preserve_index=True``, dropped when they say ``False``, and otherwise refused with
   a hint, never dropped silently.
 
-pandas is never imported here: a frame can only exist if the caller already imported it.
+pandas is never imported to recognise a frame: a frame can only exist if the caller already imported it. The
+frame libraries are optional: asking for a frame from one that is not installed is a
+:class:`~deltalog.errors.SetupError` saying what to install.
 """
 
 from __future__ import annotations
 
+import importlib
 import sys
 from typing import Any
 
 import pyarrow as pa
 
-from deltalog.errors import InvalidArgumentError
+from deltalog.errors import InvalidArgumentError, SetupError
 
 #: how pandas names the columns of an unnamed index it keeps (``__index_level_0__``, ...)
 INDEX_COLUMN_PREFIX = "__index_level_"
@@ -79,4 +83,25 @@ def frame_to_arrow(frame: Any, preserve_index: bool | None = None) -> pa.Table:
     return table.replace_schema_metadata(None)
 
 
-__all__ = ["INDEX_COLUMN_PREFIX", "frame_to_arrow", "is_pandas_frame", "looks_like_index"]
+def _library(name: str, call: str) -> Any:
+    try:
+        return importlib.import_module(name)
+    except ImportError:
+        raise SetupError(f"{call} needs {name}, which is not installed: pip install {name}") from None
+
+
+def to_pandas(table: pa.Table) -> Any:
+    """``table`` as a pandas DataFrame (pyarrow's conversion: timestamps stay zone-aware, nulls as pandas has
+    them); :class:`SetupError` when pandas is not installed."""
+    _library("pandas", "to_pandas()")
+    return table.to_pandas()
+
+
+def to_polars(table: pa.Table) -> Any:
+    """``table`` as a polars DataFrame (zero-copy where polars can); :class:`SetupError` when polars is not
+    installed."""
+    polars = _library("polars", "to_polars()")
+    return polars.from_arrow(table)
+
+
+__all__ = ["INDEX_COLUMN_PREFIX", "frame_to_arrow", "is_pandas_frame", "looks_like_index", "to_pandas", "to_polars"]

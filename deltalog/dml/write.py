@@ -212,6 +212,10 @@ def _check_arguments(
         raise InvalidArgumentError("app_id and app_version go together")
 
 
+def _is_location(value: Any) -> bool:
+    return isinstance(value, (str, os.PathLike, DeltaLog))
+
+
 def _open_log(table: str | os.PathLike[str] | DeltaLog, storage_options: dict[str, Any] | None) -> DeltaLog:
     if isinstance(table, DeltaLog):
         return table
@@ -247,6 +251,11 @@ def write(
     written; a named one (``set_index("ts")``) holds data and is refused unless ``preserve_index`` says to
     write it as a column (True) or drop it (False).
     """
+    if _is_location(data) and not _is_location(table_uri):
+        raise InvalidArgumentError(
+            f"deltalog.write takes the data first: deltalog.write(data, {data!r}) (deltalake's write_deltalake "
+            "takes the table first)"
+        )
     _check_arguments(mode, replace_where, app_id, app_version, schema_mode)
     parts = [partition_by] if isinstance(partition_by, str) else (list(partition_by) if partition_by else None)
     log = _open_log(table_uri, storage_options)

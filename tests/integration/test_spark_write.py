@@ -12,7 +12,7 @@ import pytest
 from pyspark.sql import functions as F
 
 from deltalog import ConcurrentModificationError, DeltaLog, InvalidArgumentError
-from deltalog.errors import NotNullViolationError
+from deltalog.errors import NotNullViolationError, VersionNotFoundError
 from deltalog.spark.reader import read
 from deltalog.spark.writer import SchemaMismatchError, WriteResult, write
 from tests.peers import deltalake_view, duckdb_view
@@ -66,6 +66,9 @@ def test_batch_job_append_overwrite_rerun_and_time_travel(spark: Any, tmp_path: 
     assert rows_at(spark, table, 1) == sorted(expected("2026-11-01", 0, 5) + expected("2026-11-02", 5, 4))
     assert rows_at(spark, table, 2) == sorted(expected("2026-11-01", 100, 2, "Lima") + expected("2026-11-02", 5, 4))
     assert rows_at(spark, table) == rows_at(spark, table, 2)
+    # Delta Spark's timestampAsOf rule: a time after the latest commit names that commit, reads nothing
+    with pytest.raises(VersionNotFoundError, match=r"after the latest commit \(version 2 at "):
+        read(spark, str(table), timestamp="2999-01-01T00:00:00Z")
 
 
 def test_typed_partitions_escaping_and_nulls_round_trip(spark: Any, tmp_path: Path) -> None:
