@@ -483,12 +483,14 @@ class DeltaLog:
         force: bool = False,
         ignore_missing_files: bool = False,
         check_files: bool = True,
+        dry_run: bool = False,
     ) -> RestoreResult:
         """Make ``version`` (or the version as of ``timestamp``) current again as a new version, operation
         RESTORE: its files, metadata and clustering (see :mod:`deltalog.maintenance.restore`).
 
         ``force`` allows a target older than ``delta.deletedFileRetentionDuration``; ``ignore_missing_files``
         restores without the target's files that are gone from storage (``check_files=False`` is its old name).
+        ``dry_run`` checks and plans it and commits nothing (the ``deltalog restore`` command's default).
         """
         from deltalog.maintenance import restore
 
@@ -497,6 +499,7 @@ class DeltaLog:
         target = self.snapshot(version=restore.resolve_target(self.context, txn, version, timestamp))
         missing = ignore_missing_files or not check_files
         what = {"version": version, "timestamp": timestamp, "force": force, "ignore_missing_files": missing}
+        what["dry_run"] = dry_run
         return restore.restore(self.context, txn, target, **what)
 
     def __repr__(self) -> str:

@@ -62,8 +62,4 @@ def docs_cmd(topic: str | None, list_topics: bool) -> None:
         click.echo(text, nl=False)
 
 
-def register(group: click.Group) -> None:
-    group.add_command(docs_cmd)
-
-
-__all__ = ["TOPICS", "docs_cmd", "docs_dir", "register", "topic_text"]
+__all__ = ["TOPICS", "docs_cmd", "docs_dir", "topic_text"]

@@ -159,8 +159,4 @@ def scan_cmd(
         render.show(render_scan, doc)
 
 
-def register(group: click.Group) -> None:
-    group.add_command(scan_cmd)
-
-
-__all__ = ["plain", "register", "render_scan", "rows_of", "scan_cmd", "scan_document"]
+__all__ = ["plain", "render_scan", "rows_of", "scan_cmd", "scan_document"]

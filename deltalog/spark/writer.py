@@ -36,7 +36,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import orjson
@@ -79,7 +79,7 @@ class WriteResult:
     num_files: int
     num_rows: int
     num_removed: int
-    paths: tuple[str, ...]  # as in the log (URI-encoded, relative)
+    paths: tuple[str, ...] = field(repr=False)  # as in the log (URI-encoded, relative); not in the repr
 
 
 def _bare_type(t: Any) -> Any:

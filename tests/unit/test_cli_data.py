@@ -83,7 +83,7 @@ def test_overwrite_by_predicate_and_merge_schema(tmp_path: Path) -> None:
     ok("write", table, fix, "--mode", "overwrite", "--replace-where", "id = 3")
     wider = tmp_path / "wider.csv"
     wider.write_text("id,region,amount,day,note\n9,eu,1.0,2024-02-01,new\n")
-    assert "schema_mode='merge'" in fails("write", table, wider)
+    assert "--merge-schema adds them" in fails("write", table, wider)  # the flag, not the Python parameter
     ok("write", table, wider, "--merge-schema")
     doc = orjson.loads(ok("scan", table, "--json"))
     assert sorted((r["id"], r["amount"], r["note"]) for r in doc["rows"]) == [
