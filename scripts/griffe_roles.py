@@ -8,7 +8,7 @@ docstring is (the object's members, its class, its module and what the module im
 marked optional, so an object the site does not render (an internal module) shows as code instead of failing
 the strict build. The source keeps one spelling; the site gets links.
 
-Used by mkdocs.yml (``extensions``); tested by ``tests/unit/test_docs_site.py``.
+Used by mkdocs.yml (``extensions``); tested by ``tests/integration/test_docs_site.py``.
 """
 
 from __future__ import annotations

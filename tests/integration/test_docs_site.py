@@ -1,7 +1,8 @@
 """The documentation a new user meets first: the getting-started example runs as printed (and the README shows
 the same one), the API reference lists the user's calls first and every public member once, and the site's
 docstrings carry cross-references instead of literal ``:meth:`` role text (``scripts/griffe_roles.py``; the
-rendered page itself is checked in a headless browser by ``scripts/site_check``, run by ``scripts/test``)."""
+rendered page itself is checked in a headless browser by ``scripts/site_check.py``, run by ``scripts/test``).
+An integration test: it writes tables and needs the docs group (griffe), which the 3.10 unit run lacks."""
 
 from __future__ import annotations
 
