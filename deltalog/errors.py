@@ -229,6 +229,11 @@ class NotFoundError(StorageError, FileNotFoundError):
         return str(self.args[0])  # the message, not OSError's "[Errno 2] ...: 'path'"
 
 
+class AccessDeniedError(StorageError):
+    """The store refused the credentials (or their rights) for a call: retrying cannot help, fixing the
+    credentials (storage options, the environment) can. The message names where to give them."""
+
+
 class BulkDeleteError(StorageError):
     """A bulk delete answered, but some of its keys were not deleted; ``failed`` names them (store-relative),
     with the store's reason in the message. Every other key of the request is gone (a key already absent
@@ -354,6 +359,7 @@ class SetupError(DeltaLogError):
 
 
 __all__ = [
+    "AccessDeniedError",
     "BulkDeleteError",
     "ChangeDataNotRecordedError",
     "ChangeReadError",

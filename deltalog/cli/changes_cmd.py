@@ -133,8 +133,4 @@ def changes_cmd(
         render.show(render_changes, doc)
 
 
-def register(group: click.Group) -> None:
-    group.add_command(changes_cmd)
-
-
-__all__ = ["change_rows", "changes_cmd", "changes_document", "register", "render_changes"]
+__all__ = ["change_rows", "changes_cmd", "changes_document", "render_changes"]

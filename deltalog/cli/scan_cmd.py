@@ -172,14 +172,9 @@ def scan_cmd(
         render.show(render_scan, doc)
 
 
-def register(group: click.Group) -> None:
-    group.add_command(scan_cmd)
-
-
 __all__ = [
     "limited",
     "plain",
-    "register",
     "render_scan",
     "rows_of",
     "scan_cmd",

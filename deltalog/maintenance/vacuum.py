@@ -34,6 +34,7 @@ from deltalog.core.feature_gate import VACUUM
 from deltalog.core.file_age import age_clock
 from deltalog.core.jsonlines import objects
 from deltalog.core.paths import LOG_DIR, Kind, log_files
+from deltalog.core.result_repr import result_repr
 from deltalog.core.vacuum_plan import (
     FileRef,
     ListedFile,
@@ -85,6 +86,19 @@ class VacuumResult:
     def bytes(self) -> int:
         """The size of the files the plan deletes, as listed."""
         return self.plan.total_bytes
+
+    def __repr__(self) -> str:
+        """What was (or would be) deleted, counted; the files are on :attr:`paths` and :attr:`plan`."""
+        return result_repr(
+            "VacuumResult",
+            "dry_run" if self.dry_run else "",
+            "lite" if self.lite else "",
+            version=self.version,
+            files=self.num_files,
+            bytes=self.bytes,
+            deleted=None if self.dry_run else len(self.deleted),
+            refusal=self.refusal,
+        )
 
 
 def vacuum(

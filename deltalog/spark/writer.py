@@ -2,9 +2,10 @@
 
 Flow of :func:`write`:
 
-1. The driver opens the table (creating it from the DataFrame's schema if there is none), checks the
-   DataFrame's schema, ``partition_by`` and ``replace_where`` against it, and starts one transaction, all
-   *before* any file is written. An exactly-once batch (``app_id``/``app_version``) the table already holds
+1. The driver opens the table (or plans it from the DataFrame's schema if there is none: the commit then
+   creates it, version 0 holding the table and its first files), starts one transaction and checks the
+   DataFrame's schema, ``partition_by`` and ``replace_where`` against the table, all *before* any file is
+   written. An exactly-once batch (``app_id``/``app_version``) the table already holds
    stops here: nothing is written. Opening, creating and the exactly-once start are :func:`deltalog.write`'s
    own (:mod:`deltalog.dml.tables`), so both writers decide them alike.
 2. Spark SQL evaluates the table's row rules on the executors, as Delta Spark does: a column the DataFrame
@@ -35,7 +36,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, cast
 
 import orjson
@@ -48,7 +49,7 @@ from deltalog.data.files import WriteTarget
 from deltalog.data.locate import resolve
 from deltalog.dml.commit import commit_files, discard
 from deltalog.dml.rules import Declared, check_up_front
-from deltalog.dml.tables import check_partition_by, create_if_missing, landed, start_write, where_text
+from deltalog.dml.tables import begin_write, check_partition_by, landed, open_table, where_text
 from deltalog.errors import (
     ConcurrentModificationError,
     InvalidArgumentError,
@@ -62,6 +63,7 @@ if TYPE_CHECKING:
     from pyspark.accumulators import AccumulatorParam
     from pyspark.sql import DataFrame
 
+    from deltalog.table.new_table import NewTable
     from deltalog.table.snapshot import Snapshot
 
 MODES = ("append", "overwrite")
@@ -78,7 +80,7 @@ class WriteResult:
     num_files: int
     num_rows: int
     num_removed: int
-    paths: tuple[str, ...]  # as in the log (URI-encoded, relative)
+    paths: tuple[str, ...] = field(repr=False)  # as in the log (URI-encoded, relative); not in the repr
 
 
 def _bare_type(t: Any) -> Any:
@@ -130,7 +132,7 @@ def _check_where(where: Mapping[str, Any] | None, partition_columns: Sequence[st
         )
 
 
-def _check_rows_match(where: Mapping[str, Any], snap: Snapshot, adds: Sequence[A.Add]) -> None:
+def _check_rows_match(where: Mapping[str, Any], snap: Snapshot | NewTable, adds: Sequence[A.Add]) -> None:
     """replaceWhere's data check: every written file must fall inside the predicate it replaces."""
     types = {f["name"]: f["type"] for f in top_level_fields(snap.schema_json)}
     conds = typed_conditions(conditions_from_where(where), types)
@@ -175,21 +177,34 @@ def write(
         raise InvalidArgumentError("app_id and app_version go together")
     log = DeltaLog.for_table(table_uri, storage_options)
     data_schema = orjson.loads(df.schema.json())
-    snap, _ = create_if_missing(log, data_schema, partition_by, configuration)
-    check_partition_by(partition_by, snap)
-    check_schema(snap.schema_json, data_schema)
-    check_up_front(snap, log.location, [APPEND if mode == "append" else OVERWRITE])
-    _check_where(replace_where, snap.partition_columns)
-
-    txn, done = start_write(log, app_id, app_version, OPERATION)
+    txn, snap, done = begin_write(
+        log,
+        open_table(log),
+        data_schema,
+        partition_by,
+        configuration,
+        app_id=app_id,
+        app_version=app_version,
+        operation=OPERATION,
+    )
     if done is not None:
         return _skipped()
-    snap = txn.snapshot
-    removes = txn.remove_where(dict(replace_where) if replace_where else None) if mode == "overwrite" else []
-    # an overwrite declares an intent and checks for conflicts between stages (deltalog.table.declared_intents)
-    early = early_conflicts and mode == "overwrite"
-    if early:
-        txn.declare_intent(where=dict(replace_where) if replace_where else None)
+    creates = txn.new_table is not None
+    try:
+        check_partition_by(partition_by, snap)
+        check_schema(snap.schema_json, data_schema)
+        check_up_front(snap, log.location, [APPEND if mode == "append" else OVERWRITE])
+        _check_where(replace_where, snap.partition_columns)
+        # a table this commit creates has nothing to remove
+        overwrite = mode == "overwrite" and not creates
+        removes = txn.remove_where(dict(replace_where) if replace_where else None) if overwrite else []
+        # an overwrite declares an intent and checks for conflicts between stages (deltalog.table.declared_intents)
+        early = early_conflicts and overwrite
+        if early:
+            txn.declare_intent(where=dict(replace_where) if replace_where else None)
+    except BaseException:
+        txn.abort()
+        raise
 
     def batch_landed() -> bool:
         return landed(log, app_id, app_version)

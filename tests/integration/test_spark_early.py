@@ -58,12 +58,12 @@ def test_overwrite_stops_at_the_check_after_its_write_stage(spark: Any, tmp_path
             before_commit=writer_a_commits_into_p,
         )
     assert len(seen["intents"]) == 1  # B's intent was live during its job
-    assert exc.value.winning_version == seen["version"] == 3
+    assert exc.value.winning_version == seen["version"] == 2
     assert any(entry.name == "check_early" for entry in exc.traceback)  # stopped early, not by the commit
     assert not any(entry.name == "_commit" for entry in exc.traceback)
     assert data_files(table) == before  # B's written files were deleted
     assert intents(table) == []
-    assert DeltaLog.for_table(table).latest_version() == 3
+    assert DeltaLog.for_table(table).latest_version() == 2
 
 
 def test_a_live_intent_with_priority_stops_the_job_before_any_file_is_written(spark: Any, tmp_path: Path) -> None:
@@ -78,7 +78,7 @@ def test_a_live_intent_with_priority_stops_the_job_before_any_file_is_written(sp
 
     # another partition is unaffected by the intent on P
     other = write(batch(spark, Q, 200, 3), str(table), mode="overwrite", replace_where={"day": Q})
-    assert other.version == 3 and other.num_rows == 3 and other.num_removed > 0
+    assert other.version == 2 and other.num_rows == 3 and other.num_removed > 0
     holder.abort()
     assert intents(table) == []
 
@@ -91,5 +91,5 @@ def test_a_dead_writers_expired_intent_blocks_no_spark_job(spark: Any, tmp_path:
     past = time.time() - 61
     os.utime(table / handle.path, (past, past))
     result = write(batch(spark, P, 300, 5), str(table), mode="overwrite", replace_where={"day": P})
-    assert result.version == 3 and result.num_rows == 5
+    assert result.version == 2 and result.num_rows == 5
     assert intents(table) == [f"{dead.txn_id}.json"]  # left for cleanup

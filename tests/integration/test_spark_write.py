@@ -13,10 +13,10 @@ import pytest
 from pyspark.sql import functions as F
 
 from deltalog import ConcurrentModificationError, DeltaLog, InvalidArgumentError
-from deltalog.errors import NotNullViolationError
+from deltalog.errors import NotNullViolationError, VersionNotFoundError
 from deltalog.spark.reader import read
 from deltalog.spark.writer import SchemaMismatchError, WriteResult, write
-from tests.peers import duckdb_connection
+from tests.peers import deltalake_view, duckdb_connection, duckdb_view
 from tests.protocol_checker import assert_valid
 
 SCHEMA = "id long, city string, amount double, day string"
@@ -44,7 +44,7 @@ def test_batch_job_append_overwrite_rerun_and_time_travel(spark: Any, tmp_path: 
     table = tmp_path / "sales"
     r1 = write(batch(spark, "2026-11-01", 0, 5), str(table), partition_by=["day"], app_id=APP, app_version=1)
     r2 = write(batch(spark, "2026-11-02", 5, 4), str(table), app_id=APP, app_version=2)
-    assert (r1.version, r2.version) == (1, 2)  # version 0 is the table's creation
+    assert (r1.version, r2.version) == (0, 1)  # version 0 is the table's creation with the first batch
     assert r1.num_rows == 5 and r2.num_rows == 4
 
     # overwrite one partition: the other partition's rows survive
@@ -56,19 +56,21 @@ def test_batch_job_append_overwrite_rerun_and_time_travel(spark: Any, tmp_path: 
         app_id=APP,
         app_version=3,
     )
-    assert r3.version == 3 and r3.num_removed == r1.num_files
+    assert r3.version == 2 and r3.num_removed == r1.num_files
 
     files_before = data_files(table)
     rerun = write(batch(spark, "2026-11-02", 5, 4), str(table), app_id=APP, app_version=2)
     assert rerun == WriteResult(None, True, 0, 0, 0, ())
-    assert DeltaLog.for_table(table).latest_version() == 3
+    assert DeltaLog.for_table(table).latest_version() == 2
     assert data_files(table) == files_before  # a skipped batch writes no file
 
-    assert rows_at(spark, table, 0) == []
-    assert rows_at(spark, table, 1) == expected("2026-11-01", 0, 5)
-    assert rows_at(spark, table, 2) == sorted(expected("2026-11-01", 0, 5) + expected("2026-11-02", 5, 4))
-    assert rows_at(spark, table, 3) == sorted(expected("2026-11-01", 100, 2, "Lima") + expected("2026-11-02", 5, 4))
-    assert rows_at(spark, table) == rows_at(spark, table, 3)
+    assert rows_at(spark, table, 0) == expected("2026-11-01", 0, 5)
+    assert rows_at(spark, table, 1) == sorted(expected("2026-11-01", 0, 5) + expected("2026-11-02", 5, 4))
+    assert rows_at(spark, table, 2) == sorted(expected("2026-11-01", 100, 2, "Lima") + expected("2026-11-02", 5, 4))
+    assert rows_at(spark, table) == rows_at(spark, table, 2)
+    # Delta Spark's timestampAsOf rule: a time after the latest commit names that commit, reads nothing
+    with pytest.raises(VersionNotFoundError, match=r"after the latest commit \(version 2 at "):
+        read(spark, str(table), timestamp="2999-01-01T00:00:00Z")
 
 
 def test_typed_partitions_escaping_and_nulls_round_trip(spark: Any, tmp_path: Path) -> None:
@@ -149,7 +151,26 @@ def test_schema_mismatch_refused_before_any_file_is_written(spark: Any, tmp_path
     with pytest.raises(SchemaMismatchError, match="partition_by"):
         write(batch(spark, "2026-11-01", 0, 1), str(table), partition_by=["city"])
     assert data_files(table) == before
-    assert DeltaLog.for_table(table).latest_version() == 1
+    assert DeltaLog.for_table(table).latest_version() == 0
+
+
+def test_a_new_table_is_created_by_the_jobs_own_commit_and_a_failed_job_leaves_none(spark: Any, tmp_path: Path) -> None:
+    """Version 0 holds protocol, metadata and the job's files, as Delta Spark writes it; a job that fails on its
+    data leaves no ``_delta_log``, so the rerun creates the table."""
+    table = tmp_path / "fresh"
+    failing = batch(spark, "2026-11-01", 0, 6).withColumn(
+        "amount", F.expr("IF(id = 4, CAST(raise_error('bad row 4') AS DOUBLE), amount)")
+    )
+    with pytest.raises(Exception, match="bad row 4"):
+        write(failing, str(table), partition_by=["day"])
+    # (a task still running when another failed the job may leave its file: no commit references it)
+    assert not (table / "_delta_log").exists()
+    result = write(batch(spark, "2026-11-01", 0, 6), str(table), partition_by=["day"])
+    assert result.version == 0 and sorted(p.name for p in (table / "_delta_log").iterdir()) == [f"{0:020d}.json"]
+    snap = DeltaLog.for_table(table).snapshot()
+    assert snap.num_files == result.num_files and snap.partition_columns == ["day"]
+    assert deltalake_view(table).version == 0 and deltalake_view(table).rows == duckdb_view(table).rows == 6
+    assert rows_at(spark, table) == expected("2026-11-01", 0, 6)
 
 
 def test_executors_enforce_not_null_and_the_driver_gets_the_typed_error(spark: Any, tmp_path: Path) -> None:
@@ -181,7 +202,7 @@ def test_replace_where_refusals(spark: Any, tmp_path: Path) -> None:
     with pytest.raises(InvalidArgumentError, match="does not match replace_where"):
         write(batch(spark, "2026-11-09", 0, 1), str(table), mode="overwrite", replace_where={"day": "2026-11-01"})
     assert data_files(table) == before
-    assert DeltaLog.for_table(table).latest_version() == 1
+    assert DeltaLog.for_table(table).latest_version() == 0
 
 
 def _barrier_hook(barrier: threading.Barrier) -> Callable[[], None]:
@@ -217,7 +238,7 @@ def test_concurrent_jobs_on_disjoint_partitions_both_commit(spark: Any, tmp_path
     for t in threads:
         t.join(timeout=300)
     assert not errors, errors
-    assert sorted(r.version for r in results.values() if r.version is not None) == [3, 4]
+    assert sorted(r.version for r in results.values() if r.version is not None) == [2, 3]
     assert rows_at(spark, table) == sorted(
         expected("2026-11-01", 10, 3, "Kyoto") + expected("2026-11-02", 20, 3, "Kyoto")
     )
@@ -250,7 +271,7 @@ def test_overwrites_of_one_partition_conflict_and_loser_files_are_deleted(spark:
             replace_where={"day": "2026-11-01"},
             before_commit=rival,
         )
-    assert info.value.winning_version == 2
+    assert info.value.winning_version == 1
     files = data_files(table)
     winner_files = {unquote(p) for p in winner[0].paths}
     assert files == before | winner_files  # the loser's files are gone, the winner's stay
@@ -269,7 +290,7 @@ def test_exactly_once_batch_committed_meanwhile_is_skipped_and_cleaned(spark: An
         batch(spark, "2026-11-05", 7, 2), str(table), app_id=APP, app_version=5, before_commit=same_batch_elsewhere
     )
     assert result.skipped and result.version is None
-    assert other[0].version == 2
-    assert DeltaLog.for_table(table).latest_version() == 2
+    assert other[0].version == 1
+    assert DeltaLog.for_table(table).latest_version() == 1
     assert len(data_files(table)) == 1 + other[0].num_files
     assert rows_at(spark, table) == sorted(expected("2026-11-01", 0, 1) + expected("2026-11-05", 7, 2))
