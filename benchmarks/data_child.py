@@ -37,7 +37,7 @@ def _deltalog(spec: dict[str, Any]) -> tuple[Callable[[], Any], Callable[[Any], 
     import deltalog.data.scan
     import deltalog.dml.changes
     import deltalog.dml.delete
-    import deltalog.dml.write
+    import deltalog.writing.write
     from deltalog import DeltaLog
 
     case, table = spec["case"], spec["table"]
@@ -46,7 +46,7 @@ def _deltalog(spec: dict[str, Any]) -> tuple[Callable[[], Any], Callable[[Any], 
 
         sizes = Sizes(**spec["sizes"])
         data = write_data(sizes.write_rows, sizes.partitions)
-        write = deltalog.dml.write.write
+        write = deltalog.writing.write.write
         return lambda: write(data, table, partition_by=["part"]), lambda _: {"rows": data.num_rows}
     if case in ("scan-selective", "scan-full"):
         expr = _filter(spec) if case == "scan-selective" else None

@@ -49,23 +49,23 @@ from deltalog.errors import (
 )
 
 if TYPE_CHECKING:  # what a type checker sees of the lazy names below (``write`` would otherwise be Any)
-    from deltalog.dml.write import write
     from deltalog.log import DeltaLog
-    from deltalog.table.commit_loop import RetryPolicy
+    from deltalog.table.commit.loop import RetryPolicy
+    from deltalog.table.commit.transaction import CommitResult, Transaction
     from deltalog.table.history import HistoryEntry
     from deltalog.table.snapshot import Snapshot
-    from deltalog.table.transaction import CommitResult, Transaction
+    from deltalog.writing.write import write
 
 logging.getLogger(__name__).addHandler(logging.NullHandler())
 
 _LAZY = {
     "DeltaLog": "deltalog.log",
     "Snapshot": "deltalog.table.snapshot",
-    "CommitResult": "deltalog.table.transaction",
-    "Transaction": "deltalog.table.transaction",
-    "RetryPolicy": "deltalog.table.commit_loop",
+    "CommitResult": "deltalog.table.commit.transaction",
+    "Transaction": "deltalog.table.commit.transaction",
+    "RetryPolicy": "deltalog.table.commit.loop",
     "HistoryEntry": "deltalog.table.history",
-    "write": "deltalog.dml.write",
+    "write": "deltalog.writing.write",
 }
 
 

@@ -26,7 +26,7 @@ from deltalog.errors import InvalidArgumentError
 from deltalog.storage.base import LogStore
 from deltalog.storage.uri import store_for
 from deltalog.table import listing, load, refresh
-from deltalog.table.anchor import Anchor
+from deltalog.table.commit.anchor import Anchor
 from deltalog.table.context import TableContext
 from deltalog.table.snapshot import Snapshot
 
@@ -39,9 +39,9 @@ if TYPE_CHECKING:
     from deltalog.maintenance.log_compaction import LogCompactionResult
     from deltalog.maintenance.restore import RestoreResult
     from deltalog.maintenance.vacuum import VacuumProgress, VacuumResult
-    from deltalog.table.commit_loop import RetryPolicy, Young
+    from deltalog.table.commit.loop import RetryPolicy, Young
+    from deltalog.table.commit.transaction import CommitResult, Committed, Transaction
     from deltalog.table.history import HistoryEntry
-    from deltalog.table.transaction import CommitResult, Committed, Transaction
 
 log = logging.getLogger(__name__)
 
@@ -253,7 +253,7 @@ class DeltaLog:
         :class:`TableAlreadyExistsError` (nothing written).
         """
         from deltalog.table import ddl
-        from deltalog.table.transaction import Transaction
+        from deltalog.table.commit.transaction import Transaction
 
         table = ddl.plan_table(
             self.context,
@@ -284,7 +284,7 @@ class DeltaLog:
         retry: RetryPolicy | None = None,
     ) -> Transaction:
         """A transaction on the latest snapshot; with ``app_id``/``app_version`` it commits exactly once."""
-        from deltalog.table.transaction import Transaction
+        from deltalog.table.commit.transaction import Transaction
 
         # A blind append needs protocol, metadata and txns, not the file list: the transaction's snapshot
         # loads its files only if the transaction reads them. While our last commit is young the cached

@@ -2,7 +2,7 @@
 
 Registered on the main group by :mod:`deltalog.cli.main`. Read-only: it lists ``_delta_log/_intents`` and
 judges each file's age by this machine's clock against the intent's own timeout (writers judge by the
-store's clock, see :mod:`deltalog.table.declared_intents`, so a skewed clock here can show an intent a
+store's clock, see :mod:`deltalog.table.commit.declared_intents`, so a skewed clock here can show an intent a
 writer would still honour as stale, or the reverse). ``deltalog cleanup --apply`` deletes intents stale by
 more than a margin.
 """
@@ -19,7 +19,7 @@ from deltalog.cli.documents import Document, iso_ms
 from deltalog.cli.layout import Column, Screen
 from deltalog.cli.options import emit, limit_option, open_log, output_format
 from deltalog.core import declared_intents as core
-from deltalog.table.declared_intents import list_intents
+from deltalog.table.commit.declared_intents import list_intents
 
 
 def intents_document(log: DeltaLog) -> Document:

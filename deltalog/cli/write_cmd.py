@@ -24,9 +24,9 @@ from deltalog.cli import render
 from deltalog.cli.documents import Document
 from deltalog.cli.layout import Screen
 from deltalog.cli.options import json_flag, open_log, table_argument
-from deltalog.dml.tables import open_table
-from deltalog.dml.write import MODES
 from deltalog.errors import InvalidArgumentError
+from deltalog.writing.tables import open_table
+from deltalog.writing.write import MODES
 
 FORMATS = {".parquet": "parquet", ".csv": "csv"}
 

@@ -1,7 +1,7 @@
 """Intents of long-running writers: what each declared it will read and replace, and who yields to whom.
 
 A writer that declares an intent writes ``_delta_log/_intents/<txnId>.json`` (see
-:mod:`deltalog.table.declared_intents`) and keeps it fresh with a heartbeat. Other declared writers read these
+:mod:`deltalog.table.commit.declared_intents`) and keeps it fresh with a heartbeat. Other declared writers read these
 records to stop *early*, before hours of work are thrown away at commit time. This module is the pure part:
 the record, its JSON form, overlap, liveness and priority.
 

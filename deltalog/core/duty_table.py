@@ -56,7 +56,7 @@ REMOVES_DATA = frozenset({DELETE, OVERWRITE, REWRITE, DV_DELETE})
 #: cleanup keeps every checkpoint below ``delta.requireCheckpointProtectionBeforeVersion`` unless it
 #: truncates past it, and a checkpoint is gated on its own version's protocol), the feature duties every
 #: commit runs (:mod:`deltalog.core.feature_duties`), and in-commit timestamps and row tracking
-#: (:mod:`deltalog.table.attempts`). Wiring a module adds its name.
+#: (:mod:`deltalog.table.commit.attempts`). Wiring a module adds its name.
 DEFAULT_IMPLEMENTED: frozenset[str] = frozenset(
     {
         "commit_rules",

@@ -4,7 +4,7 @@ mapping, clustering and row rules (CHECK constraints, invariants, generated colu
 Each feature's rules live in their own module (:mod:`~deltalog.core.deletion_vectors`, :mod:`~deltalog.core.cdf`,
 :mod:`~deltalog.core.column_mapping`, :mod:`~deltalog.core.clustering`, :mod:`~deltalog.core.constraints`);
 this module decides which of them a commit owes and calls them in one place, so appends, DDL, restores and
-data-plane writes all meet them (:mod:`deltalog.table.prepare` calls :func:`check_duties` after
+data-plane writes all meet them (:mod:`deltalog.table.commit.prepare` calls :func:`check_duties` after
 :func:`~deltalog.core.commit_rules.prepare_commit`). Several duties turn on facts only the writer knows (whether
 new files hold rows copied from removed ones, whether its change files cover the commit, whether someone
 validated the rows): the writer states them in :class:`Declarations`, and what it vouched for is recorded in

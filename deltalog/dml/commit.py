@@ -33,11 +33,11 @@ from deltalog.errors import (
     ProtocolError,
     TableAlreadyExistsError,
 )
-from deltalog.table.commit_loop import CommitResult
+from deltalog.table.commit.loop import CommitResult
 
 if TYPE_CHECKING:
+    from deltalog.table.commit.transaction import Transaction
     from deltalog.table.context import TableContext
-    from deltalog.table.transaction import Transaction
 
 logger = logging.getLogger(__name__)
 

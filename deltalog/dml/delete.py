@@ -38,12 +38,12 @@ from deltalog.dml.commit import commit_files, skipped
 from deltalog.dml.matching import FileMatch, Matches, find_matches
 from deltalog.dml.removal import Removal, Rewriter, by_rewriting, finish, with_deletion_vectors
 from deltalog.errors import InvalidCommitError
-from deltalog.table.commit_loop import CommitResult
+from deltalog.table.commit.loop import CommitResult
 
 if TYPE_CHECKING:
-    from deltalog.table.new_table import NewTable
+    from deltalog.table.commit.new_table import NewTable
+    from deltalog.table.commit.transaction import Transaction
     from deltalog.table.snapshot import Snapshot
-    from deltalog.table.transaction import Transaction
 
 OPERATION = "DELETE"
 #: no predicate: every row matches

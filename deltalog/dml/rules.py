@@ -1,6 +1,6 @@
 """What a data commit owes the table's writer features, asked before any file is written and declared at commit.
 
-The one commit path (:mod:`deltalog.table.transaction`, :mod:`deltalog.core.feature_duties`) runs every rule
+The one commit path (:mod:`deltalog.table.commit.transaction`, :mod:`deltalog.core.feature_duties`) runs every rule
 module on what a transaction commits: deletion-vector shapes and removes naming the live vector, physical
 names under column mapping, change files on change-data-feed tables, clustering statistics, row ids and
 in-commit timestamps. What only the writer knows it declares there: that the data-file writer evaluated the
@@ -20,7 +20,7 @@ from deltalog.core.constraints import CHECKED
 from deltalog.core.feature_gate import check_operation
 
 if TYPE_CHECKING:
-    from deltalog.table.new_table import NewTable
+    from deltalog.table.commit.new_table import NewTable
     from deltalog.table.snapshot import Snapshot
 
 

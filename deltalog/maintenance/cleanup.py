@@ -42,8 +42,8 @@ from deltalog.errors import CorruptLogError
 from deltalog.maintenance.deletion import delete_in_order, gate
 from deltalog.storage.base import LogStore
 from deltalog.table import load
+from deltalog.table.commit.declared_intents import expired_intents
 from deltalog.table.context import TableContext
-from deltalog.table.declared_intents import expired_intents
 from deltalog.table.history import commit_info
 from deltalog.table.snapshot import Snapshot
 
@@ -62,7 +62,7 @@ class CleanupResult:
     plan: CleanupPlan
     dry_run: bool
     deleted: tuple[str, ...]
-    #: expired intent files (``_delta_log/_intents/*.json``, :mod:`deltalog.table.declared_intents`) deleted,
+    #: expired intent files (``_delta_log/_intents/*.json``, :mod:`deltalog.table.commit.declared_intents`) deleted,
     #: or to delete
     intents: tuple[str, ...] = ()
     #: the classic-named compatibility checkpoint written before deleting (V2 tables), or to write on a dry

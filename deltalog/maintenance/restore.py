@@ -31,9 +31,9 @@ from deltalog.core.vacuum_plan import FileRef, inside_files
 from deltalog.errors import InvalidArgumentError, RestoreFilesMissingError
 from deltalog.storage.base import LogStore
 from deltalog.table import history, listing
+from deltalog.table.commit.transaction import CommitResult, Transaction
 from deltalog.table.context import TableContext
 from deltalog.table.snapshot import Snapshot
-from deltalog.table.transaction import CommitResult, Transaction
 
 OPERATION = "RESTORE"
 

@@ -7,7 +7,7 @@ Flow of :func:`write`:
    DataFrame's schema, ``partition_by`` and ``replace_where`` against the table, all *before* any file is
    written. An exactly-once batch (``app_id``/``app_version``) the table already holds
    stops here: nothing is written. Opening, creating and the exactly-once start are :func:`deltalog.write`'s
-   own (:mod:`deltalog.dml.tables`), so both writers decide them alike.
+   own (:mod:`deltalog.writing.tables`), so both writers decide them alike.
 2. Spark SQL evaluates the table's row rules on the executors, as Delta Spark does: a column the DataFrame
    lacks that is generated (``delta.generationExpression``) or has a default (``CURRENT_DEFAULT``) is computed
    from its expression, and every CHECK constraint, invariant and generation expression becomes one boolean
@@ -27,9 +27,10 @@ Flow of :func:`write`:
    definitely refused (a conflict, an invalid commit, an exactly-once batch committed meanwhile) are deleted;
    after ``CommitStateUnknownError`` nothing is deleted, since the commit may have landed.
 
-An overwrite (whole table or ``replace_where``) declares an intent (:mod:`deltalog.table.declared_intents`) and runs
-``txn.check_early()`` on the driver before the write stage, after it and just before the commit: a conflict
-found early raises the same typed error the commit would, after deleting the files already written.
+An overwrite (whole table or ``replace_where``) declares an intent
+(:mod:`deltalog.table.commit.declared_intents`) and runs ``txn.check_early()`` on the driver before the write
+stage, after it and just before the commit: a conflict found early raises the same typed error the commit
+would, after deleting the files already written.
 """
 
 from __future__ import annotations
@@ -49,7 +50,6 @@ from deltalog.data.files import WriteTarget
 from deltalog.data.locate import resolve
 from deltalog.dml.commit import commit_files, discard
 from deltalog.dml.rules import Declared, check_up_front
-from deltalog.dml.tables import begin_write, check_partition_by, landed, open_table, where_text
 from deltalog.errors import (
     ConcurrentModificationError,
     InvalidArgumentError,
@@ -58,12 +58,13 @@ from deltalog.errors import (
 from deltalog.log import DeltaLog
 from deltalog.spark._files import RESULT_DDL, PathList, raise_carried, write_partitioned
 from deltalog.spark.row_rules import check_first, computed_columns, raise_rule_failure, row_rules_applied
+from deltalog.writing.tables import begin_write, check_partition_by, landed, open_table, where_text
 
 if TYPE_CHECKING:
     from pyspark.accumulators import AccumulatorParam
     from pyspark.sql import DataFrame
 
-    from deltalog.table.new_table import NewTable
+    from deltalog.table.commit.new_table import NewTable
     from deltalog.table.snapshot import Snapshot
 
 MODES = ("append", "overwrite")
@@ -198,7 +199,7 @@ def write(
         # a table this commit creates has nothing to remove
         overwrite = mode == "overwrite" and not creates
         removes = txn.remove_where(dict(replace_where) if replace_where else None) if overwrite else []
-        # an overwrite declares an intent and checks for conflicts between stages (deltalog.table.declared_intents)
+        # an overwrite declares an intent and checks for conflicts between stages (table.commit.declared_intents)
         early = early_conflicts and overwrite
         if early:
             txn.declare_intent(where=dict(replace_where) if replace_where else None)

@@ -209,7 +209,7 @@ def store_for(location: str | os.PathLike[str], storage_options: dict[str, Any] 
     fs, path = _open_fsspec(fsspec, loc, scheme, opts.fs_kwargs)
     store = FsspecLogStore(fs, path, display_root=_redact(loc))
     if opts.allow_unsafe_commits:
-        # Read by deltalog.table.commit_loop through unsafe_commits_allowed(): the user accepted one writer at a time.
+        # Read by deltalog.table.commit.loop through unsafe_commits_allowed(): the user accepted one writer at a time.
         store.allow_unsafe_commits = True  # type: ignore[attr-defined]
     return store
 

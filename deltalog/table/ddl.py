@@ -1,7 +1,7 @@
 """Creating tables and changing their metadata; each change is an ordinary transaction.
 
 Creating a table too: a transaction that read version -1, committed through the same loop as every other
-version (:mod:`deltalog.table.commit_loop`), so a lost response is recovered by ``txnId`` and every
+version (:mod:`deltalog.table.commit.loop`), so a lost response is recovered by ``txnId`` and every
 per-commit rule applies to version 0 as to any other. The functions that change a table take ``begin``,
 which starts the transaction on the latest snapshot once the request itself has been checked.
 
@@ -43,12 +43,12 @@ from deltalog.core.schema import SchemaError, parse_schema, top_level_fields
 from deltalog.data.constraints import check_rows, table_rules
 from deltalog.data.types import plan_schema
 from deltalog.errors import InvalidArgumentError, TableAlreadyExistsError
-from deltalog.table.commit_loop import RetryPolicy
+from deltalog.table.commit.loop import RetryPolicy
+from deltalog.table.commit.new_table import NewTable
+from deltalog.table.commit.transaction import CommitResult, Committed, Transaction
 from deltalog.table.context import TableContext
 from deltalog.table.listing import list_log
-from deltalog.table.new_table import NewTable
 from deltalog.table.snapshot import Snapshot
-from deltalog.table.transaction import CommitResult, Committed, Transaction
 
 #: starts a transaction on the table's latest snapshot
 Begin = Callable[[], Transaction]

@@ -1,6 +1,6 @@
 """In-commit timestamps and row tracking on the one commit path, with racing writers (issue 14, Build 3 and 4).
 
-Every attempt's bytes are made again for the version it is attempted at (``deltalog/table/attempts.py``), so
+Every attempt's bytes are made again for the version it is attempted at (``deltalog/table/commit/attempts.py``), so
 a writer that loses a race re-stamps its ``inCommitTimestamp`` above the winner's and renumbers its row ids
 above the winner's high-water mark. Writers here are threads with their own ``DeltaLog`` each, meeting at a
 barrier before every commit so that most commits lose at least once; some share a frozen clock, so only the

@@ -21,7 +21,7 @@ import pytest
 from deltalog import ConcurrentAppendError, ConcurrentModificationError, DeltaLog, Transaction
 from deltalog import actions as A
 from deltalog.storage.local import LocalLogStore
-from deltalog.table.declared_intents import list_intents
+from deltalog.table.commit.declared_intents import list_intents
 
 SCHEMA = pa.schema([("id", pa.int64()), ("day", pa.string())])
 P, Q = "2026-01-01", "2026-01-02"

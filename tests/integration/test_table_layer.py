@@ -22,9 +22,9 @@ from deltalog.storage.fault_rules import FaultRule, Mode
 from deltalog.storage.faults import FaultyStore
 from deltalog.storage.local import LocalLogStore
 from deltalog.table import ddl, load, refresh
+from deltalog.table.commit.transaction import Committed, Transaction
 from deltalog.table.context import TableContext
 from deltalog.table.file_list import FileList, Pending
-from deltalog.table.transaction import Committed, Transaction
 from tests.integration.datafiles import SCHEMA, assert_peers_agree, data_file, live_paths
 
 

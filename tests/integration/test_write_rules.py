@@ -344,7 +344,7 @@ def test_a_table_holding_a_bad_isolation_level_stays_writable_and_repairable(
     root = tmp_path / "t"
     DeltaLog.for_table(root).create(IDS)
     foreign_commit(root, {"delta.isolationLevel": "snapshot"})
-    with caplog.at_level(logging.WARNING, logger="deltalog.table.transaction"):
+    with caplog.at_level(logging.WARNING, logger="deltalog.table.commit.transaction"):
         append(root, pa.table({"id": [1]}))  # committed as Serializable, the strictest level
     assert any("delta.isolationLevel='snapshot'" in r.getMessage() for r in caplog.records)
     log = DeltaLog.for_table(root)

@@ -36,9 +36,8 @@ ROWS: dict[str, int] = {
     "deltalog.table": 5,
     "deltalog.maintenance": 6,
     "deltalog.dml": 6,
-    # opening or creating the table a writer writes, and deltalog.write itself: edges, as Spark's writer is
-    "deltalog.dml.tables": 8,
-    "deltalog.dml.write": 9,
+    # deltalog.write and the table opening it shares with Spark's writer: an edge above the facade, as Spark is
+    "deltalog.writing": 8,
     "deltalog.log": 7,
     "deltalog.spark": 9,
     "deltalog": 10,  # the package's own __init__: the public surface

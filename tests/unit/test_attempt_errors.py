@@ -11,8 +11,8 @@ from deltalog.core.conflicts import Winner
 from deltalog.core.file_facts import NO_FILES
 from deltalog.errors import CorruptLogError
 from deltalog.storage.local import LocalLogStore
-from deltalog.table.attempts import Attempts, ReadFacts, listed_mtime
-from deltalog.table.commit_loop import Won
+from deltalog.table.commit.attempts import Attempts, ReadFacts, listed_mtime
+from deltalog.table.commit.loop import Won
 from deltalog.table.context import TableContext
 
 STATS = '{"numRecords": 3}'

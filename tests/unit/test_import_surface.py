@@ -26,12 +26,12 @@ NOT_ON_IMPORT = (
     "deltalog.checkpoint.v2",
     "deltalog.checkpoint.publish",
     "deltalog.checkpoint.existing",
-    "deltalog.table.commit_loop",
-    "deltalog.table.acknowledgment",
-    "deltalog.table.transaction",
-    "deltalog.table.prepare",
-    "deltalog.table.read_set",
-    "deltalog.table.declared_intents",
+    "deltalog.table.commit.loop",
+    "deltalog.table.commit.acknowledgment",
+    "deltalog.table.commit.transaction",
+    "deltalog.table.commit.prepare",
+    "deltalog.table.commit.read_set",
+    "deltalog.table.commit.declared_intents",
     "deltalog.table.ddl",
     "deltalog.core.conflicts",
     "fsspec",
@@ -74,11 +74,11 @@ def test_the_writing_api_is_still_importable_from_the_package() -> None:
     loaded = modules_after(
         "import deltalog\n"
         "from deltalog import CommitResult, RetryPolicy, Transaction\n"
-        "assert Transaction.__module__ == 'deltalog.table.transaction'\n"
-        "assert RetryPolicy.__module__ == 'deltalog.table.commit_loop'\n"
+        "assert Transaction.__module__ == 'deltalog.table.commit.transaction'\n"
+        "assert RetryPolicy.__module__ == 'deltalog.table.commit.loop'\n"
         "assert CommitResult is deltalog.CommitResult and 'Transaction' in dir(deltalog)"
     )
-    assert "deltalog.table.transaction" in loaded and "deltalog.table.commit_loop" in loaded
+    assert "deltalog.table.commit.transaction" in loaded and "deltalog.table.commit.loop" in loaded
 
 
 def test_an_unknown_attribute_is_still_an_attribute_error() -> None:

@@ -6,7 +6,7 @@ enablement version; row ids (:mod:`deltalog.core.row_tracking`) are numbered abo
 mark and carry the version as ``defaultRowCommitVersion``. A retry comes after winners the first attempt
 never saw, possibly on a protocol a winner changed (one that added row tracking), so an attempt is never
 patched from the last one: :meth:`Attempts.encode` computes it from the prepared actions, the read version
-and every winner so far. It is the commit loop's :data:`~deltalog.table.commit_loop.Encode` hook, which
+and every winner so far. It is the commit loop's :data:`~deltalog.table.commit.loop.Encode` hook, which
 keeps the loop free of feature knowledge.
 """
 
@@ -26,7 +26,7 @@ from deltalog.core.paths import LOG_DIR, commit_name
 from deltalog.core.reachability import UNLISTED
 from deltalog.core.schema import parse_schema, physical_names, walk_fields
 from deltalog.errors import CorruptLogError, NotFoundError
-from deltalog.table.commit_loop import Won
+from deltalog.table.commit.loop import Won
 from deltalog.table.context import TableContext
 from deltalog.table.history import commit_info
 from deltalog.table.listing import list_log

@@ -5,14 +5,14 @@ A transaction binds one snapshot for its whole life. What it reads through :meth
 writers' commits are checked against; reading directly from ``snapshot`` is not recorded, on purpose, for
 callers that know a read does not matter to correctness.
 
-Every version goes through here and the commit loop (:mod:`deltalog.table.commit_loop`): data writes,
+Every version goes through here and the commit loop (:mod:`deltalog.table.commit.loop`): data writes,
 metadata changes, restores, and creating the table (a transaction with no snapshot, read version -1). So
 the rules every commit must meet live in one place. What happens after a commit (advancing a cached
 snapshot, hooks, automatic checkpoints) is the caller's: it hands an ``on_committed`` callback.
 
-This module is the transaction as its callers see it: what it reads (kept by :mod:`deltalog.table.read_set`)
+This module is the transaction as its callers see it: what it reads (kept by :mod:`deltalog.table.commit.read_set`)
 and what it stages. Turning staged actions into a commit (every rule and feature duty, the commitInfo, the
-attempts the commit loop sends) is :mod:`deltalog.table.prepare`.
+attempts the commit loop sends) is :mod:`deltalog.table.commit.prepare`.
 """
 
 from __future__ import annotations
@@ -36,12 +36,12 @@ from deltalog.errors import (
     MetadataChangedError,
     ProtocolChangedError,
 )
-from deltalog.table import declared_intents
-from deltalog.table.commit_loop import CommitResult, Committed, Committer, RetryPolicy, Young
+from deltalog.table.commit import declared_intents
+from deltalog.table.commit.loop import CommitResult, Committed, Committer, RetryPolicy, Young
+from deltalog.table.commit.new_table import NewTable
+from deltalog.table.commit.prepare import CommitRequest, gate_operation, run_commit, skipped, with_app_version
+from deltalog.table.commit.read_set import ReadRecord, partition_schema
 from deltalog.table.context import TableContext
-from deltalog.table.new_table import NewTable
-from deltalog.table.prepare import CommitRequest, gate_operation, run_commit, skipped, with_app_version
-from deltalog.table.read_set import ReadRecord, partition_schema
 from deltalog.table.snapshot import Snapshot
 
 log = logging.getLogger(__name__)
@@ -71,7 +71,7 @@ class Transaction:
         """``new_table`` (with ``snapshot`` None) is the table this transaction creates: its protocol and
         metadata are staged, so whatever else is committed (the first data files) lands in the same version 0.
 
-        ``young`` lets the commit skip listings while it holds (:class:`~deltalog.table.commit_loop.Young`):
+        ``young`` lets the commit skip listings while it holds (:class:`~deltalog.table.commit.loop.Young`):
         the caller vouches that ``snapshot`` descends from a commit it sent at ``young.anchor_ms``.
 
         With ``refresh``, ``snapshot`` is the caller's cached one, taken without a listing: the first read

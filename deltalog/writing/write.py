@@ -48,7 +48,6 @@ from deltalog.dml.commit import commit_files, discard, skipped
 from deltalog.dml.delete import check_removable, describe, target_of
 from deltalog.dml.matching import find_matches
 from deltalog.dml.removal import Removal, Rewriter, by_rewriting, finish, with_deletion_vectors
-from deltalog.dml.tables import begin_write, check_partition_by, landed, open_table
 from deltalog.errors import (
     InvalidArgumentError,
     SchemaMismatchError,
@@ -57,10 +56,11 @@ from deltalog.errors import (
 )
 from deltalog.log import DeltaLog
 from deltalog.storage.base import LogStore
-from deltalog.table.commit_loop import CommitResult
-from deltalog.table.new_table import NewTable
+from deltalog.table.commit.loop import CommitResult
+from deltalog.table.commit.new_table import NewTable
+from deltalog.table.commit.transaction import Transaction
 from deltalog.table.snapshot import Snapshot
-from deltalog.table.transaction import Transaction
+from deltalog.writing.tables import begin_write, check_partition_by, landed, open_table
 
 MODES = ("append", "overwrite", "error", "ignore")
 SCHEMA_MODES = (None, "merge")

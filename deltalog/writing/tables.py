@@ -29,10 +29,10 @@ from deltalog.errors import InvalidArgumentError, SchemaMismatchError, TableAlre
 
 if TYPE_CHECKING:
     from deltalog.log import DeltaLog
-    from deltalog.table.commit_loop import CommitResult
-    from deltalog.table.new_table import NewTable
+    from deltalog.table.commit.loop import CommitResult
+    from deltalog.table.commit.new_table import NewTable
+    from deltalog.table.commit.transaction import Transaction
     from deltalog.table.snapshot import Snapshot
-    from deltalog.table.transaction import Transaction
 
 
 def open_table(log: DeltaLog) -> Snapshot | None:
@@ -69,7 +69,7 @@ def begin_write(
     operation: str,
 ) -> tuple[Transaction, Snapshot | NewTable, CommitResult | None]:
     """A write's transaction and the table it writes: ``existing`` (the latest snapshot), or when there is
-    none a :class:`~deltalog.table.new_table.NewTable` from ``schema`` (Delta JSON), ``partition_by`` and
+    none a :class:`~deltalog.table.commit.new_table.NewTable` from ``schema`` (Delta JSON), ``partition_by`` and
     ``configuration`` that the write's commit creates. The third value is the skipped result of an
     exactly-once batch the table already holds (the transaction is then closed: nothing is to be written)."""
     if existing is None:

@@ -4,7 +4,7 @@ Correctness rests on four things: the store's atomic ``put_if_absent`` (one writ
 conflict check of every winning commit before moving past it, the ``txnId`` stamped in our commitInfo,
 which is how a write whose outcome was lost (a timeout after sending) is recognised when it did land, and
 a listing after every write that proves the new version is reachable (judged in
-:mod:`deltalog.table.acknowledgment` by :mod:`deltalog.core.reachability`): put-if-absent alone would also
+:mod:`deltalog.table.commit.acknowledgment` by :mod:`deltalog.core.reachability`): put-if-absent alone would also
 "win" a version that log cleanup freed below a newer checkpoint, or one after a gap. Retrying an unknown
 outcome at the *same* version is safe: if our first write lands later, the retry finds it and sees our
 ``txnId``; if another writer took the version, our first write can never land.
@@ -54,7 +54,7 @@ from deltalog.errors import (
 )
 from deltalog.storage.base import LogStore
 from deltalog.storage.options import UNSAFE_OPT_IN, unsafe_commits_allowed
-from deltalog.table.acknowledgment import Acknowledger, Outcome, is_ours
+from deltalog.table.commit.acknowledgment import Acknowledger, Outcome, is_ours
 from deltalog.table.listing import list_log
 from deltalog.table.snapshot import Snapshot
 
@@ -287,7 +287,7 @@ class Committer:
     def winners_after(self, version: int) -> list[Winner]:
         """Every commit after ``version`` that exists now, read as the commit loop reads winners.
 
-        For early conflict checks (:meth:`deltalog.table.transaction.Transaction.check_early`): the caller runs
+        For early conflict checks (:meth:`deltalog.table.commit.transaction.Transaction.check_early`): the caller runs
         :func:`~deltalog.core.conflicts.check_winner` on each, as :meth:`commit` does.
         """
         commits = _commits(self._transient("listing the log", partial(list_log, self.store, version + 1)))

@@ -27,7 +27,7 @@ from deltalog.core.conflicts import ReadPredicate, TxnSummary, check_winner
 from deltalog.core.declared_intents import INTENTS_DIR, IntentRecord, ObservedIntent
 from deltalog.errors import DeltaLogError, NotFoundError
 from deltalog.storage.base import LogStore
-from deltalog.table.commit_loop import Committer, RetryPolicy
+from deltalog.table.commit.loop import Committer, RetryPolicy
 
 log = logging.getLogger(__name__)
 

@@ -15,7 +15,7 @@ from deltalog.core.reachability import listed_anchor_ms
 from deltalog.errors import PropertyError
 
 if TYPE_CHECKING:
-    from deltalog.table.commit_loop import Young
+    from deltalog.table.commit.loop import Young
     from deltalog.table.snapshot import Snapshot
 
 
@@ -53,7 +53,7 @@ class Anchor:
         anchor is still young; None sends the commit through the listing path."""
         # imported here, as the facade did: neither is on ``import deltalog``'s path
         from deltalog.core.properties import log_retention_ms
-        from deltalog.table.commit_loop import Young
+        from deltalog.table.commit.loop import Young
 
         with self._lock:
             at = self._at

@@ -6,7 +6,7 @@ is chosen here too: a caller may name it (a restore is gated as a restore), othe
 decides, and a winner's protocol is later checked for that same operation.
 
 What the duties return (what the writer vouched for, e.g. that new rows passed the table's constraints) goes
-into the commitInfo; the attempts (:mod:`deltalog.table.attempts`) then make each attempt's bytes from the
+into the commitInfo; the attempts (:mod:`deltalog.table.commit.attempts`) then make each attempt's bytes from the
 prepared actions, since row ids and in-commit timestamps depend on the version attempted.
 """
 
@@ -27,9 +27,9 @@ from deltalog.core.deletion_vectors import new_dvs_allowed
 from deltalog.core.feature_duties import Declarations, check_duties, needs_known_files, touched_paths
 from deltalog.core.feature_gate import WRITE, commit_operation
 from deltalog.core.file_facts import NO_FILES, KnownFiles, known_files, path_key
-from deltalog.table.acknowledgment import Outcome
-from deltalog.table.attempts import Attempts, enable_row_tracking, known_for, listed_mtime, read_facts
-from deltalog.table.commit_loop import NO_TABLE, CommitResult, Committer, Young
+from deltalog.table.commit.acknowledgment import Outcome
+from deltalog.table.commit.attempts import Attempts, enable_row_tracking, known_for, listed_mtime, read_facts
+from deltalog.table.commit.loop import NO_TABLE, CommitResult, Committer, Young
 from deltalog.table.context import TableContext
 from deltalog.table.snapshot import Snapshot
 
