@@ -18,10 +18,10 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from deltalog.checkpoint import hint
-from deltalog.core import last_checkpoint as hints
-from deltalog.core.paths import LogPath
-from deltalog.core.reachability import holds
-from deltalog.core.segment import LogSegment
+from deltalog.core.log import last_checkpoint as hints
+from deltalog.core.log.paths import LogPath
+from deltalog.core.log.reachability import holds
+from deltalog.core.log.segment import LogSegment
 from deltalog.errors import InvalidArgumentError
 from deltalog.storage.base import LogStore
 from deltalog.storage.uri import store_for
@@ -34,7 +34,7 @@ if TYPE_CHECKING:
     import pyarrow as pa
 
     from deltalog.checkpoint.writer import CheckpointResult, Progress
-    from deltalog.core.cleanup_plan import Retention
+    from deltalog.core.plans.cleanup import Retention
     from deltalog.maintenance.cleanup import CleanupResult
     from deltalog.maintenance.log_compaction import LogCompactionResult
     from deltalog.maintenance.restore import RestoreResult

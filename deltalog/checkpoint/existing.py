@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from deltalog.checkpoint.reader import CheckpointReader, FileActions
 from deltalog.checkpoint.scan import open_parquet
-from deltalog.core.paths import LOG_DIR, checkpoint_name, log_files, version_prefix
-from deltalog.core.segment import CheckpointRef, complete_checkpoints
+from deltalog.core.log.paths import LOG_DIR, checkpoint_name, log_files, version_prefix
+from deltalog.core.log.segment import CheckpointRef, complete_checkpoints
 from deltalog.core.state import BaseState
 from deltalog.errors import CheckpointError, CorruptLogError
 from deltalog.storage.base import LogStore

@@ -17,9 +17,9 @@ from typing import Any
 
 import orjson
 
-from deltalog.core import last_checkpoint as hints
-from deltalog.core.paths import LAST_CHECKPOINT, LOG_DIR, log_files, version_prefix
-from deltalog.core.segment import complete_checkpoints
+from deltalog.core.log import last_checkpoint as hints
+from deltalog.core.log.paths import LAST_CHECKPOINT, LOG_DIR, log_files, version_prefix
+from deltalog.core.log.segment import complete_checkpoints
 from deltalog.errors import AccessDeniedError, NotFoundError, StorageError
 from deltalog.storage.base import LogStore
 

@@ -15,7 +15,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.json as pj
 
-from deltalog.core.partitions import PartitionValueError, parse_value
+from deltalog.core.files.partitions import PartitionValueError, parse_value
 from deltalog.core.schema import top_level_fields
 from deltalog.core.state.columns import array_of
 

@@ -30,10 +30,10 @@ from deltalog.checkpoint.scan import (
     open_parquet,
 )
 from deltalog.core import actions as A
-from deltalog.core.codec import ActionDecodeError, from_dict
-from deltalog.core.jsonlines import objects
-from deltalog.core.paths import LOG_DIR, SIDECAR_DIR
-from deltalog.core.segment import CheckpointRef
+from deltalog.core.log.codec import ActionDecodeError, from_dict
+from deltalog.core.log.jsonlines import objects
+from deltalog.core.log.paths import LOG_DIR, SIDECAR_DIR
+from deltalog.core.log.segment import CheckpointRef
 from deltalog.core.state import BaseState
 from deltalog.core.state.columns import (
     ADD_COLUMNS_NO_STATS,

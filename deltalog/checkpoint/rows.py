@@ -19,7 +19,7 @@ import pyarrow.compute as pc
 from deltalog.checkpoint import schema as S
 from deltalog.checkpoint.reader import FileActions
 from deltalog.checkpoint.scan import BATCH_ROWS
-from deltalog.core import properties
+from deltalog.core.features import properties
 from deltalog.core.state.columns import array_of
 from deltalog.core.state.files import FileState
 from deltalog.core.version_state import VersionState

@@ -23,7 +23,7 @@ import pyarrow.compute as pc
 from deltalog.checkpoint import schema as S
 from deltalog.checkpoint.publish import CheckpointFiles, Sections, chain, file_rows
 from deltalog.checkpoint.rows import nested_array, null_table
-from deltalog.core.paths import LOG_DIR, SIDECAR_DIR
+from deltalog.core.log.paths import LOG_DIR, SIDECAR_DIR
 from deltalog.core.state.columns import array_of
 from deltalog.errors import CheckpointError
 

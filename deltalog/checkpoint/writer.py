@@ -32,10 +32,10 @@ from deltalog.checkpoint.rows import (
     streamed_adds,
 )
 from deltalog.checkpoint.v2 import write_v2
-from deltalog.core import properties
-from deltalog.core.paths import LOG_DIR, Kind, checkpoint_name, multipart_name
+from deltalog.core.features import properties
+from deltalog.core.log.paths import LOG_DIR, Kind, checkpoint_name, multipart_name
+from deltalog.core.log.segment import CheckpointRef
 from deltalog.core.result_repr import result_repr
-from deltalog.core.segment import CheckpointRef
 from deltalog.core.state import BaseState
 from deltalog.core.state.files import FileState, key_column
 from deltalog.core.version_state import VersionState

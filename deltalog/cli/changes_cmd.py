@@ -22,7 +22,7 @@ from deltalog.cli.documents import Document
 from deltalog.cli.layout import Screen
 from deltalog.cli.options import limit_option, open_log, output_format, table_argument
 from deltalog.cli.scan_cmd import limited, plain, show_rows, stream_csv
-from deltalog.core.change_feed import CHANGE_COLUMNS
+from deltalog.core.features.change_feed import CHANGE_COLUMNS
 from deltalog.core.schema import top_level_fields
 from deltalog.data.changes import with_change_columns
 from deltalog.data.predicate import RowFilter, row_filter

@@ -17,8 +17,8 @@ from deltalog import InvalidArgumentError, InvalidCommitError
 from deltalog.actions import Action
 from deltalog.cli import documents, render
 from deltalog.cli.options import emit, json_flag, open_log, parse_json_object, parse_read_where, table_argument
-from deltalog.core.codec import decode_commit
-from deltalog.core.conflicts import ISOLATION_LEVELS
+from deltalog.core.commit.conflicts import ISOLATION_LEVELS
+from deltalog.core.log.codec import decode_commit
 
 
 @click.command("commit")
@@ -178,7 +178,7 @@ def _check_line(obj: Any) -> str | None:
 
 
 def parse_actions(data: bytes, label: str) -> list[Action]:
-    """The actions of a commit file (:func:`~deltalog.core.codec.decode_commit`), each line first checked to
+    """The actions of a commit file (:func:`~deltalog.core.log.codec.decode_commit`), each line first checked to
     be one committable action of sound shape; errors name ``label`` and the 1-based line at fault."""
 
     def bad_line(line: int, why: str) -> InvalidArgumentError:

@@ -18,7 +18,7 @@ from deltalog.cli import render
 from deltalog.cli.documents import Document, iso_ms
 from deltalog.cli.layout import Column, Screen
 from deltalog.cli.options import emit, limit_option, open_log, output_format
-from deltalog.core import declared_intents as core
+from deltalog.core.commit import declared_intents as core
 from deltalog.table.commit.declared_intents import list_intents
 
 

@@ -23,8 +23,8 @@ from deltalog.cli import render
 from deltalog.cli.documents import Document, iso_ms
 from deltalog.cli.layout import Column, Screen
 from deltalog.cli.options import emit, json_flag, limit_option, open_log, output_format
-from deltalog.core.cleanup_plan import resolve_retention
-from deltalog.core.properties import DEFAULT_DELETED_FILE_RETENTION
+from deltalog.core.features.properties import DEFAULT_DELETED_FILE_RETENTION
+from deltalog.core.plans.cleanup import resolve_retention
 from deltalog.errors import InvalidArgumentError
 from deltalog.maintenance.cleanup import CleanupResult
 from deltalog.maintenance.restore import RestoreResult

@@ -1,7 +1,7 @@
 """Delta log actions as immutable values.
 
 Field names are the protocol's names in snake_case; every field the protocol makes optional defaults to
-``None`` so that a call names only what it means. The JSON spelling lives in :mod:`deltalog.core.codec`;
+``None`` so that a call names only what it means. The JSON spelling lives in :mod:`deltalog.core.log.codec`;
 these classes know nothing about bytes.
 """
 

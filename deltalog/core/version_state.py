@@ -13,8 +13,8 @@ from types import MappingProxyType
 from typing import Any
 
 from deltalog.core import actions as A
-from deltalog.core import properties
-from deltalog.core.features import supported_features
+from deltalog.core.features import properties
+from deltalog.core.features.protocol import supported_features
 from deltalog.core.schema import parse_schema, physical_names
 from deltalog.core.state import ReplayResult
 from deltalog.core.state.small import live_txns

@@ -34,7 +34,7 @@ from typing import Any
 import orjson
 import pyarrow as pa
 
-from deltalog.core.partitions import PartitionValueError, parse_value
+from deltalog.core.files.partitions import PartitionValueError, parse_value
 from deltalog.data.conform import Column, plan_field
 
 #: Delta types whose min/max statistics bound values in Arrow's order

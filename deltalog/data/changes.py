@@ -1,7 +1,7 @@
-"""Change rows out of the files a range of versions names: what :mod:`deltalog.core.change_feed` says to read,
+"""Change rows out of the files a range of versions names: what :mod:`deltalog.core.features.change_feed` says to read,
 read by the scan's reader, with the three columns every change reader adds.
 
-Each :class:`~deltalog.core.change_feed.ChangeFile` is read by :func:`deltalog.data.read.read_batches`, so
+Each :class:`~deltalog.core.features.change_feed.ChangeFile` is read by :func:`deltalog.data.read.read_batches`, so
 deletion vectors, column mapping, typed partition values and old files' schemas are handled exactly as a table
 scan handles them. A change file (``_change_data/``) is read with its own ``_change_type`` column; an added or
 removed file gets the type its action gives; a file whose deletion vector changed is read for the rows whose
@@ -29,7 +29,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from deltalog.arrow.schema import arrow_type
-from deltalog.core.change_feed import (
+from deltalog.core.features.change_feed import (
     CHANGE_COLUMN_TYPES,
     CHANGE_COLUMNS,
     CHANGE_TYPE,

@@ -29,7 +29,7 @@ import numpy as np
 from pyroaring import BitMap64
 
 from deltalog.actions import DeletionVector
-from deltalog.core.pathkeys import UUID_Z85_LEN, canonical_path, dv_file_key, dv_file_name, z85_decode, z85_encode
+from deltalog.core.files.pathkeys import UUID_Z85_LEN, canonical_path, dv_file_key, dv_file_name, z85_decode, z85_encode
 from deltalog.data.locate import failures_named, is_absolute, read_range, resolve
 from deltalog.errors import CorruptDataError, CorruptLogError, InvalidArgumentError
 from deltalog.storage.base import LogStore

@@ -30,7 +30,7 @@ from typing import Any
 import pyarrow as pa
 
 from deltalog.core.actions import Add
-from deltalog.core.cdf import CHANGE_DATA_DIR
+from deltalog.core.features.cdf import CHANGE_DATA_DIR
 from deltalog.data.batches import batches
 from deltalog.data.paths import change_file_name, data_file_key, data_file_name, random_prefix_length
 from deltalog.data.prepare import BatchPreparer, PartitionValues, Prepared

@@ -26,7 +26,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from deltalog.core.partitions import PartitionValueError, conditions_from_where, parse_value
+from deltalog.core.files.partitions import PartitionValueError, conditions_from_where, parse_value
 from deltalog.errors import InvalidArgumentError, InvalidExpressionError
 from deltalog.expr import tree as X
 from deltalog.expr import types as T

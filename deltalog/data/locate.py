@@ -1,6 +1,6 @@
 """From a path the log names to bytes: the table's store for files under its root, the file system otherwise.
 
-Log paths are URI references, decoded exactly once (:func:`~deltalog.core.pathkeys.canonical_path`); a path
+Log paths are URI references, decoded exactly once (:func:`~deltalog.core.files.pathkeys.canonical_path`); a path
 under the table root becomes a store key so that credentials, retries and fault injection are the store's.
 An absolute path elsewhere (shallow clones, ``p`` deletion vectors) is opened directly: local paths with
 ``open``, other URIs through fsspec with its default credentials.
@@ -17,7 +17,7 @@ import os
 from collections.abc import Iterator
 from typing import BinaryIO
 
-from deltalog.core.pathkeys import canonical_path
+from deltalog.core.files.pathkeys import canonical_path
 from deltalog.errors import CorruptDataError, DeltaLogError, StorageError
 from deltalog.storage.base import LogStore
 

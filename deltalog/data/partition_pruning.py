@@ -24,7 +24,7 @@ import pyarrow.compute as pc
 
 from deltalog.compute import Evaluation, evaluate, evaluate_scalar
 from deltalog.compute.arrow_types import arrow_type
-from deltalog.core.partitions import PartitionValueError, parse_value
+from deltalog.core.files.partitions import PartitionValueError, parse_value
 from deltalog.core.schema import top_level_fields
 from deltalog.core.state.columns import scalar_of
 from deltalog.data.expressions import logical_scope, raw_value

@@ -22,7 +22,7 @@ import uuid
 from collections.abc import Mapping, Sequence
 from urllib.parse import quote
 
-from deltalog.core.partitions import HIVE_NULL
+from deltalog.core.files.partitions import HIVE_NULL
 from deltalog.errors import InvalidArgumentError
 
 # apache/spark ExternalCatalogUtils.charToEscape (non-Windows)

@@ -29,7 +29,7 @@ import pyarrow.compute as pc
 
 from deltalog.compute import Evaluation, evaluate
 from deltalog.compute.arrow_types import arrow_type
-from deltalog.core.partitions import Condition
+from deltalog.core.files.partitions import Condition
 from deltalog.data.expressions import fold, logical_scope
 from deltalog.data.filters import source
 from deltalog.data.read import read_schema

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 import pyarrow as pa
 
 from deltalog.arrow.stats import indexed_column_limit, select_leaves, stats_column_names
-from deltalog.core.partitions import serialize_partition_value
+from deltalog.core.files.partitions import serialize_partition_value
 from deltalog.data.batches import group_rows
 from deltalog.data.constraints import check_rows, fill_columns, table_rules
 from deltalog.data.target import WriteTarget, physical_path

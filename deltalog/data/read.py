@@ -23,7 +23,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from deltalog.actions import Add, DeletionVector
-from deltalog.core.partitions import PartitionValueError, parse_value
+from deltalog.core.files.partitions import PartitionValueError, parse_value
 from deltalog.core.schema import top_level_fields
 from deltalog.core.state.columns import bool_array
 from deltalog.data.conform import Column, conform, match, plan_field

@@ -27,7 +27,7 @@ import pyarrow.dataset as ds
 import pyarrow.fs as pafs
 
 from deltalog.actions import Add, DeletionVector
-from deltalog.core.codec import decode_dv
+from deltalog.core.log.codec import decode_dv
 from deltalog.core.schema import physical_names, top_level_fields
 from deltalog.data.arrowfs import store_filesystem
 from deltalog.data.locate import is_absolute, native_path, resolve

@@ -1,7 +1,7 @@
 """Reading what changed: the change data feed of a range of versions, and the rows appended since a version.
 
 :func:`plan_changes` turns a caller's range into the files to read, checking what Delta Spark checks before it
-reads a row (``CDCReader.getCDCRelation`` and ``changesToDF``; the rules are :mod:`deltalog.core.change_feed`):
+reads a row (``CDCReader.getCDCRelation`` and ``changesToDF``; the rules are :mod:`deltalog.core.features.change_feed`):
 
 * the bounds: one start (a version, a timestamp, or version 0), one end (the latest version by default); a
   timestamp start is the first version committed at or after it, a timestamp end the last committed at or
@@ -32,7 +32,7 @@ from typing import Any
 import pyarrow as pa
 
 from deltalog.core import actions as A
-from deltalog.core.change_feed import (
+from deltalog.core.features.change_feed import (
     VersionChanges,
     inserted,
     read_incompatibility,
@@ -40,13 +40,13 @@ from deltalog.core.change_feed import (
     removes_data,
     version_files,
 )
-from deltalog.core.column_mapping import mode as mapping_mode
-from deltalog.core.features import check_readable
-from deltalog.core.ict import ict_enablement
-from deltalog.core.paths import LOG_DIR, commit_name
+from deltalog.core.features.column_mapping import mode as mapping_mode
+from deltalog.core.features.ict import ict_enablement
+from deltalog.core.features.protocol import check_readable
+from deltalog.core.log.paths import LOG_DIR, commit_name
+from deltalog.core.log.segment import build_segment
+from deltalog.core.log.timetravel import to_epoch_ms
 from deltalog.core.schema import SchemaError, parse_schema
-from deltalog.core.segment import build_segment
-from deltalog.core.timetravel import to_epoch_ms
 from deltalog.data.changes import ChangeFilter, ChangeSchema, change_schema, read_changes
 from deltalog.errors import (
     ChangeDataNotRecordedError,

@@ -4,7 +4,7 @@ rewritten files (:mod:`deltalog.dml.removal`).
 The transaction starts first and everything is decided on its snapshot. It reads as a delete reads: the
 predicate's partition conditions (when it was given in the ``where`` form; the whole table otherwise) and every
 file it touches, so a concurrent commit that removes or rewrites one of them, or adds rows where the delete
-looked, is a conflict (:mod:`deltalog.core.conflicts`). The table's features are asked before any file is
+looked, is a conflict (:mod:`deltalog.core.commit.conflicts`). The table's features are asked before any file is
 written (an append-only table refuses; row tracking refuses rewrites; ...), and the rule modules those
 features name run on the staged actions (:mod:`deltalog.dml.rules`).
 
@@ -25,9 +25,9 @@ import numpy as np
 import orjson
 
 from deltalog.core import actions as A
-from deltalog.core import clustering, deletion_vectors, properties
-from deltalog.core.cdf import enabled as change_data_feed
-from deltalog.core.feature_gate import DELETE, DV_DELETE, REWRITE
+from deltalog.core.features import clustering, deletion_vectors, properties
+from deltalog.core.features.cdf import enabled as change_data_feed
+from deltalog.core.features.obligations import DELETE, DV_DELETE, REWRITE
 from deltalog.data.files import WriteTarget
 from deltalog.data.output import delete_files
 from deltalog.data.predicate import RowFilter, every_row, row_filter

@@ -32,7 +32,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from deltalog.core import actions as A
-from deltalog.core.feature_gate import DELETE, DV_DELETE, REWRITE
+from deltalog.core.features.obligations import DELETE, DV_DELETE, REWRITE
 from deltalog.data.dv import dv_location, write_deletion_vectors
 from deltalog.data.files import DataFileWriter, WriteTarget
 from deltalog.data.locate import resolve

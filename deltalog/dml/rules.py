@@ -1,7 +1,7 @@
 """What a data commit owes the table's writer features, asked before any file is written and declared at commit.
 
-The one commit path (:mod:`deltalog.table.commit.transaction`, :mod:`deltalog.core.feature_duties`) runs every rule
-module on what a transaction commits: deletion-vector shapes and removes naming the live vector, physical
+The one commit path (:mod:`deltalog.table.commit.transaction`, :mod:`deltalog.core.features.commit_checks`) runs
+every rule module on what a transaction commits: deletion-vector shapes and removes naming the live vector, physical
 names under column mapping, change files on change-data-feed tables, clustering statistics, row ids and
 in-commit timestamps. What only the writer knows it declares there: that the data-file writer evaluated the
 table's CHECK constraints, invariants and generated columns on every row (``data_validated="checked"``), and
@@ -16,8 +16,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from deltalog.core.constraints import CHECKED
-from deltalog.core.feature_gate import check_operation
+from deltalog.core.features.constraints import CHECKED
+from deltalog.core.features.obligations import check_operation
 
 if TYPE_CHECKING:
     from deltalog.table.commit.new_table import NewTable

@@ -25,9 +25,9 @@ from typing import Any
 from urllib.parse import unquote, urlsplit
 
 from deltalog.checkpoint.writer import CheckpointResult, Progress, write_checkpoint
-from deltalog.core import properties
-from deltalog.core.feature_gate import CHECKPOINT, check_operation
-from deltalog.core.paths import LOG_DIR, commit_name
+from deltalog.core.features import properties
+from deltalog.core.features.obligations import CHECKPOINT, check_operation
+from deltalog.core.log.paths import LOG_DIR, commit_name
 from deltalog.errors import CheckpointError, DeltaLogError, InvalidArgumentError, PropertyError, VersionNotFoundError
 from deltalog.storage.uri import store_for
 from deltalog.table import load
@@ -133,7 +133,7 @@ def checkpoint_snapshot(
     """Write a checkpoint of ``snap`` and move ``_last_checkpoint`` forward.
 
     Writing a checkpoint is a write: the writer protocol check for checkpoints runs first
-    (:func:`~deltalog.core.feature_gate.check_operation`, on the protocol of the version checkpointed, which is
+    (:func:`~deltalog.core.features.obligations.check_operation`, on the protocol of the version checkpointed, which is
     what checkpoint protection asks of a checkpoint below ``delta.requireCheckpointProtectionBeforeVersion``:
     deletion vectors, change data feed, column mapping or constraints add no checkpoint duty, so tables deltalog
     cannot commit to are still checkpointed; unknown features refuse it by name), then the checkpoint properties

@@ -1,6 +1,6 @@
 """Log cleanup (metadata cleanup) with IO: list ``_delta_log``, plan, verify the boundary, delete.
 
-The plan comes from :func:`deltalog.core.cleanup_plan.plan_cleanup`. Two checks here need storage: the
+The plan comes from :func:`deltalog.core.plans.cleanup.plan_cleanup`. Two checks here need storage: the
 boundary checkpoint must actually be readable before anything below it is deleted (a torn checkpoint
 would otherwise become the only way into the table; an unreadable one is passed over for an older one),
 and sidecars may only go when no remaining checkpoint names them, which takes reading those checkpoints.
@@ -20,8 +20,13 @@ import pyarrow.parquet as pq
 
 from deltalog.checkpoint.reader import CheckpointReader
 from deltalog.checkpoint.writer import CheckpointWriter
-from deltalog.core import properties
-from deltalog.core.cleanup_plan import (
+from deltalog.core.features import properties
+from deltalog.core.features.ict import ict_enablement
+from deltalog.core.features.obligations import CHECKPOINT, CLEANUP, check_operation
+from deltalog.core.log.jsonlines import objects
+from deltalog.core.log.paths import LAST_CHECKPOINT, LOG_DIR, SIDECAR_DIR, Kind, LogPath, checkpoint_name, parse
+from deltalog.core.log.segment import complete_checkpoints
+from deltalog.core.plans.cleanup import (
     CleanupPlan,
     Horizon,
     LogFile,
@@ -32,12 +37,7 @@ from deltalog.core.cleanup_plan import (
     protected_before,
     resolve_retention,
 )
-from deltalog.core.feature_gate import CHECKPOINT, CLEANUP, check_operation
-from deltalog.core.ict import ict_enablement
-from deltalog.core.jsonlines import objects
-from deltalog.core.paths import LAST_CHECKPOINT, LOG_DIR, SIDECAR_DIR, Kind, LogPath, checkpoint_name, parse
 from deltalog.core.result_repr import result_repr
-from deltalog.core.segment import complete_checkpoints
 from deltalog.errors import CorruptLogError
 from deltalog.maintenance.deletion import delete_in_order, gate
 from deltalog.storage.base import LogStore
@@ -149,7 +149,7 @@ def _compat_version(snap: Snapshot, plan: CleanupPlan) -> int | None:
     plan deletes version files: an engine that knows only classic checkpoint names still finds one at that
     version (and then refuses the table by its protocol) once the older classic checkpoints are gone, as
     Delta Spark's metadata cleanup ensures. Never below a checkpoint-protected version: there the cleanup
-    writes no checkpoint (:func:`~deltalog.core.cleanup_plan.protect_checkpoints` keeps the old ones).
+    writes no checkpoint (:func:`~deltalog.core.plans.cleanup.protect_checkpoints` keeps the old ones).
     """
     ref = snap.segment.checkpoint
     if "v2Checkpoint" not in snap.features or ref is None or ref.kind is not Kind.UUID_CHECKPOINT:

@@ -14,8 +14,8 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from deltalog.core.actions import Protocol
-from deltalog.core.cleanup_plan import check_maintainable
-from deltalog.core.pathkeys import escapes_root
+from deltalog.core.files.pathkeys import escapes_root
+from deltalog.core.plans.cleanup import check_maintainable
 from deltalog.errors import BulkDeleteError, StorageError, UnsupportedFeatureError
 from deltalog.storage.base import LogStore
 from deltalog.storage.bulk import chunked, delete_many

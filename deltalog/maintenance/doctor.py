@@ -26,7 +26,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from deltalog.core.engine_safety import EngineRisk, engine_risk
+from deltalog.core.commit.engine_safety import EngineRisk, engine_risk
 from deltalog.errors import DeltaLogError, FileAlreadyExistsError, NotFoundError, StorageError, TableNotFoundError
 from deltalog.storage.base import LogStore
 from deltalog.storage.options import UNSAFE_OPT_IN, unsafe_commits_allowed

@@ -16,12 +16,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from deltalog.core.actions import Protocol
-from deltalog.core.codec import ActionDecodeError, from_dict
-from deltalog.core.compaction_plan import due, plan_range
-from deltalog.core.feature_gate import CHECKPOINT, check_operation
-from deltalog.core.paths import LOG_DIR, compaction_name
+from deltalog.core.features.obligations import CHECKPOINT, check_operation
+from deltalog.core.log.codec import ActionDecodeError, from_dict
+from deltalog.core.log.paths import LOG_DIR, compaction_name
+from deltalog.core.log.segment import LogSegment
+from deltalog.core.plans.compaction import due, plan_range
 from deltalog.core.result_repr import result_repr
-from deltalog.core.segment import LogSegment
 from deltalog.core.state.compact import compacted_actions, encode
 from deltalog.errors import (
     CorruptLogError,
@@ -76,7 +76,7 @@ def compact_log(
     ctx: TableContext, latest: Snapshot, start: int | None = None, end: int | None = None, dry_run: bool = False
 ) -> LogCompactionResult:
     """Write the compaction file of commits ``start..end`` (defaults: after the newest checkpoint or compaction
-    file, to the latest commit); see :func:`deltalog.core.compaction_plan.plan_range` for the ranges refused.
+    file, to the latest commit); see :func:`deltalog.core.plans.compaction.plan_range` for the ranges refused.
 
     The checkpoint gate runs on ``latest``'s protocol and on every protocol the range itself sets.
     """
@@ -121,7 +121,7 @@ def compact_log(
 
 def compact_when_due(ctx: TableContext, version: int, interval: int, snapshot: Callable[..., Snapshot]) -> None:
     """After the commit of ``version``: write the compaction file of the last ``interval`` commits when due
-    (:func:`deltalog.core.compaction_plan.due`). Never raises: the commit has landed, and a compaction file
+    (:func:`deltalog.core.plans.compaction.due`). Never raises: the commit has landed, and a compaction file
     is never needed; a failure is logged, as an automatic checkpoint's is."""
     if not due(version, interval):
         return

@@ -3,7 +3,7 @@
 History is never rewritten. The commit removes the files live now but not at the target and re-adds
 (``dataChange=true``, copied from the target's add actions with stats and deletion vectors) the files
 live then but not now, and brings back the target's metadata and clustering, merged with what must not
-go back in time (see :mod:`deltalog.core.restore_plan`): readers interpret old files through the
+go back in time (see :mod:`deltalog.core.plans.restore`): readers interpret old files through the
 schema, partitioning and properties they were written under.
 
 Refused before anything is written: a target that is not older than the latest version; one older than
@@ -20,14 +20,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from deltalog.core import actions as A
-from deltalog.core import properties
-from deltalog.core import restore_plan as plan
-from deltalog.core.cleanup_plan import resolve_retention
-from deltalog.core.feature_gate import RESTORE, check_operation
-from deltalog.core.paths import LOG_DIR
+from deltalog.core.features import properties
+from deltalog.core.features.obligations import RESTORE, check_operation
+from deltalog.core.log.paths import LOG_DIR
+from deltalog.core.log.timetravel import format_ms, to_epoch_ms
+from deltalog.core.plans import restore as plan
+from deltalog.core.plans.cleanup import resolve_retention
+from deltalog.core.plans.vacuum import FileRef, inside_files
 from deltalog.core.result_repr import result_repr
-from deltalog.core.timetravel import format_ms, to_epoch_ms
-from deltalog.core.vacuum_plan import FileRef, inside_files
 from deltalog.errors import InvalidArgumentError, RestoreFilesMissingError
 from deltalog.storage.base import LogStore
 from deltalog.table import history, listing
@@ -158,8 +158,8 @@ def resolve_target(ctx: TableContext, txn: Transaction, version: int | None, tim
     goes back to: ``version``, or the version as of ``timestamp`` (exactly one of them).
 
     The first half of a restore, before its target is loaded: the table must pass the writer-feature gate for
-    a restore (:data:`~deltalog.core.feature_gate.RESTORE`; its commit is held to the same duties), the transaction
-    reads the whole table (so any concurrent file change conflicts with the restore), and the target must be
+    a restore (:data:`~deltalog.core.features.obligations.RESTORE`; its commit is held to the same duties), the
+    transaction reads the whole table (so any concurrent file change conflicts with the restore), and the target must be
     older than the latest version (:class:`InvalidArgumentError`).
     """
     check_arguments(version, timestamp)

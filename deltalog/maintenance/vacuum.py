@@ -1,6 +1,6 @@
 """VACUUM with IO: collect what the log references, find the candidates, plan, delete in bulk.
 
-The rules live in :mod:`deltalog.core.vacuum_plan`; this module gathers its inputs from the latest
+The rules live in :mod:`deltalog.core.plans.vacuum`; this module gathers its inputs from the latest
 snapshot (live adds and tombstones, with their deletion vectors) and the candidates either from
 :meth:`LogStore.walk` (full mode: every file under the root; hidden trees such as ``_delta_log`` are pruned
 unlisted, and the root's subdirectories, partitions as a rule, are walked in parallel on object stores) or,
@@ -28,14 +28,13 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from deltalog.core import properties
-from deltalog.core.cleanup_plan import Retention, resolve_retention
-from deltalog.core.feature_gate import VACUUM
-from deltalog.core.file_age import age_clock
-from deltalog.core.jsonlines import objects
-from deltalog.core.paths import LOG_DIR, Kind, log_files
-from deltalog.core.result_repr import result_repr
-from deltalog.core.vacuum_plan import (
+from deltalog.core.features import properties
+from deltalog.core.features.obligations import VACUUM
+from deltalog.core.log.jsonlines import objects
+from deltalog.core.log.paths import LOG_DIR, Kind, log_files
+from deltalog.core.plans.cleanup import Retention, resolve_retention
+from deltalog.core.plans.file_age import age_clock
+from deltalog.core.plans.vacuum import (
     FileRef,
     ListedFile,
     VacuumPlan,
@@ -44,6 +43,7 @@ from deltalog.core.vacuum_plan import (
     plan_vacuum,
     protected_keys,
 )
+from deltalog.core.result_repr import result_repr
 from deltalog.errors import CorruptLogError, DeltaLogError, InvalidArgumentError, NotFoundError
 from deltalog.maintenance.deletion import delete_in_order, gate
 from deltalog.storage.base import FileInfo, LogStore
@@ -166,7 +166,7 @@ def vacuum(
 
 def _judged_now(ctx: TableContext, store_clock: Callable[[LogStore], int], dry_run: bool) -> int:
     """The time file ages and tombstones are judged against: the earlier of this process's clock and the store's
-    (:mod:`deltalog.core.file_age`), so a clock running ahead never makes a writer's uncommitted file look old.
+    (:mod:`deltalog.core.plans.file_age`), so a clock running ahead never makes a writer's uncommitted file look old.
 
     A dry run that cannot write the probe (a read-only credential) plans by the process clock alone and says
     so; a real vacuum stops there, before deleting anything.

@@ -1,7 +1,7 @@
 """Executor-side half of Spark's change reader: pyarrow and deltalog's stores only (no pyspark, no Hadoop).
 
 The driver plans the range (:func:`deltalog.dml.changes.plan_changes`: the version walk and every check) and sends
-one row per :class:`~deltalog.core.change_feed.ChangeFile`: the file as the log spells it, which of its rows
+one row per :class:`~deltalog.core.features.change_feed.ChangeFile`: the file as the log spells it, which of its rows
 (deletion vector, and the vector that selects rows whose mark changed), the change type, the version and its
 time. Each task reads its rows with :func:`deltalog.data.changes.read_change_file`, the code that serves
 ``DeltaLog.changes`` on one machine, so the rows are the same; the vectors' difference is computed here, on the
@@ -17,7 +17,7 @@ import orjson
 import pyarrow as pa
 
 from deltalog.actions import DeletionVector
-from deltalog.core.change_feed import ChangeFile
+from deltalog.core.features.change_feed import ChangeFile
 from deltalog.data.changes import change_schema, read_change_file
 from deltalog.spark._scan_io import TableTask, each_row
 

@@ -1,7 +1,7 @@
 """Executor-side halves of the Spark checkpoint writer (pyarrow and deltalog's stores; no pyspark).
 
 ``read_log_files`` turns log files (checkpoint parts, JSON commits, the latter through the core decoder
-:func:`deltalog.core.codec.decode_lines`) into one row per action:
+:func:`deltalog.core.log.codec.decode_lines`) into one row per action:
 ``(kind, key, version, ord, del_ts, payload)`` with the action body as JSON text. ``write_parts`` turns the
 reconciled rows of each part into ``<v>.checkpoint.<k>.<p>.parquet`` with the checkpoint schema of
 :mod:`deltalog.checkpoint.schema`, exactly as the local writer lays them out.
@@ -19,9 +19,9 @@ import pyarrow.parquet as pq
 
 from deltalog.checkpoint import schema as S
 from deltalog.checkpoint.parts import part_of
-from deltalog.core.codec import decode_lines, to_dict
-from deltalog.core.pathkeys import dv_id_of, file_key
-from deltalog.core.paths import LOG_DIR, checkpoint_name, multipart_name
+from deltalog.core.files.pathkeys import dv_id_of, file_key
+from deltalog.core.log.codec import decode_lines, to_dict
+from deltalog.core.log.paths import LOG_DIR, checkpoint_name, multipart_name
 from deltalog.errors import DeltaLogError, FileAlreadyExistsError
 from deltalog.spark._files import carry_error
 from deltalog.storage.uri import store_for

@@ -16,7 +16,7 @@ import functools
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from deltalog.core.change_feed import CHANGE_COLUMNS, CHANGE_TYPE, COMMIT_TIMESTAMP, COMMIT_VERSION
+from deltalog.core.features.change_feed import CHANGE_COLUMNS, CHANGE_TYPE, COMMIT_TIMESTAMP, COMMIT_VERSION
 from deltalog.dml.changes import Bounds, plan_changes
 from deltalog.log import DeltaLog, Timestamp
 from deltalog.spark._changes_io import CHANGES_DDL, change_row, read_change_files

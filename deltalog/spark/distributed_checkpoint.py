@@ -4,7 +4,7 @@
    hands Spark the *names* of those log files.
 2. Executors read them through deltalog's stores inside ``mapInArrow``
    (:func:`deltalog.spark._checkpoint_io.read_log_files`): one row per action with its reconciliation key
-   (decoded path + DV id, as in :func:`deltalog.core.pathkeys.file_key`), version and position.
+   (decoded path + DV id, as in :func:`deltalog.core.files.pathkeys.file_key`), version and position.
 3. Spark reconciles: per key the newest action wins (a window ordered by version and position). Protocol,
    metaData, live txns and live domains are a handful of rows: the driver collects those. File actions stay
    on the executors: live adds, and removes younger than ``delta.deletedFileRetentionDuration``.
@@ -30,10 +30,10 @@ import orjson
 from deltalog.checkpoint.hint import update_hint
 from deltalog.checkpoint.writer import CheckpointResult
 from deltalog.core import actions as A
-from deltalog.core import properties
-from deltalog.core.codec import from_dict
-from deltalog.core.features import check_readable, supported_features
-from deltalog.core.paths import LOG_DIR, Kind
+from deltalog.core.features import properties
+from deltalog.core.features.protocol import check_readable, supported_features
+from deltalog.core.log.codec import from_dict
+from deltalog.core.log.paths import LOG_DIR, Kind
 from deltalog.errors import CheckpointError, DeltaLogError, InvalidArgumentError, UnsupportedFeatureError
 from deltalog.log import DeltaLog
 from deltalog.spark._checkpoint_io import ACTIONS_DDL, PART_RESULT_DDL, read_log_files, write_parts

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from deltalog.core.constraints import GENERATION, row_rules
+from deltalog.core.features.constraints import GENERATION, row_rules
 from deltalog.core.schema import top_level_fields
 from deltalog.data.constraints import DEFAULT
 from deltalog.errors import ConstraintViolationError, UnsupportedExpressionError

@@ -43,8 +43,8 @@ from typing import TYPE_CHECKING, Any, cast
 import orjson
 
 from deltalog.core import actions as A
-from deltalog.core.feature_gate import APPEND, OVERWRITE
-from deltalog.core.partitions import conditions_from_where, parse_value, typed_conditions
+from deltalog.core.features.obligations import APPEND, OVERWRITE
+from deltalog.core.files.partitions import conditions_from_where, parse_value, typed_conditions
 from deltalog.core.schema import top_level_fields
 from deltalog.data.files import WriteTarget
 from deltalog.data.locate import resolve

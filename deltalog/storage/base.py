@@ -43,7 +43,7 @@ def confined(path: str) -> str:
 
     Every store resolves names through this, so no caller (VACUUM, cleanup, RESTORE's probe, a reader
     following a log path) can read, probe or delete outside the root, whatever a log or a listing says.
-    Callers pass normalised names (:mod:`deltalog.core.pathkeys`), so a ``..`` left in one is refused
+    Callers pass normalised names (:mod:`deltalog.core.files.pathkeys`), so a ``..`` left in one is refused
     whether or not it would climb out. On an object store ``..`` is not special, but the HTTP layers in
     between may normalise it away, so every store refuses it alike.
     """

@@ -13,7 +13,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from deltalog.core.engine_safety import EngineRisk
+from deltalog.core.commit.engine_safety import EngineRisk
 from deltalog.storage.base import LogStore
 from deltalog.storage.typed import typed
 

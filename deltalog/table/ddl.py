@@ -22,23 +22,23 @@ import pyarrow as pa
 
 from deltalog.arrow.schema import delta_field, from_arrow_schema
 from deltalog.core import actions as A
-from deltalog.core import clustering, column_mapping, constraints
-from deltalog.core.commit_rules import prepare_commit
-from deltalog.core.feature_gate import commit_operation
-from deltalog.core.features import (
-    check_configuration_honoured,
-    feature_name,
-    required_features,
-    upgrade_protocol,
-)
-from deltalog.core.paths import LOG_DIR
-from deltalog.core.property_rules import (
+from deltalog.core.commit.rules import prepare_commit
+from deltalog.core.features import clustering, column_mapping, constraints
+from deltalog.core.features.obligations import commit_operation
+from deltalog.core.features.property_rules import (
     ProtocolRequest,
     check_unset,
     keys_matching,
     split_protocol_requests,
     validate_updates,
 )
+from deltalog.core.features.protocol import (
+    check_configuration_honoured,
+    feature_name,
+    required_features,
+    upgrade_protocol,
+)
+from deltalog.core.log.paths import LOG_DIR
 from deltalog.core.schema import SchemaError, parse_schema, top_level_fields
 from deltalog.data.constraints import check_rows, table_rules
 from deltalog.data.types import plan_schema
@@ -194,7 +194,7 @@ def add_columns(begin: Begin, fields: Iterable[pa.Field | Mapping[str, Any]]) ->
 
 def set_properties(begin: Begin, props: Mapping[str, str], *, allow_unknown_properties: bool = False) -> CommitResult:
     """Set table properties as Delta Spark's ALTER TABLE SET TBLPROPERTIES does (keys in canonical spelling,
-    values checked; see :mod:`deltalog.core.property_rules`); protocol requests upgrade the protocol.
+    values checked; see :mod:`deltalog.core.features.property_rules`); protocol requests upgrade the protocol.
 
     Only the keys being set are checked, so a table holding a value another engine wrote badly can be
     repaired by setting that key.
@@ -216,7 +216,7 @@ def set_properties(begin: Begin, props: Mapping[str, str], *, allow_unknown_prop
 def unset_properties(begin: Begin, keys: Iterable[str], if_exists: bool = True) -> CommitResult:
     """Remove table properties; ``delta.*`` keys match regardless of case (every stored spelling goes).
 
-    Keys the engine maintains are refused (:func:`~deltalog.core.property_rules.check_unset`); any other
+    Keys the engine maintains are refused (:func:`~deltalog.core.features.property_rules.check_unset`); any other
     key can go, whatever value it holds, which is how a table with a bad value is repaired.
     """
     keys = [keys] if isinstance(keys, str) else list(keys)

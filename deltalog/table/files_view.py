@@ -14,8 +14,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from deltalog.core import actions as A
-from deltalog.core.codec import decode_dv
-from deltalog.core.partitions import PartitionValueError, conditions_from_where, parse_value
+from deltalog.core.files.partitions import PartitionValueError, conditions_from_where, parse_value
+from deltalog.core.log.codec import decode_dv
 from deltalog.core.schema import top_level_fields
 from deltalog.core.state.columns import array_of, scalar_of
 from deltalog.errors import InvalidArgumentError

@@ -26,13 +26,14 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from deltalog.core import engine_safety, timetravel
-from deltalog.core.ict import IctEnablement, ict_enablement
-from deltalog.core.jsonlines import commit_info_of
-from deltalog.core.paths import LOG_DIR, Kind, LogPath, commit_name
-from deltalog.core.segment import earliest_version
+from deltalog.core.commit import engine_safety
+from deltalog.core.features.ict import IctEnablement, ict_enablement
+from deltalog.core.log import timetravel
+from deltalog.core.log.jsonlines import commit_info_of
+from deltalog.core.log.paths import LOG_DIR, Kind, LogPath, commit_name
+from deltalog.core.log.segment import earliest_version
+from deltalog.core.log.timetravel import monotonize, to_epoch_ms
 from deltalog.core.state import CommitData
-from deltalog.core.timetravel import monotonize, to_epoch_ms
 from deltalog.errors import CorruptLogError, TableNotFoundError
 from deltalog.table.context import TableContext
 from deltalog.table.listing import list_log

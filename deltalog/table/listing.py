@@ -7,7 +7,7 @@ older version we look backwards from the target: list the versions ``v - W .. v`
 checkpoint at or below ``v`` is among them, double ``W`` until one is, or until the window reaches 0.
 
 The window is only a way to find the files cheaply; which checkpoint and which commits make the segment is
-still decided by :func:`~deltalog.core.segment.build_segment`, on a listing that holds every file with a
+still decided by :func:`~deltalog.core.log.segment.build_segment`, on a listing that holds every file with a
 version in ``[W's start, v]``, so the newest complete checkpoint ``<= v`` and the commits after it are
 exactly those a full listing would give. A listing that cannot make a segment (a gap, a version past the
 end, a cleaned-up start) is redone from 0 (:func:`segment_and_listing`), so every error reads as it always did.
@@ -20,11 +20,11 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 from deltalog.checkpoint.hint import read_hint
-from deltalog.core.last_checkpoint import LastCheckpoint
-from deltalog.core.paths import LOG_DIR, Kind, LogPath, checkpoint_name, log_files, multipart_name, version_prefix
-from deltalog.core.segment import LogSegment, build_segment, complete_checkpoints
-from deltalog.core.segment import earliest_version as earliest_in
-from deltalog.core.segment import latest_version as latest_in
+from deltalog.core.log.last_checkpoint import LastCheckpoint
+from deltalog.core.log.paths import LOG_DIR, Kind, LogPath, checkpoint_name, log_files, multipart_name, version_prefix
+from deltalog.core.log.segment import LogSegment, build_segment, complete_checkpoints
+from deltalog.core.log.segment import earliest_version as earliest_in
+from deltalog.core.log.segment import latest_version as latest_in
 from deltalog.errors import CorruptLogError, DeltaLogError, TableNotFoundError, VersionNotFoundError
 from deltalog.storage import bulk
 from deltalog.storage.base import LogStore

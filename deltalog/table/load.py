@@ -14,13 +14,13 @@ import logging
 
 from deltalog.checkpoint.columns import missing_required
 from deltalog.checkpoint.reader import CheckpointReader
-from deltalog.core import engine_safety
-from deltalog.core.features import check_readable
-from deltalog.core.jsonlines import objects
-from deltalog.core.paths import LOG_DIR, SIDECAR_DIR, LogPath, commit_name, parse
-from deltalog.core.reachability import Tip
+from deltalog.core.commit import engine_safety
+from deltalog.core.features.protocol import check_readable
+from deltalog.core.log.jsonlines import objects
+from deltalog.core.log.paths import LOG_DIR, SIDECAR_DIR, LogPath, commit_name, parse
+from deltalog.core.log.reachability import Tip
+from deltalog.core.log.segment import CheckpointRef, LogSegment, build_segment
 from deltalog.core.schema import SchemaError, parse_schema
-from deltalog.core.segment import CheckpointRef, LogSegment, build_segment
 from deltalog.core.state import BaseState, CommitData, ReplayResult
 from deltalog.core.state.compact_check import unusable_reason
 from deltalog.core.state.files import FileState

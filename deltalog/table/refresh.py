@@ -12,9 +12,9 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 
-from deltalog.core.paths import Kind, LogPath
-from deltalog.core.reachability import holds, tip_in
-from deltalog.core.segment import LogSegment
+from deltalog.core.log.paths import Kind, LogPath
+from deltalog.core.log.reachability import holds, tip_in
+from deltalog.core.log.segment import LogSegment
 from deltalog.core.state import CommitData
 from deltalog.errors import DeltaLogError
 from deltalog.table import listing

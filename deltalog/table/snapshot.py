@@ -18,11 +18,11 @@ import pyarrow as pa
 
 from deltalog.arrow.schema import to_arrow_schema
 from deltalog.core import actions as A
-from deltalog.core.features import check_readable
-from deltalog.core.paths import parse
-from deltalog.core.reachability import Tip, segment_tip
+from deltalog.core.features.protocol import check_readable
+from deltalog.core.log.paths import parse
+from deltalog.core.log.reachability import Tip, segment_tip
+from deltalog.core.log.segment import LogSegment
 from deltalog.core.schema import SchemaError
-from deltalog.core.segment import LogSegment
 from deltalog.core.state import BaseState, CommitData
 from deltalog.core.state.files import FileState
 from deltalog.core.state.replay import state_only
@@ -91,7 +91,7 @@ class Snapshot:
         """This version's log files as the listing it was loaded from showed them (name, size, time).
 
         What a commit on this snapshot is attempted on top of, and what a :class:`~deltalog.log.DeltaLog`
-        compares the log with before it trusts a cached snapshot (:mod:`deltalog.core.reachability`).
+        compares the log with before it trusts a cached snapshot (:mod:`deltalog.core.log.reachability`).
         """
         return self._tip
 

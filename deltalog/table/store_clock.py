@@ -1,18 +1,18 @@
 """The store's clock, read from a probe file's modification time.
 
 Why: a deletion that judges a file's age by its own clock alone deletes young files when that clock runs ahead
-(:mod:`deltalog.core.file_age`). A file's modification time is the store's clock, so writing a small probe and
+(:mod:`deltalog.core.plans.file_age`). A file's modification time is the store's clock, so writing a small probe and
 listing it gives a time the store's clock has reached, on every store alike, without comparing two machines'
 wall clocks. The probe is a temp file by name (``_delta_log/.clock.<uuid>.tmp``): no log reader takes it for a
 log file, it is deleted once read, and one left behind by a process that stopped in between is an abandoned
-temp file that log cleanup deletes (:func:`~deltalog.core.cleanup_plan.is_temp_file`).
+temp file that log cleanup deletes (:func:`~deltalog.core.plans.cleanup.is_temp_file`).
 """
 
 from __future__ import annotations
 
 import uuid
 
-from deltalog.core.paths import LOG_DIR
+from deltalog.core.log.paths import LOG_DIR
 from deltalog.errors import StorageError
 from deltalog.storage.base import LogStore
 

@@ -21,10 +21,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from deltalog.core import actions as A
-from deltalog.core.codec import decode_commit
-from deltalog.core.ict import IctEnablement
-from deltalog.core.paths import LOG_DIR, Kind, LogPath, commit_name
-from deltalog.core.timetravel import format_ms, monotonize, to_epoch_ms
+from deltalog.core.features.ict import IctEnablement
+from deltalog.core.log.codec import decode_commit
+from deltalog.core.log.paths import LOG_DIR, Kind, LogPath, commit_name
+from deltalog.core.log.timetravel import format_ms, monotonize, to_epoch_ms
 from deltalog.errors import CorruptLogError, VersionNotFoundError
 from deltalog.table import history
 from deltalog.table.context import TableContext

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
-from deltalog.core.partitions import conditions_from_where
+from deltalog.core.files.partitions import conditions_from_where
 from deltalog.core.schema import check_partition_columns, top_level_fields
 from deltalog.errors import InvalidArgumentError, SchemaMismatchError, TableAlreadyExistsError, TableNotFoundError
 

@@ -35,9 +35,9 @@ import pyarrow as pa
 
 from deltalog.arrow.schema import delta_field
 from deltalog.core import actions as A
-from deltalog.core import column_mapping, deletion_vectors
-from deltalog.core.cdf import enabled as change_data_feed
-from deltalog.core.feature_gate import APPEND, METADATA, OVERWRITE
+from deltalog.core.features import column_mapping, deletion_vectors
+from deltalog.core.features.cdf import enabled as change_data_feed
+from deltalog.core.features.obligations import APPEND, METADATA, OVERWRITE
 from deltalog.core.schema import top_level_fields
 from deltalog.data.batches import batches
 from deltalog.data.files import DataFileWriter, WriteTarget

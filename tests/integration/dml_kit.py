@@ -19,7 +19,7 @@ import pyarrow as pa
 
 from deltalog import DeltaLog
 from deltalog import actions as A
-from deltalog.core.codec import encode_actions
+from deltalog.core.log.codec import encode_actions
 from tests.integration.restore_kit import duck_rows, lake_rows
 from tests.peers import deltalake_view, duckdb_view
 from tests.protocol_checker import assert_valid

@@ -16,7 +16,7 @@ from deltalake import DeltaTable, QueryBuilder
 
 from deltalog import DeltaLog
 from deltalog import actions as A
-from deltalog.core.clustering import parse
+from deltalog.core.features.clustering import parse
 from deltalog.data.files import WriteTarget, write_files
 from tests.peers import duckdb_connection
 from tests.protocol_checker import assert_valid

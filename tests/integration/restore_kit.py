@@ -23,7 +23,7 @@ from deltalake import DeltaTable, QueryBuilder
 
 from deltalog import DeltaLog
 from deltalog import actions as A
-from deltalog.core.vacuum_plan import Z85_ALPHABET, dv_file_key
+from deltalog.core.plans.vacuum import Z85_ALPHABET, dv_file_key
 from tests.peers import deltalake_view, duckdb_connection
 
 DAY = 86_400_000

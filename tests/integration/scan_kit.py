@@ -27,7 +27,7 @@ from deltalake import DeltaTable, QueryBuilder
 
 from deltalog import DeltaLog
 from deltalog import actions as A
-from deltalog.core.codec import encode_actions
+from deltalog.core.log.codec import encode_actions
 from deltalog.data.dv import write_deletion_vector
 from tests.peers import duckdb_view
 

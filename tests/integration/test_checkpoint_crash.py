@@ -28,9 +28,9 @@ import pytest
 import deltalog.checkpoint.v2 as v2
 from deltalog import DeltaLog, Snapshot
 from deltalog import actions as A
-from deltalog.core import last_checkpoint as hints
-from deltalog.core.paths import LOG_DIR, Kind, checkpoint_name, commit_name, multipart_name, parse
-from deltalog.core.segment import complete_checkpoints
+from deltalog.core.log import last_checkpoint as hints
+from deltalog.core.log.paths import LOG_DIR, Kind, checkpoint_name, commit_name, multipart_name, parse
+from deltalog.core.log.segment import complete_checkpoints
 from deltalog.errors import CheckpointError, CorruptLogError, DeltaLogError, StorageError
 from deltalog.storage.faults import FaultyStore, Outcome, SimulatedCrash, crash, fail_before, server_error, slow
 from deltalog.storage.local import LocalLogStore

@@ -28,9 +28,9 @@ from deltalake import CommitProperties, DeltaTable, Transaction, write_deltalake
 import deltalog.checkpoint.v2 as v2
 from deltalog import DeltaLog, Snapshot
 from deltalog import actions as A
-from deltalog.core.codec import encode_actions
-from deltalog.core.feature_gate import CHECKPOINT, check_operation
-from deltalog.core.paths import Kind, parse
+from deltalog.core.features.obligations import CHECKPOINT, check_operation
+from deltalog.core.log.codec import encode_actions
+from deltalog.core.log.paths import Kind, parse
 from deltalog.errors import DeltaLogError, UnsupportedFeatureError
 from deltalog.table.ddl import protocol_for
 from tests.corpus import corpus_entries, table_path

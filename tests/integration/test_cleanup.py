@@ -29,7 +29,7 @@ from hypothesis import strategies as st
 from deltalog import DeltaLog, InvalidArgumentError, Snapshot, UnsupportedFeatureError, VersionNotFoundError
 from deltalog import actions as A
 from deltalog.cli.main import cli
-from deltalog.core.cleanup_plan import truncate_to_day
+from deltalog.core.plans.cleanup import truncate_to_day
 from tests.corpus import corpus_entries, table_path, writable_copy
 from tests.unit.logkit import Y2026, protocol
 from tests.unit.logwriter import make_table

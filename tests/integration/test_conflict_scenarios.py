@@ -35,7 +35,7 @@ from deltalog import (
     UnsupportedFeatureError,
 )
 from deltalog import actions as A
-from deltalog.core.codec import encode_actions
+from deltalog.core.log.codec import encode_actions
 from tests.integration.interleave import Ctx, HarnessError, Run, Schedule, Writer, run
 from tests.peers import deltalake_view, duckdb_view
 

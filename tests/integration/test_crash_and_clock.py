@@ -31,7 +31,7 @@ import orjson
 import pytest
 
 from deltalog import DeltaLog
-from deltalog.core.paths import commit_name
+from deltalog.core.log.paths import commit_name
 from tests.integration.datafiles import SCHEMA, assert_peers_agree
 
 SEEDS = [12, 2026]

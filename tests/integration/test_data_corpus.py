@@ -37,8 +37,8 @@ from deltalake import DeltaTable, QueryBuilder
 
 from deltalog import DeltaLog, Snapshot
 from deltalog.actions import DeletionVector
-from deltalog.core.codec import decode_dv
-from deltalog.core.pathkeys import dv_file_key
+from deltalog.core.files.pathkeys import dv_file_key
+from deltalog.core.log.codec import decode_dv
 from deltalog.data.dv import decode_bitmap, read_deletion_vector, unframe
 from deltalog.data.read import DataFile, read_file, read_schema
 from deltalog.errors import CorruptDataError, DeltaLogError, UnsupportedFeatureError

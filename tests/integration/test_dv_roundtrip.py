@@ -123,6 +123,6 @@ def test_a_dv_on_a_file_deltalog_made_is_found_again_by_its_descriptor(tmp_path:
 def _uuid(dv: A.DeletionVector) -> str:
     import uuid
 
-    from deltalog.core.pathkeys import z85_decode
+    from deltalog.core.files.pathkeys import z85_decode
 
     return str(uuid.UUID(bytes=z85_decode(dv.path_or_inline_dv)))

@@ -22,7 +22,7 @@ import pytest
 
 import deltalog.checkpoint.v2 as v2
 from deltalog import DeltaLog
-from deltalog.core.paths import Kind
+from deltalog.core.log.paths import Kind
 from deltalog.errors import CorruptLogError
 from tests.integration.test_checkpoint_interop import (
     V2_CONF,

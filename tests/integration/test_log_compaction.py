@@ -28,8 +28,8 @@ from hypothesis import strategies as st
 import deltalog
 from deltalog import DeltaLog
 from deltalog import actions as A
-from deltalog.core.codec import encode_actions
-from deltalog.core.paths import compaction_name
+from deltalog.core.log.codec import encode_actions
+from deltalog.core.log.paths import compaction_name
 from deltalog.errors import (
     CorruptLogError,
     DeltaLogError,

@@ -47,7 +47,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from deltalog.core.paths import Kind, commit_name, parse
+from deltalog.core.log.paths import Kind, commit_name, parse
 from deltalog.errors import DeltaLogError
 from tests.peers import try_deltalake
 

@@ -24,8 +24,8 @@ from click.testing import CliRunner
 
 from deltalog import DeltaLog
 from deltalog.cli.main import cli
-from deltalog.core import last_checkpoint as hints
-from deltalog.core.paths import checkpoint_name, commit_name, multipart_name
+from deltalog.core.log import last_checkpoint as hints
+from deltalog.core.log.paths import checkpoint_name, commit_name, multipart_name
 from deltalog.errors import CheckpointError, CorruptLogError, DeltaLogError, StorageError
 from deltalog.storage.faults import FaultRule, FaultyStore, transient
 from deltalog.storage.local import LocalLogStore

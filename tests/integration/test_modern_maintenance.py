@@ -17,7 +17,7 @@ from click.testing import CliRunner
 
 from deltalog import DeltaLog
 from deltalog.cli.main import cli
-from deltalog.core.codec import encode_actions
+from deltalog.core.log.codec import encode_actions
 from deltalog.data.files import WriteTarget, write_files
 from deltalog.errors import InvalidArgumentError, UnsupportedFeatureError
 from deltalog.maintenance.vacuum import vacuum

@@ -42,7 +42,7 @@ from deltalake import DeltaTable
 
 from deltalog import DeltaLog
 from deltalog import actions as A
-from deltalog.core.cleanup_plan import check_maintainable
+from deltalog.core.plans.cleanup import check_maintainable
 from deltalog.errors import DeltaLogError, UnsupportedFeatureError
 from deltalog.storage.faults import FaultyStore
 from deltalog.storage.local import LocalLogStore

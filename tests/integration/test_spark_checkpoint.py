@@ -14,7 +14,7 @@ from click.testing import CliRunner
 
 from deltalog import DeltaLog
 from deltalog.cli.main import cli
-from deltalog.core.paths import Kind, parse
+from deltalog.core.log.paths import Kind, parse
 from deltalog.errors import CorruptLogError
 from deltalog.spark.distributed_checkpoint import checkpoint
 from tests.integration.spark_logs import build_log

@@ -14,7 +14,7 @@ import pytest
 
 from deltalog import DeltaLog, TableAlreadyExistsError
 from deltalog.checkpoint.writer import write_checkpoint
-from deltalog.core.paths import LOG_DIR, commit_name
+from deltalog.core.log.paths import LOG_DIR, commit_name
 from deltalog.errors import InvalidCommitError
 from deltalog.maintenance.cleanup import cleanup
 from deltalog.maintenance.vacuum import vacuum

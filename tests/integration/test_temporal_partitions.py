@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 
 import deltalog
 from deltalog import DeltaLog
-from deltalog.core.partitions import check_serialized
+from deltalog.core.files.partitions import check_serialized
 from tests.peers import duckdb_connection
 from tests.protocol_checker import assert_valid
 

@@ -45,7 +45,7 @@ from deltalog import DeltaLog, DeltaLogError
 from deltalog import actions as A
 from deltalog.arrow.schema import to_arrow_schema
 from deltalog.arrow.stats import stats_json
-from deltalog.core.codec import encode_actions
+from deltalog.core.log.codec import encode_actions
 from deltalog.core.schema import PRIMITIVE_TYPES
 from tests.peers import PeerView, duckdb_connection, try_deltalake, try_duckdb
 

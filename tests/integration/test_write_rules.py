@@ -28,7 +28,7 @@ from deltalog import (
 from deltalog import actions as A
 from deltalog.arrow.stats import stats_json
 from deltalog.cli.main import cli
-from deltalog.core.codec import encode_actions
+from deltalog.core.log.codec import encode_actions
 from tests.peers import deltalake_view, duckdb_view
 
 pytestmark = pytest.mark.interop

@@ -1,7 +1,7 @@
 """Exact request counts of commits on moto S3 and Azurite, seen by the counting proxy (issue 16).
 
 A warm append, by a ``DeltaLog`` whose last commit is younger than ``delta.logRetentionDuration`` minus the
-margin (:func:`deltalog.core.reachability.young`), is one conditional PUT and one LIST: no listing before (the
+margin (:func:`deltalog.core.log.reachability.young`), is one conditional PUT and one LIST: no listing before (the
 cached snapshot is taken as it is: nothing it builds on can have been cleaned up), one after (only a listing
 shows a table deleted and recreated under the writer, issue 12). Once the anchor is old by the writer's clock,
 the append lists before and after, as docs/commits.md requires. A lost race reads the
@@ -120,7 +120,7 @@ def test_a_warm_append_is_one_put_while_young_and_lists_around_it_once_old(table
 def test_a_freshly_loaded_table_appends_with_one_put_while_its_tip_is_young(table: Table, tmp_path: Path) -> None:
     """The listing of a load stamps its tip (the store's clock): a new writer's first append skips the listing
     before its PUT as a warm one does, and one whose tip is older than the retention minus twice the margin
-    lists first (:func:`deltalog.core.reachability.listed_anchor_ms`)."""
+    lists first (:func:`deltalog.core.log.reachability.listed_anchor_ms`)."""
     table.direct().create(SCHEMA)
     offset = [0.0]
     log = table.log(clock=lambda: time.time() + offset[0])

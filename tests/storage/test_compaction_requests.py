@@ -17,7 +17,7 @@ from click.testing import CliRunner
 from benchmarks.proxy import LatencyProxy
 from deltalog import DeltaLog
 from deltalog.cli.main import cli
-from deltalog.core.paths import compaction_name
+from deltalog.core.log.paths import compaction_name
 from tests.storage.servers import BUCKET, Server, s3_options, unique
 from tests.storage.test_read_requests import commit, commit_bytes, kinds, reads_of
 

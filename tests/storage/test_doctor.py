@@ -14,7 +14,7 @@ from click.testing import CliRunner
 from deltalog import DeltaLog
 from deltalog import actions as A
 from deltalog.cli.main import cli
-from deltalog.core.engine_safety import engine_infos, engine_risk, first_unsafe
+from deltalog.core.commit.engine_safety import engine_infos, engine_risk, first_unsafe
 from deltalog.errors import FileAlreadyExistsError
 from deltalog.maintenance.doctor import SCRATCH, diagnose
 from deltalog.storage.s3 import S3LogStore

@@ -21,7 +21,7 @@ import pytest
 
 from benchmarks.proxy import LatencyProxy, Request, serial_round_trips
 from deltalog import DeltaLog
-from deltalog.core.timetravel import monotonize
+from deltalog.core.log.timetravel import monotonize
 from deltalog.storage.base import LogStore
 from deltalog.table.history import HistoryEntry
 from tests.storage.servers import BUCKET, CONTAINER, Server, azure_options, s3_options, unique

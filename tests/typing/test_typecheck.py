@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-MODULE = "deltalog/core/paths.py"  # pure, imports only the stdlib: a copy type-checks on its own
+MODULE = "deltalog/core/log/paths.py"  # pure, imports only the stdlib: a copy type-checks on its own
 
 
 def typecheck(tree: Path) -> subprocess.CompletedProcess[str]:

@@ -6,9 +6,9 @@ from __future__ import annotations
 import pytest
 
 from deltalog.core import actions as A
-from deltalog.core import row_tracking
-from deltalog.core.conflicts import Winner
-from deltalog.core.file_facts import NO_FILES
+from deltalog.core.commit.conflicts import Winner
+from deltalog.core.features import row_tracking
+from deltalog.core.files.facts import NO_FILES
 from deltalog.errors import CorruptLogError
 from deltalog.storage.local import LocalLogStore
 from deltalog.table.commit.attempts import Attempts, ReadFacts, listed_mtime

@@ -18,7 +18,7 @@ from deltalog import (
     UnsupportedFeatureError,
     VersionNotFoundError,
 )
-from deltalog.core.last_checkpoint import checksum
+from deltalog.core.log.last_checkpoint import checksum
 
 from . import logkit as K
 from . import logwriter as W

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from deltalog.core import actions as A
-from deltalog.core import cdf
+from deltalog.core.features import cdf
 from deltalog.errors import InvalidCommitError, UnsupportedFeatureError
 
 CDF = A.Protocol(1, 7, None, ("changeDataFeed",))

@@ -1,4 +1,4 @@
-"""The change reader's pure rules (:mod:`deltalog.core.change_feed`): which rows of which files a version's
+"""The change reader's pure rules (:mod:`deltalog.core.features.change_feed`): which rows of which files a version's
 changes are (PROTOCOL "Change Data Files", Delta Spark's ``CDCReader`` for deletion vectors), and which schema
 changes a range cannot be read across."""
 
@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from deltalog import actions as A
-from deltalog.core.change_feed import (
+from deltalog.core.features.change_feed import (
     DELETE,
     INSERT,
     ChangeFile,

@@ -20,9 +20,9 @@ from deltalog import DeltaLog
 from deltalog import actions as A
 from deltalog.checkpoint.hint import encode_hint, update_hint
 from deltalog.checkpoint.writer import CheckpointResult
-from deltalog.core import last_checkpoint as hints
-from deltalog.core.paths import LOG_DIR, checkpoint_name, multipart_name
-from deltalog.core.segment import complete_checkpoints
+from deltalog.core.log import last_checkpoint as hints
+from deltalog.core.log.paths import LOG_DIR, checkpoint_name, multipart_name
+from deltalog.core.log.segment import complete_checkpoints
 from deltalog.storage.faults import FaultyStore, slow
 from deltalog.storage.local import LocalLogStore
 

@@ -21,8 +21,8 @@ from deltalog import DeltaLog
 from deltalog import actions as A
 from deltalog.checkpoint import rows
 from deltalog.checkpoint.reader import CheckpointReader
-from deltalog.core.paths import LOG_DIR, SIDECAR_DIR
-from deltalog.core.segment import CheckpointRef, complete_checkpoints
+from deltalog.core.log.paths import LOG_DIR, SIDECAR_DIR
+from deltalog.core.log.segment import CheckpointRef, complete_checkpoints
 from deltalog.core.state import BaseState
 from deltalog.core.state.columns import ADD_SCHEMA, REMOVE_SCHEMA
 from deltalog.errors import CorruptLogError

@@ -1,4 +1,4 @@
-"""Log cleanup planning (deltalog.core.cleanup_plan): checkpoint-aligned deletion on plain listings.
+"""Log cleanup planning (deltalog.core.plans.cleanup): checkpoint-aligned deletion on plain listings.
 
 Every case is a listing of parsed names with chosen modification times, so the rules can be checked
 exactly: what goes, what stays, and which version remains the earliest reachable one. The property test
@@ -15,7 +15,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from deltalog.core.actions import Protocol
-from deltalog.core.cleanup_plan import (
+from deltalog.core.log.paths import Kind, LogPath, parse
+from deltalog.core.log.segment import build_segment, earliest_version
+from deltalog.core.log.timetravel import monotonize
+from deltalog.core.plans.cleanup import (
     DAY_MS,
     CleanupPlan,
     Horizon,
@@ -29,9 +32,6 @@ from deltalog.core.cleanup_plan import (
     resolve_retention,
     truncate_to_day,
 )
-from deltalog.core.paths import Kind, LogPath, parse
-from deltalog.core.segment import build_segment, earliest_version
-from deltalog.core.timetravel import monotonize
 from deltalog.errors import InvalidArgumentError, UnsupportedFeatureError
 
 NOW = 1_781_524_800_000  # 2026-06-15T12:00:00Z

@@ -26,8 +26,8 @@ import deltalog.cli.checkpoint_cmd as cli_checkpoint
 from deltalog import DeltaLog
 from deltalog import actions as A
 from deltalog.cli.checkpoint_cmd import checkpoint_progress
-from deltalog.core import last_checkpoint as hints
-from deltalog.core.paths import LOG_DIR, checkpoint_name, commit_name, multipart_name
+from deltalog.core.log import last_checkpoint as hints
+from deltalog.core.log.paths import LOG_DIR, checkpoint_name, commit_name, multipart_name
 from deltalog.errors import InvalidArgumentError
 from deltalog.maintenance.checkpoint_job import (
     CHECKPOINTED,

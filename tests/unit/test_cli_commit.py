@@ -18,7 +18,7 @@ from click.testing import CliRunner, Result
 
 from deltalog import ConcurrentAppendError, DeltaLog, DeltaLogError, Transaction
 from deltalog.cli.main import cli
-from deltalog.core.codec import decode_line
+from deltalog.core.log.codec import decode_line
 from tests.unit.logkit import Y2026, protocol, txn
 from tests.unit.logwriter import make_table
 

@@ -9,7 +9,7 @@ import orjson
 import pytest
 
 from deltalog.core import actions as A
-from deltalog.core import clustering as C
+from deltalog.core.features import clustering as C
 from deltalog.errors import CorruptLogError, InvalidCommitError, UnsupportedFeatureError
 
 CLUSTERED = A.Protocol(1, 7, None, ("clustering", "domainMetadata"))

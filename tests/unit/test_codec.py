@@ -10,7 +10,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from deltalog.core import actions as A
-from deltalog.core.codec import ActionDecodeError, decode_commit, decode_line, encode_actions, encode_line, to_dict
+from deltalog.core.log.codec import ActionDecodeError, decode_commit, decode_line, encode_actions, encode_line, to_dict
 from deltalog.errors import CorruptLogError, InvalidArgumentError
 
 SETTINGS = settings(max_examples=200, deadline=None, database=None, suppress_health_check=[HealthCheck.too_slow])

@@ -9,7 +9,7 @@ import orjson
 import pytest
 
 from deltalog.core import actions as A
-from deltalog.core import column_mapping as CM
+from deltalog.core.features import column_mapping as CM
 from deltalog.core.schema import COLUMN_ID, PHYSICAL_NAME, walk_fields
 from deltalog.errors import InvalidCommitError, PropertyError, SchemaError, UnsupportedFeatureError
 

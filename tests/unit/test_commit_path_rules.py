@@ -6,9 +6,9 @@ from __future__ import annotations
 import dataclasses
 
 from deltalog.core import actions as A
-from deltalog.core import feature_gate as G
-from deltalog.core.paths import parse
-from deltalog.core.reachability import UNLISTED, YOUNG_MARGIN_MS, Tip, holds, young
+from deltalog.core.features import obligations as G
+from deltalog.core.log.paths import parse
+from deltalog.core.log.reachability import UNLISTED, YOUNG_MARGIN_MS, Tip, holds, young
 
 DAY = 86_400_000
 MONTH = 30 * DAY
@@ -60,7 +60,7 @@ def test_a_commit_is_gated_as_what_it_does() -> None:
 def test_a_listed_commit_anchors_a_margin_before_the_stores_stamp() -> None:
     """A version the writer only listed is young while it is younger than the retention minus twice the
     margin (a cleaner ahead of the store, a writer behind it); an unknown stamp anchors nothing."""
-    from deltalog.core.reachability import listed_anchor_ms
+    from deltalog.core.log.reachability import listed_anchor_ms
 
     day = 86_400_000
     stamp = 100 * day

@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from deltalog import actions as A
-from deltalog.core.conflicts import (
+from deltalog.core.commit.conflicts import (
     SERIALIZABLE,
     SNAPSHOT_ISOLATION,
     WRITE_SERIALIZABLE,
@@ -22,8 +22,8 @@ from deltalog.core.conflicts import (
     effective_isolation,
     is_blind_append,
 )
-from deltalog.core.operations import SPARK_OPERATIONS, changes_data
-from deltalog.core.partitions import Condition
+from deltalog.core.commit.operations import SPARK_OPERATIONS, changes_data
+from deltalog.core.files.partitions import Condition
 from deltalog.errors import (
     ConcurrentAppendError,
     ConcurrentDeleteDeleteError,

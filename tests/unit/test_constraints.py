@@ -10,7 +10,7 @@ import orjson
 import pytest
 
 from deltalog.core import actions as A
-from deltalog.core import constraints as K
+from deltalog.core.features import constraints as K
 from deltalog.errors import InvalidArgumentError, InvalidCommitError
 
 INVARIANT = orjson.dumps({"expression": {"expression": "x > 0"}}).decode()

@@ -8,10 +8,10 @@ from typing import Any
 
 import pytest
 
-from deltalog.core import declared_intents as core
-from deltalog.core.conflicts import ReadPredicate
-from deltalog.core.declared_intents import IntentRecord, ObservedIntent
-from deltalog.core.partitions import Condition
+from deltalog.core.commit import declared_intents as core
+from deltalog.core.commit.conflicts import ReadPredicate
+from deltalog.core.commit.declared_intents import IntentRecord, ObservedIntent
+from deltalog.core.files.partitions import Condition
 from deltalog.errors import ConcurrentAppendError, ConcurrentDeleteReadError, ConcurrentModificationError
 
 TYPES: dict[str, Any] = {"day": "date", "n": "integer", "city": "string"}

@@ -9,9 +9,9 @@ import orjson
 import pytest
 
 from deltalog.core import actions as A
-from deltalog.core import deletion_vectors as DV
-from deltalog.core.file_facts import known_files
-from deltalog.core.pathkeys import z85_encode
+from deltalog.core.features import deletion_vectors as DV
+from deltalog.core.files.facts import known_files
+from deltalog.core.files.pathkeys import z85_encode
 from deltalog.errors import InvalidCommitError, UnsupportedFeatureError
 
 DVS = A.Protocol(3, 7, ("deletionVectors",), ("deletionVectors",))

@@ -19,7 +19,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from deltalog.actions import DeletionVector
-from deltalog.core.pathkeys import dv_file_key, z85_decode, z85_encode
+from deltalog.core.files.pathkeys import dv_file_key, z85_decode, z85_encode
 from deltalog.data.dv import (
     MAGIC,
     as_rows,

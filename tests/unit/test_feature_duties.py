@@ -9,7 +9,7 @@ import orjson
 import pytest
 
 from deltalog.core import actions as A
-from deltalog.core import feature_duties as D
+from deltalog.core.features import commit_checks as D
 from deltalog.errors import InvalidArgumentError, InvalidCommitError, UnsupportedFeatureError
 
 SCHEMA = {"type": "struct", "fields": [{"name": "id", "type": "long", "nullable": True, "metadata": {}}]}

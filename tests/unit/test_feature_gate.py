@@ -9,10 +9,10 @@ from typing import Any
 
 import pytest
 
-from deltalog.core import feature_gate as G
 from deltalog.core.actions import Protocol
-from deltalog.core.feature_gate import check_writable
-from deltalog.core.features import check_readable
+from deltalog.core.features import obligations as G
+from deltalog.core.features.obligations import check_writable
+from deltalog.core.features.protocol import check_readable
 from deltalog.errors import InvalidArgumentError, UnsupportedFeatureError
 
 SRC = "/t/_delta_log/00000000000000000007.json"

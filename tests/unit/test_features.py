@@ -8,7 +8,7 @@ import pytest
 
 from deltalog import DeltaLog
 from deltalog.core.actions import Protocol
-from deltalog.core.features import (
+from deltalog.core.features.protocol import (
     CATALOG_FEATURES,
     READER_FEATURES_FOR_REPLAY,
     check_readable,

@@ -6,7 +6,15 @@ from __future__ import annotations
 import pytest
 
 from deltalog.core import actions as A
-from deltalog.core.file_facts import FileStats, KnownFile, known_file, known_files, num_records, parse_stats, read_stats
+from deltalog.core.files.facts import (
+    FileStats,
+    KnownFile,
+    known_file,
+    known_files,
+    num_records,
+    parse_stats,
+    read_stats,
+)
 from deltalog.errors import InvalidCommitError
 
 DV = A.DeletionVector("i", "abcde", 4, 1)

@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 
 from deltalog.core import actions as A
-from deltalog.core import ict
-from deltalog.core.ict import CommitTime, IctEnablement
+from deltalog.core.features import ict
+from deltalog.core.features.ict import CommitTime, IctEnablement
 from deltalog.errors import InvalidCommitError
 
 ICT = A.Protocol(1, 7, None, ("inCommitTimestamp",))

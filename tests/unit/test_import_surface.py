@@ -33,7 +33,7 @@ NOT_ON_IMPORT = (
     "deltalog.table.commit.read_set",
     "deltalog.table.commit.declared_intents",
     "deltalog.table.ddl",
-    "deltalog.core.conflicts",
+    "deltalog.core.commit.conflicts",
     "fsspec",
     "s3fs",
     "adlfs",

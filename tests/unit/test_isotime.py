@@ -6,9 +6,9 @@ import datetime as dt
 
 import pytest
 
-from deltalog.core.isotime import parse_datetime
-from deltalog.core.partitions import parse_value
-from deltalog.core.timetravel import to_epoch_ms
+from deltalog.core.files.partitions import parse_value
+from deltalog.core.log.isotime import parse_datetime
+from deltalog.core.log.timetravel import to_epoch_ms
 
 UTC = dt.timezone.utc
 

@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from deltalog.core.last_checkpoint import HintError, LastCheckpoint, checksum, parse
+from deltalog.core.log.last_checkpoint import HintError, LastCheckpoint, checksum, parse
 from tests.corpus import corpus_dir
 
 SETTINGS = settings(max_examples=200, deadline=None, database=None)

@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 
 from deltalog import DeltaLog
-from deltalog.core.paths import LOG_DIR, multipart_name
-from deltalog.core.segment import LogSegment, build_segment
+from deltalog.core.log.paths import LOG_DIR, multipart_name
+from deltalog.core.log.segment import LogSegment, build_segment
 from deltalog.errors import CorruptLogError, VersionNotFoundError
 from deltalog.storage.base import FileInfo
 from deltalog.storage.local import LocalLogStore

@@ -18,9 +18,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from deltalog.core.compaction_plan import default_start, due, plan_range
-from deltalog.core.paths import Kind, LogPath, compaction_name, parse
-from deltalog.core.segment import build_segment, usable_compactions
+from deltalog.core.log.paths import Kind, LogPath, compaction_name, parse
+from deltalog.core.log.segment import build_segment, usable_compactions
+from deltalog.core.plans.compaction import default_start, due, plan_range
 from deltalog.core.state import BaseState, CommitData
 from deltalog.core.state.compact import compacted_actions, encode
 from deltalog.core.state.compact_check import unusable_reason

@@ -12,8 +12,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from deltalog.core import actions as A
-from deltalog.core.commit_rules import validate_actions
-from deltalog.core.partitions import (
+from deltalog.core.commit.rules import validate_actions
+from deltalog.core.files.partitions import (
     HIVE_NULL,
     PartitionValueError,
     check_serialized,

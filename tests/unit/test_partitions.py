@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from deltalog.core.partitions import (
+from deltalog.core.files.partitions import (
     HIVE_NULL,
     Condition,
     PartitionValueError,

@@ -1,4 +1,4 @@
-"""Log paths read the way Delta Spark's Hadoop ``Path`` reads them (deltalog.core.pathkeys).
+"""Log paths read the way Delta Spark's Hadoop ``Path`` reads them (deltalog.core.files.pathkeys).
 
 Expected values follow Hadoop's rules as documented in ``org.apache.hadoop.fs.Path`` (double slashes
 collapsed, trailing slash dropped, ``URI.normalize`` removing ``.`` and ``..``) and Delta's
@@ -16,7 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from deltalog import DeltaLog
-from deltalog.core.pathkeys import (
+from deltalog.core.files.pathkeys import (
     canonical_path,
     climbs_out,
     escapes_root,

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from deltalog.core.paths import (
+from deltalog.core.log.paths import (
     Kind,
     LogPath,
     checkpoint_name,

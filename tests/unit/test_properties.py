@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from deltalog.core.properties import (
+from deltalog.core.features.properties import (
     PropertyError,
     column_mapping_mode,
     deleted_file_retention_ms,

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import pytest
 
-from deltalog.core.properties import (
+from deltalog.core.features.properties import (
     check_checkpoint_properties,
     checkpoint_interval,
     deleted_file_retention_ms,
     get_strict_bool,
 )
-from deltalog.core.property_rules import (
+from deltalog.core.features.property_rules import (
     INTERNAL,
     ProtocolRequest,
     activated_features,

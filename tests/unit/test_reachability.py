@@ -1,4 +1,4 @@
-"""The verdict on a commit just written, from the listing made after it (deltalog.core.reachability).
+"""The verdict on a commit just written, from the listing made after it (deltalog.core.log.reachability).
 
 Each case is a listing as the store would show it after our put-if-absent of version 5 on top of the tip
 we read version 4 from; the times are the store's modification times in milliseconds.
@@ -8,9 +8,8 @@ from __future__ import annotations
 
 import pytest
 
-from deltalog.core.cleanup_plan import plan_cleanup
-from deltalog.core.paths import LogPath, parse
-from deltalog.core.reachability import (
+from deltalog.core.log.paths import LogPath, parse
+from deltalog.core.log.reachability import (
     UNLISTED,
     Tip,
     Verdict,
@@ -21,7 +20,8 @@ from deltalog.core.reachability import (
     segment_tip,
     tip_in,
 )
-from deltalog.core.segment import build_segment
+from deltalog.core.log.segment import build_segment
+from deltalog.core.plans.cleanup import plan_cleanup
 
 
 def f(name: str, mtime: int, size: int = 100) -> LogPath:

@@ -131,7 +131,7 @@ def test_positions_not_table_order_decide() -> None:
 
 
 def test_a_deletion_vector_makes_another_file_and_a_key_without_an_id_is_the_path() -> None:
-    """One identity function for every row (:func:`deltalog.core.pathkeys.file_key`): a descriptor whose
+    """One identity function for every row (:func:`deltalog.core.files.pathkeys.file_key`): a descriptor whose
     unique id is empty keys as the bare path on either parser, as a row without one does."""
     plain = K.add("a.parquet", {})["add"]
     with_dv = K.add("a.parquet", {}, deletion_vector=K.dv("ab^-aqEH.-t@S}K{vb[*k^"))["add"]

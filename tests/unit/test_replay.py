@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from deltalog import DeltaLog
 from deltalog.core import actions as A
-from deltalog.core.pathkeys import canonical_path, file_key, needs_canonicalizing
+from deltalog.core.files.pathkeys import canonical_path, file_key, needs_canonicalizing
 from deltalog.core.state import BaseState, CommitData
 from deltalog.core.state.replay import replay
 from deltalog.core.state.small import live_txns

@@ -283,7 +283,7 @@ def base_states(draw: st.DrawFn, table: Table) -> BaseState:
 
 
 def _decoded(body: dict[str, Any]) -> A.Metadata:
-    from deltalog.core.codec import from_dict
+    from deltalog.core.log.codec import from_dict
 
     action = from_dict("metaData", body)
     assert isinstance(action, A.Metadata)

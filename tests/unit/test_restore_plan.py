@@ -1,4 +1,4 @@
-"""The pure RESTORE decisions (``deltalog.core.restore_plan``), each against the Delta Spark rule it follows.
+"""The pure RESTORE decisions (``deltalog.core.plans.restore``), each against the Delta Spark rule it follows.
 
 Most of these cases cannot reach a commit yet (deltalog refuses to write tables that use identity columns,
 column mapping, in-commit timestamps or clustering), so they are pinned here, where the planner decides.
@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from deltalog.core import actions as A
-from deltalog.core import restore_plan as plan
+from deltalog.core.plans import restore as plan
 from deltalog.errors import CorruptLogError, InvalidArgumentError
 
 HWM = "delta.identity.highWaterMark"

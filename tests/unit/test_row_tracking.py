@@ -10,8 +10,8 @@ import orjson
 import pytest
 
 from deltalog.core import actions as A
-from deltalog.core import row_tracking as RT
-from deltalog.core.file_facts import known_files
+from deltalog.core.features import row_tracking as RT
+from deltalog.core.files.facts import known_files
 from deltalog.errors import CorruptLogError, InvalidCommitError, UnsupportedFeatureError
 
 RT_PROTOCOL = A.Protocol(1, 7, None, ("domainMetadata", "rowTracking"))

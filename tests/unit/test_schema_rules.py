@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from deltalog.core.actions import Protocol
-from deltalog.core.features import (
+from deltalog.core.features.protocol import (
     check_configuration_honoured,
     required_features,
     schema_features,

@@ -6,8 +6,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from deltalog.core.paths import Kind, LogPath, checkpoint_name, commit_name, multipart_name, parse
-from deltalog.core.segment import (
+from deltalog.core.log.paths import Kind, LogPath, checkpoint_name, commit_name, multipart_name, parse
+from deltalog.core.log.segment import (
     build_segment,
     complete_checkpoints,
     earliest_version,

@@ -12,7 +12,7 @@ import pytest
 
 from deltalog import DeltaLog, InvalidArgumentError, TableNotFoundError, VersionNotFoundError
 from deltalog.core import actions as A
-from deltalog.core.last_checkpoint import checksum
+from deltalog.core.log.last_checkpoint import checksum
 
 from . import logkit as K
 from . import logwriter as W

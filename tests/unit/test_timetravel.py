@@ -9,8 +9,8 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from deltalog.core.ict import IctEnablement, ict_enablement
-from deltalog.core.timetravel import format_ms, monotonize, to_epoch_ms, version_at
+from deltalog.core.features.ict import IctEnablement, ict_enablement
+from deltalog.core.log.timetravel import format_ms, monotonize, to_epoch_ms, version_at
 from deltalog.errors import InvalidArgumentError, VersionNotFoundError
 
 SETTINGS = settings(max_examples=200, deadline=None, database=None)

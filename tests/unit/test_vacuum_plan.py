@@ -1,4 +1,4 @@
-"""VACUUM planning (deltalog.core.vacuum_plan): Z85, deletion-vector files, hidden paths, path matching.
+"""VACUUM planning (deltalog.core.plans.vacuum): Z85, deletion-vector files, hidden paths, path matching.
 
 The UUIDs expected below are the ones in the names of the deletion-vector files that Delta Spark wrote
 next to the corpus logs that reference them, so the decoding is checked against an independent writer.
@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from deltalog.core.vacuum_plan import (
+from deltalog.core.plans.vacuum import (
     Z85_ALPHABET,
     FileRef,
     ListedFile,

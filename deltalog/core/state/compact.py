@@ -22,7 +22,7 @@ from typing import Any
 
 import orjson
 
-from deltalog.core.jsonlines import objects
+from deltalog.core.log.jsonlines import objects
 from deltalog.core.state import BaseState, CommitData, parse_exact
 from deltalog.core.state.reconcile import winning_positions
 from deltalog.core.state.small import STATE_KEYS
@@ -69,7 +69,7 @@ def compacted_actions(commits: Sequence[CommitData], root: str | None) -> tuple[
 
 
 def encode(actions: Sequence[Action]) -> bytes:
-    """Newline-delimited JSON, one action per line, as commits are written (:func:`deltalog.core.codec.
+    """Newline-delimited JSON, one action per line, as commits are written (:func:`deltalog.core.log.codec.
     encode_actions`)."""
     return b"".join(orjson.dumps({key: body}) + b"\n" for key, body in actions)
 

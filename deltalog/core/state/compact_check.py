@@ -11,7 +11,7 @@ Such a file is no accelerator but a second, wrong account of the commits, and si
 The check never compares the file with its commits (that would read them, which is what the file is there
 to save); it looks for what no reconciled file holds:
 
-* two ``add``/``remove`` actions for one file key (:func:`deltalog.core.pathkeys.file_key`: path and
+* two ``add``/``remove`` actions for one file key (:func:`deltalog.core.files.pathkeys.file_key`: path and
   deletion-vector id, as replay keys them), or one without a path;
 * two ``protocol`` or two ``metaData`` actions, two ``txn`` for one app id, two ``domainMetadata`` for one
   domain;
@@ -26,8 +26,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from deltalog.core.jsonlines import parse_lines
-from deltalog.core.pathkeys import dv_id_of, file_key
+from deltalog.core.files.pathkeys import dv_id_of, file_key
+from deltalog.core.log.jsonlines import parse_lines
 from deltalog.errors import CorruptLogError
 
 #: the non-file actions a reconciled file holds at most once per identity

@@ -1,7 +1,7 @@
 """The replayed file state of a version: live adds and tombstones as Arrow, and their reconciliation keys.
 
 A file is identified by its decoded path plus its deletion vector's id
-(:func:`deltalog.core.pathkeys.file_key`); the newest action per key wins. Keys are computed column-wise,
+(:func:`deltalog.core.files.pathkeys.file_key`); the newest action per key wins. Keys are computed column-wise,
 and plain relative paths (most logs) are their own keys without a copy.
 
 Every row of the state, from a checkpoint or from either commit parser, has its ``partitionValues`` in
@@ -20,7 +20,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from deltalog.core.pathkeys import dv_id_of, file_key
+from deltalog.core.files.pathkeys import dv_id_of, file_key
 from deltalog.core.state.columns import STRING_MAP, array_of, map_column, repeats, scalar_of
 
 
@@ -133,7 +133,7 @@ def conform_partition_values(table: pa.Table, keys: tuple[str, ...] | None) -> p
 
 
 def _may_need_canonicalizing(paths: pa.Array) -> bool:
-    """Whether any path may need decoding or normalising (:func:`~deltalog.core.pathkeys.needs_canonicalizing`).
+    """Whether any path may need decoding or normalising (:func:`~deltalog.core.files.pathkeys.needs_canonicalizing`).
 
     Most logs hold plain relative paths: one byte search over the string data rules that out at memchr
     speed, before any per-row pass (a sliced chunk's buffer may hold more strings than the slice: a

@@ -43,8 +43,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from deltalog.core import actions as A
-from deltalog.core.codec import ActionDecodeError, from_dict
-from deltalog.core.jsonlines import corrupt_line, malformed, objects
+from deltalog.core.log.codec import ActionDecodeError, from_dict
+from deltalog.core.log.jsonlines import corrupt_line, malformed, objects
 from deltalog.core.state import BaseState, CommitData, FileActions, Parsed, StatsAt
 from deltalog.core.state.columns import (
     ADD_FIELDS,

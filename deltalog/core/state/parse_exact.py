@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from deltalog.core.jsonlines import corrupt_line, parse_lines
+from deltalog.core.log.jsonlines import corrupt_line, parse_lines
 from deltalog.core.state import BaseState, CommitData, FileActions, Parsed
 from deltalog.core.state.columns import ADD_SCHEMA, REMOVE_SCHEMA, table_from_dicts
 from deltalog.core.state.small import STATE_KEYS, SmallState

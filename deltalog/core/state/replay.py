@@ -26,7 +26,7 @@ choice:
   where a string belongs (``stats``, a map value) becomes its JSON text.
 * protocol, metaData, txn (per app id) and domainMetadata (per domain, ``removed`` deletes) are applied in
   log order, wherever they stand in a commit; ``commitInfo`` is the last one of the last commit
-  (:func:`deltalog.core.jsonlines.last_commit_info`).
+  (:func:`deltalog.core.log.jsonlines.last_commit_info`).
 """
 
 from __future__ import annotations

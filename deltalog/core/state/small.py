@@ -4,7 +4,7 @@ Both parsers (and a snapshot that defers its files) take these actions through o
 newest protocol and metadata, the txn per app id and the live domains mean the same everywhere. A
 ``null`` body is no action (as Delta Spark reads a ``SingleAction`` whose field is null); any other body
 that does not decode is a :class:`CorruptLogError` naming the file and line. ``commitInfo`` is the last
-one of the last commit (:func:`deltalog.core.jsonlines.last_commit_info`).
+one of the last commit (:func:`deltalog.core.log.jsonlines.last_commit_info`).
 """
 
 from __future__ import annotations
@@ -14,10 +14,10 @@ from types import MappingProxyType
 from typing import Any
 
 from deltalog.core import actions as A
-from deltalog.core.codec import ActionDecodeError, from_dict
-from deltalog.core.features import supported_features
-from deltalog.core.jsonlines import last_commit_info, objects
-from deltalog.core.properties import column_mapping_mode
+from deltalog.core.features.properties import column_mapping_mode
+from deltalog.core.features.protocol import supported_features
+from deltalog.core.log.codec import ActionDecodeError, from_dict
+from deltalog.core.log.jsonlines import last_commit_info, objects
 from deltalog.core.schema import SchemaError, parse_schema, physical_names
 from deltalog.core.state import BaseState, CommitData, ReplayedState
 from deltalog.errors import CorruptLogError

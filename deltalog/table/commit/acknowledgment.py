@@ -2,7 +2,7 @@
 
 Put-if-absent alone would also "win" a version that log cleanup freed below a newer checkpoint, or one after a
 gap: a file no reader ever replays. So the commit loop hands every version it wrote here with the listing it
-made after the write, and the pure rules of :mod:`deltalog.core.reachability` decide. An orphan (provably never
+made after the write, and the pure rules of :mod:`deltalog.core.log.reachability` decide. An orphan (provably never
 visible) is withdrawn, since no writer builds on a version it cannot reach, and refused; a commit whose
 visibility cannot be told is reported as an unknown outcome rather than guessed at.
 
@@ -20,8 +20,8 @@ from typing import Protocol, TypeVar
 
 import orjson
 
-from deltalog.core.paths import LOG_DIR, LogPath, commit_name, parse
-from deltalog.core.reachability import UNLISTED, Tip, Verdict, judge
+from deltalog.core.log.paths import LOG_DIR, LogPath, commit_name, parse
+from deltalog.core.log.reachability import UNLISTED, Tip, Verdict, judge
 from deltalog.core.state import CommitData
 from deltalog.errors import CommitNotReachableError, CommitStateUnknownError, NotFoundError, StorageError
 from deltalog.storage.base import LogStore
@@ -59,7 +59,7 @@ class Outcome:
         version advances by to become our version's.
 
         Our commit carries the time the listing showed; without one (it was acknowledged as young) the time
-        is :data:`~deltalog.core.reachability.UNLISTED`, which a refresh matches by name and size.
+        is :data:`~deltalog.core.log.reachability.UNLISTED`, which a refresh matches by name and size.
         """
         data = self.data if data is None else data
         name = commit_name(self.version)

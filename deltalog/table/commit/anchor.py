@@ -2,7 +2,7 @@
 
 The anchor is a version and a time on the writer's clock before which that version existed: the writer's own
 last commit (the clock just before it was sent) or the tip of a listing (the store's stamp less the margin,
-:func:`deltalog.core.reachability.listed_anchor_ms`). :func:`deltalog.core.reachability.young` says how long
+:func:`deltalog.core.log.reachability.listed_anchor_ms`). :func:`deltalog.core.log.reachability.young` says how long
 it vouches for the log; the facade keeps one per table and asks it before each transaction.
 """
 
@@ -11,7 +11,7 @@ from __future__ import annotations
 import threading
 from typing import TYPE_CHECKING
 
-from deltalog.core.reachability import listed_anchor_ms
+from deltalog.core.log.reachability import listed_anchor_ms
 from deltalog.errors import PropertyError
 
 if TYPE_CHECKING:
@@ -52,7 +52,7 @@ class Anchor:
         """The one-request path for a transaction on ``snap``, when ``snap`` descends from the anchor and the
         anchor is still young; None sends the commit through the listing path."""
         # imported here, as the facade did: neither is on ``import deltalog``'s path
-        from deltalog.core.properties import log_retention_ms
+        from deltalog.core.features.properties import log_retention_ms
         from deltalog.table.commit.loop import Young
 
         with self._lock:

@@ -1,8 +1,8 @@
 """The bytes of each attempt of a commit: the feature obligations that depend on the version attempted and
 on the commits before it, run again for every attempt.
 
-In-commit timestamps (:mod:`deltalog.core.ict`) must exceed the previous version's timestamp and name the
-enablement version; row ids (:mod:`deltalog.core.row_tracking`) are numbered above the previous high-water
+In-commit timestamps (:mod:`deltalog.core.features.ict`) must exceed the previous version's timestamp and name the
+enablement version; row ids (:mod:`deltalog.core.features.row_tracking`) are numbered above the previous high-water
 mark and carry the version as ``defaultRowCommitVersion``. A retry comes after winners the first attempt
 never saw, possibly on a protocol a winner changed (one that added row tracking), so an attempt is never
 patched from the last one: :meth:`Attempts.encode` computes it from the prepared actions, the read version
@@ -19,11 +19,11 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from deltalog.core import actions as A
-from deltalog.core import ict, properties, row_tracking
-from deltalog.core.codec import encode_actions
-from deltalog.core.file_facts import NO_FILES, KnownFiles, known_files, path_key
-from deltalog.core.paths import LOG_DIR, commit_name
-from deltalog.core.reachability import UNLISTED
+from deltalog.core.features import ict, properties, row_tracking
+from deltalog.core.files.facts import NO_FILES, KnownFiles, known_files, path_key
+from deltalog.core.log.codec import encode_actions
+from deltalog.core.log.paths import LOG_DIR, commit_name
+from deltalog.core.log.reachability import UNLISTED
 from deltalog.core.schema import parse_schema, physical_names, walk_fields
 from deltalog.errors import CorruptLogError, NotFoundError
 from deltalog.table.commit.loop import Won
@@ -119,7 +119,7 @@ def known_for(snap: Snapshot | None, actions: Sequence[A.Action], operation: str
 def enable_row_tracking(actions: Sequence[A.Action], read: ReadFacts, live_files: Callable[[], int]) -> list[A.Action]:
     """A commit whose metaData switches ``delta.enableRowTracking`` on: the materialized column names are
     chosen (as Delta Spark names them) and the enablement is checked
-    (:func:`~deltalog.core.row_tracking.check_enablement`: refused on a table with live files, which would
+    (:func:`~deltalog.core.features.row_tracking.check_enablement`: refused on a table with live files, which would
     need a backfill)."""
     out = list(actions)
     for i, a in enumerate(out):

@@ -4,12 +4,12 @@
 heartbeat thread every ``heartbeat_s`` seconds, which refreshes the file's modification time on the store.
 No log reader looks there: deltalog lists ``_delta_log`` without subdirectories, and Delta Spark and delta-rs
 only parse versioned names. The policy (what intents bind, priority, liveness) is in
-:mod:`deltalog.core.declared_intents`.
+:mod:`deltalog.core.commit.declared_intents`.
 
 "Now" on the store is learned from our own intent file: its modification time is the store's clock at our
 last heartbeat, and the time elapsed since then is measured with a monotonic clock. So no two machines'
 wall clocks are ever compared. Tools with no intent of their own (``deltalog intents``, cleanup) use the
-local clock, and cleanup adds :data:`~deltalog.core.declared_intents.CLEANUP_MARGIN_MS` to absorb the skew.
+local clock, and cleanup adds :data:`~deltalog.core.commit.declared_intents.CLEANUP_MARGIN_MS` to absorb the skew.
 """
 
 from __future__ import annotations
@@ -22,9 +22,9 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from deltalog.core import declared_intents as core
-from deltalog.core.conflicts import ReadPredicate, TxnSummary, check_winner
-from deltalog.core.declared_intents import INTENTS_DIR, IntentRecord, ObservedIntent
+from deltalog.core.commit import declared_intents as core
+from deltalog.core.commit.conflicts import ReadPredicate, TxnSummary, check_winner
+from deltalog.core.commit.declared_intents import INTENTS_DIR, IntentRecord, ObservedIntent
 from deltalog.errors import DeltaLogError, NotFoundError
 from deltalog.storage.base import LogStore
 from deltalog.table.commit.loop import Committer, RetryPolicy

@@ -4,7 +4,7 @@ Correctness rests on four things: the store's atomic ``put_if_absent`` (one writ
 conflict check of every winning commit before moving past it, the ``txnId`` stamped in our commitInfo,
 which is how a write whose outcome was lost (a timeout after sending) is recognised when it did land, and
 a listing after every write that proves the new version is reachable (judged in
-:mod:`deltalog.table.commit.acknowledgment` by :mod:`deltalog.core.reachability`): put-if-absent alone would also
+:mod:`deltalog.table.commit.acknowledgment` by :mod:`deltalog.core.log.reachability`): put-if-absent alone would also
 "win" a version that log cleanup freed below a newer checkpoint, or one after a gap. Retrying an unknown
 outcome at the *same* version is safe: if our first write lands later, the retry finds it and sees our
 ``txnId``; if another writer took the version, our first write can never land.
@@ -19,7 +19,7 @@ the commits before it (an in-commit timestamp, row ids above the winner's high-w
 version). The caller hands an :data:`Encode` hook that makes each attempt's bytes from the version and the
 winners read so far; the loop knows nothing of the features behind it.
 
-While the caller's :class:`Young` anchor holds (:func:`deltalog.core.reachability.young`), the transaction
+While the caller's :class:`Young` anchor holds (:func:`deltalog.core.log.reachability.young`), the transaction
 starts from its cached snapshot without listing first, and a lost race reads the winner it lost to (once) and
 tries the next version without listing. Every acknowledgment still lists after the write: cleanup cannot have
 removed a young version, but a table deleted and recreated under the writer can, and only the listing shows
@@ -37,10 +37,10 @@ from functools import partial
 from typing import TypeVar
 
 from deltalog.core import actions as A
-from deltalog.core.codec import decode_commit
-from deltalog.core.conflicts import TxnSummary, Winner, check_winner
-from deltalog.core.paths import LOG_DIR, Kind, LogPath, commit_name
-from deltalog.core.reachability import UNLISTED, Tip, holds, moved_on, tip_in, young
+from deltalog.core.commit.conflicts import TxnSummary, Winner, check_winner
+from deltalog.core.log.codec import decode_commit
+from deltalog.core.log.paths import LOG_DIR, Kind, LogPath, commit_name
+from deltalog.core.log.reachability import UNLISTED, Tip, holds, moved_on, tip_in, young
 from deltalog.core.result_repr import result_repr
 from deltalog.core.state import CommitData
 from deltalog.errors import (
@@ -88,7 +88,7 @@ class RetryPolicy:
 @dataclass(frozen=True)
 class Won:
     """A version another writer took while we tried: its commit, and its time as a listing showed it
-    (:data:`~deltalog.core.reachability.UNLISTED` when it was read without a listing)."""
+    (:data:`~deltalog.core.log.reachability.UNLISTED` when it was read without a listing)."""
 
     winner: Winner
     mtime: int
@@ -288,7 +288,7 @@ class Committer:
         """Every commit after ``version`` that exists now, read as the commit loop reads winners.
 
         For early conflict checks (:meth:`deltalog.table.commit.transaction.Transaction.check_early`): the caller runs
-        :func:`~deltalog.core.conflicts.check_winner` on each, as :meth:`commit` does.
+        :func:`~deltalog.core.commit.conflicts.check_winner` on each, as :meth:`commit` does.
         """
         commits = _commits(self._transient("listing the log", partial(list_log, self.store, version + 1)))
         return [
@@ -311,7 +311,7 @@ class Committer:
 
         ``tip`` is how the log listed ``read_version``'s files when the transaction's snapshot was taken: every
         version is attempted on top of a tip, and acknowledged only once a listing after the write proves it
-        reachable (:func:`~deltalog.core.reachability.judge`), or, while ``young`` holds, without a listing.
+        reachable (:func:`~deltalog.core.log.reachability.judge`), or, while ``young`` holds, without a listing.
         A transaction whose read version is gone (log cleanup, a recreated table) raises
         :class:`CommitNotReachableError`, having written nothing. ``read_version`` -1 creates the table:
         ``tip`` is :data:`NO_TABLE`, and version 0 taken by another writer is :class:`TableAlreadyExistsError`

@@ -20,13 +20,13 @@ from typing import Any
 
 from deltalog._version import ENGINE_INFO
 from deltalog.core import actions as A
-from deltalog.core.commit_rules import commit_info_of, prepare_commit
-from deltalog.core.conflicts import TxnSummary, effective_isolation
-from deltalog.core.constraints import with_record
-from deltalog.core.deletion_vectors import new_dvs_allowed
-from deltalog.core.feature_duties import Declarations, check_duties, needs_known_files, touched_paths
-from deltalog.core.feature_gate import WRITE, commit_operation
-from deltalog.core.file_facts import NO_FILES, KnownFiles, known_files, path_key
+from deltalog.core.commit.conflicts import TxnSummary, effective_isolation
+from deltalog.core.commit.rules import commit_info_of, prepare_commit
+from deltalog.core.features.commit_checks import Declarations, check_duties, needs_known_files, touched_paths
+from deltalog.core.features.constraints import with_record
+from deltalog.core.features.deletion_vectors import new_dvs_allowed
+from deltalog.core.features.obligations import WRITE, commit_operation
+from deltalog.core.files.facts import NO_FILES, KnownFiles, known_files, path_key
 from deltalog.table.commit.acknowledgment import Outcome
 from deltalog.table.commit.attempts import Attempts, enable_row_tracking, known_for, listed_mtime, read_facts
 from deltalog.table.commit.loop import NO_TABLE, CommitResult, Committer, Young

@@ -15,9 +15,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 
 from deltalog.core import actions as A
-from deltalog.core.conflicts import PartitionSchema, ReadPredicate, ReadSet, TxnSummary, is_blind_append
-from deltalog.core.partitions import Condition
-from deltalog.core.pathkeys import file_key
+from deltalog.core.commit.conflicts import PartitionSchema, ReadPredicate, ReadSet, TxnSummary, is_blind_append
+from deltalog.core.files.partitions import Condition
+from deltalog.core.files.pathkeys import file_key
 from deltalog.core.schema import top_level_fields
 from deltalog.table.snapshot import Snapshot
 

@@ -26,9 +26,9 @@ from typing import Any
 import pyarrow as pa
 
 from deltalog.core import actions as A
-from deltalog.core.conflicts import ISOLATION_LEVELS, SERIALIZABLE, TxnSummary, effective_isolation
-from deltalog.core.feature_duties import NOTHING_DECLARED, Declarations, validation
-from deltalog.core.feature_gate import WRITE, check_operation
+from deltalog.core.commit.conflicts import ISOLATION_LEVELS, SERIALIZABLE, TxnSummary, effective_isolation
+from deltalog.core.features.commit_checks import NOTHING_DECLARED, Declarations, validation
+from deltalog.core.features.obligations import WRITE, check_operation
 from deltalog.errors import (
     CommitNotReachableError,
     CommitStateUnknownError,
@@ -191,7 +191,7 @@ class Transaction:
     ) -> declared_intents.IntentHandle:
         """Record the read of ``where`` (and ``files``) as :meth:`read` does and publish it as a live intent
         until commit or abort, so declared writers can stop early; it binds no commit
-        (:mod:`deltalog.core.declared_intents`)."""
+        (:mod:`deltalog.core.commit.declared_intents`)."""
         if self._done or self._declared is not None:
             raise InvalidArgumentError("an intent is declared once, before commit or abort")
         self.read(where)
@@ -298,9 +298,9 @@ class Transaction:
         live for a retried commit, and :meth:`abort` removes it. ``operation_metrics`` replaces the file counts
         recorded in ``commitInfo`` by default, for operations whose metrics other engines know by their own
         names (RESTORE's, for one). ``gate`` is the writer-feature gate's operation the commit is
-        (:data:`deltalog.core.feature_gate.RESTORE` for a restore): its duties are checked, not every commit's.
+        (:data:`deltalog.core.features.obligations.RESTORE` for a restore): its duties are checked, not every commit's.
 
-        What only the writer knows (:class:`~deltalog.core.feature_duties.Declarations`): ``data_validated``
+        What only the writer knows (:class:`~deltalog.core.features.commit_checks.Declarations`): ``data_validated``
         True when the new rows satisfy the table's CHECK constraints, invariants and generated columns (a table
         with any refuses new rows without it; ``"checked"`` is for deltalog's data writer, which evaluated
         them), ``existing_data_validated`` the same for the rows already there when the commit adds such a
