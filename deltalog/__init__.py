@@ -50,8 +50,7 @@ from deltalog.errors import (
 
 if TYPE_CHECKING:  # what a type checker sees of the lazy names below (``write`` would otherwise be Any)
     from deltalog.log import DeltaLog
-    from deltalog.table.commit.loop import RetryPolicy
-    from deltalog.table.commit.transaction import CommitResult, Transaction
+    from deltalog.table.commit import CommitResult, RetryPolicy, Transaction
     from deltalog.table.history import HistoryEntry
     from deltalog.table.snapshot import Snapshot
     from deltalog.writing.write import write
@@ -61,9 +60,9 @@ logging.getLogger(__name__).addHandler(logging.NullHandler())
 _LAZY = {
     "DeltaLog": "deltalog.log",
     "Snapshot": "deltalog.table.snapshot",
-    "CommitResult": "deltalog.table.commit.transaction",
-    "Transaction": "deltalog.table.commit.transaction",
-    "RetryPolicy": "deltalog.table.commit.loop",
+    "CommitResult": "deltalog.table.commit",
+    "Transaction": "deltalog.table.commit",
+    "RetryPolicy": "deltalog.table.commit",
     "HistoryEntry": "deltalog.table.history",
     "write": "deltalog.writing.write",
 }

@@ -1,10 +1,12 @@
 """``DeltaLog``: the facade over one table.
 
-It opens the store, caches the latest snapshot, holds the post-commit hooks and owns the post-commit policy
-(advance the cache, run the hooks, checkpoint at ``delta.checkpointInterval``, clean up expired log files),
-which it hands to every transaction as its ``on_committed`` callback. Everything else is one call into
-:mod:`deltalog.table` (listing, loading, history, transactions, DDL) or :mod:`deltalog.maintenance`, with
-the table's :class:`~deltalog.table.context.TableContext`; nothing below this module knows a ``DeltaLog``.
+It opens the store, keeps the latest snapshot (:class:`~deltalog.table.latest.Latest`), starts the transactions
+every write runs on (DDL, delete and restore take the one it starts), holds the post-commit hooks and owns the
+post-commit policy (advance the cache, run the hooks, checkpoint at ``delta.checkpointInterval``, compact the
+log), which every transaction it starts is handed as its ``on_committed``. Everything else is one call into
+:mod:`deltalog.table` (listing, loading, history, transactions, DDL), :mod:`deltalog.dml` or
+:mod:`deltalog.maintenance`, with the table's :class:`~deltalog.table.context.TableContext`; nothing below this
+module knows a ``DeltaLog``.
 """
 
 from __future__ import annotations
@@ -12,7 +14,6 @@ from __future__ import annotations
 import datetime as dt
 import logging
 import os
-import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
@@ -25,9 +26,9 @@ from deltalog.core.log.segment import LogSegment
 from deltalog.errors import InvalidArgumentError
 from deltalog.storage.base import LogStore
 from deltalog.storage.uri import store_for
-from deltalog.table import listing, load, refresh
-from deltalog.table.commit.anchor import Anchor
+from deltalog.table import listing, load
 from deltalog.table.context import TableContext
+from deltalog.table.latest import Latest
 from deltalog.table.snapshot import Snapshot
 
 if TYPE_CHECKING:
@@ -39,8 +40,7 @@ if TYPE_CHECKING:
     from deltalog.maintenance.log_compaction import LogCompactionResult
     from deltalog.maintenance.restore import RestoreResult
     from deltalog.maintenance.vacuum import VacuumProgress, VacuumResult
-    from deltalog.table.commit.loop import RetryPolicy, Young
-    from deltalog.table.commit.transaction import CommitResult, Committed, Transaction
+    from deltalog.table.commit import CommitResult, Committed, RetryPolicy, Transaction
     from deltalog.table.history import HistoryEntry
 
 log = logging.getLogger(__name__)
@@ -70,10 +70,8 @@ class DeltaLog:
         self.auto_checkpoint = auto_checkpoint
         #: opt-in: after the commit of v with (v + 1) % N == 0, write the compaction file of the last N commits
         self.log_compaction_interval = log_compaction_interval
-        self._lock = threading.Lock()
-        self._latest: Snapshot | None = None
-        #: when a transaction may skip its listing (this log's last commit, or the tip it last listed)
-        self._anchor = Anchor()
+        #: the latest snapshot as this log keeps it, and the anchor of its one-request commits
+        self._table = Latest(self.context)
         self._hooks: list[Callable[[CommitResult], None]] = []
 
     @classmethod
@@ -153,8 +151,7 @@ class DeltaLog:
             return load.snapshot_in(self.context, found, paths)
         if version is None:
             return self._refresh()
-        with self._lock:
-            cached = self._latest
+        cached = self._table.cached
         if cached is not None and cached.version == version and holds(cached.tip, self.list_log(version, version)):
             return cached
         return load.snapshot_at(self.context, version)
@@ -175,23 +172,8 @@ class DeltaLog:
         return load.snapshot_at(self.context, version)
 
     def _refresh(self, lazy: bool = False) -> Snapshot:
-        """The latest snapshot (:func:`deltalog.table.refresh.refresh`), cached; ``lazy`` defers a load's files."""
-        with self._lock:
-            cached = self._latest
-        outcome = refresh.refresh(self.context, cached, lazy)
-        if not isinstance(outcome, refresh.Unchanged):
-            rebuilt = isinstance(outcome, refresh.Rebuild) and not outcome.from_checkpoint
-            if rebuilt:
-                self._anchor.forget()
-            self._remember(outcome.snapshot, replace=rebuilt)
-        return outcome.snapshot
-
-    def _remember(self, snap: Snapshot, replace: bool = False) -> None:
-        """Cache ``snap`` unless a newer one is cached; ``replace`` caches a fresh load whatever its version."""
-        with self._lock:
-            if replace or self._latest is None or snap.version >= self._latest.version:
-                self._latest = snap
-        self._anchor.listed(snap)
+        """The latest snapshot, kept (:meth:`deltalog.table.latest.Latest.refresh`); ``lazy`` defers its files."""
+        return self._table.refresh(lazy)
 
     # ------------------------------------------------------------------------------------------ writing
     def create(
@@ -253,7 +235,7 @@ class DeltaLog:
         :class:`TableAlreadyExistsError` (nothing written).
         """
         from deltalog.table import ddl
-        from deltalog.table.commit.transaction import Transaction
+        from deltalog.table.commit import Transaction
 
         table = ddl.plan_table(
             self.context,
@@ -267,8 +249,7 @@ class DeltaLog:
         )
         return Transaction(
             self.context,
-            None,
-            new_table=table,
+            table,
             app_id=app_id,
             app_version=app_version,
             retry=retry,
@@ -284,17 +265,16 @@ class DeltaLog:
         retry: RetryPolicy | None = None,
     ) -> Transaction:
         """A transaction on the latest snapshot; with ``app_id``/``app_version`` it commits exactly once."""
-        from deltalog.table.commit.transaction import Transaction
+        from deltalog.table.commit import Transaction
 
         # A blind append needs protocol, metadata and txns, not the file list: the transaction's snapshot
         # loads its files only if the transaction reads them. While our last commit is young the cached
         # snapshot is taken as it is (no listing), and refreshed only if the transaction reads.
-        with self._lock:
-            cached = self._latest
-        young = self._anchor.young(cached, self.now_ms())
-        if young is None or app_id is not None:
+        cached = self._table.cached
+        young = self._table.young(cached)
+        if cached is None or young is None or app_id is not None:
             cached = self._refresh(lazy=True)
-            young = self._anchor.young(cached, self.now_ms())
+            young = self._table.young(cached)
             return Transaction(
                 self.context,
                 cached,
@@ -312,19 +292,15 @@ class DeltaLog:
             retry=retry,
             on_committed=self._committed,
             young=young,
-            refresh=lambda: self._refreshed_for_transaction(),
+            latest=self._table,
         )
-
-    def _refreshed_for_transaction(self) -> tuple[Snapshot, Young | None]:
-        snap = self._refresh(lazy=True)
-        return snap, self._anchor.young(snap, self.now_ms())
 
     def add_columns(self, fields: Any) -> CommitResult:
         """Commit new nullable columns (``pyarrow.Field`` s or Delta field dicts) at the end of the schema,
         as Spark's ``mergeSchema`` does; existing files read them as null."""
         from deltalog.table import ddl
 
-        return ddl.add_columns(self.start_transaction, fields)
+        return ddl.add_columns(self.start_transaction(), fields)
 
     def set_properties(self, properties: Mapping[str, str], *, allow_unknown_properties: bool = False) -> CommitResult:
         """Commit table properties, checked as Delta Spark checks them: keys matched case-insensitively and
@@ -332,26 +308,28 @@ class DeltaLog:
         deltalog cannot honour is refused, and unknown ``delta.*`` keys need ``allow_unknown_properties``."""
         from deltalog.table import ddl
 
-        return ddl.set_properties(self.start_transaction, properties, allow_unknown_properties=allow_unknown_properties)
+        return ddl.set_properties(
+            self.start_transaction(), properties, allow_unknown_properties=allow_unknown_properties
+        )
 
     def unset_properties(self, keys: Sequence[str], if_exists: bool = True) -> CommitResult:
         """Commit the removal of table properties; a key that is not set is an error unless ``if_exists``."""
         from deltalog.table import ddl
 
-        return ddl.unset_properties(self.start_transaction, keys, if_exists)
+        return ddl.unset_properties(self.start_transaction(), keys, if_exists)
 
     def enable_feature(self, feature: str) -> CommitResult:
         """Commit a protocol upgrade that supports table feature ``feature`` (writer 7, reader 3 if needed)."""
         from deltalog.table import ddl
 
-        return ddl.enable_feature(self.start_transaction, feature)
+        return ddl.enable_feature(self.start_transaction(), feature)
 
     def cluster_by(self, columns: Sequence[str]) -> CommitResult:
         """Commit new clustering columns (``ALTER TABLE CLUSTER BY``; ``[]`` for ``CLUSTER BY NONE``); an
         unpartitioned table becomes clustered. Live files need statistics for a newly added column."""
         from deltalog.table import ddl
 
-        return ddl.cluster_by(self.start_transaction, columns)
+        return ddl.cluster_by(self.start_transaction(), columns)
 
     def add_constraint(self, name: str, expression: str, *, existing_data_validated: bool = False) -> CommitResult:
         """Commit a CHECK constraint after checking every live row against it (a violation or null raises
@@ -360,14 +338,14 @@ class DeltaLog:
         from deltalog.table import ddl
 
         return ddl.add_constraint(
-            self.start_transaction, name, expression, existing_data_validated=existing_data_validated
+            self.start_transaction(), name, expression, existing_data_validated=existing_data_validated
         )
 
     def drop_constraint(self, name: str, *, if_exists: bool = False) -> CommitResult:
         """Commit the removal of a CHECK constraint; an unknown name is an error unless ``if_exists``."""
         from deltalog.table import ddl
 
-        return ddl.drop_constraint(self.start_transaction, name, if_exists=if_exists)
+        return ddl.drop_constraint(self.start_transaction(), name, if_exists=if_exists)
 
     def checkpoint(
         self, version: int | None = None, parts: int | None = None, progress: Progress | None = None
@@ -389,18 +367,12 @@ class DeltaLog:
         return callback
 
     def _committed(self, committed: Committed) -> None:
-        """The post-commit policy: advance the cached snapshot by the winners and our commit (bounded, see
-        :func:`deltalog.table.refresh.advance`), run the hooks, then checkpoint and clean up when due. Never
-        raises: the commit has landed."""
-        result, read, commits = committed.result, committed.read, list(committed.commits)
+        """The post-commit policy, handed every landed commit of a transaction this log started: advance the
+        kept snapshot by the winners and our commit (:meth:`deltalog.table.latest.Latest.committed`), run the
+        hooks, then checkpoint and compact the log when due. Never raises: the commit has landed."""
+        result = committed.result
         version = result.version or 0
-        try:
-            if read is not None and [c.version for c in commits] == list(range(read.version + 1, version + 1)):
-                self._remember(refresh.advance(self.context, read, commits).snapshot)
-                if committed.sent_ms is not None:
-                    self._anchor.committed(version, committed.sent_ms)
-        except Exception:
-            log.exception("could not advance the cached snapshot after version %s", result.version)
+        self._table.committed(committed)
         for hook in list(self._hooks):
             try:
                 hook(result)
@@ -409,7 +381,7 @@ class DeltaLog:
         if self.auto_checkpoint and version:
             from deltalog.maintenance.checkpoint_job import checkpoint_when_due
 
-            checkpoint_when_due(self.context, version, self.snapshot, cached=self._latest)
+            checkpoint_when_due(self.context, version, self.snapshot, cached=self._table.cached)
         if self.log_compaction_interval and version:
             from deltalog.maintenance.log_compaction import compact_when_due
 
@@ -580,7 +552,7 @@ class DeltaLog:
         reads timestamps in ``session_time_zone`` (UTC by default). See :func:`deltalog.dml.delete.delete`."""
         from deltalog.dml.delete import delete
 
-        return delete(self.start_transaction, predicate, session_time_zone=session_time_zone)
+        return delete(self.start_transaction(), predicate, session_time_zone=session_time_zone)
 
 
 def _hours(hours: float) -> dt.timedelta:

@@ -19,7 +19,7 @@ from deltalog.cli.documents import Document, iso_ms
 from deltalog.cli.layout import Column, Screen
 from deltalog.cli.options import emit, limit_option, open_log, output_format
 from deltalog.core.commit import declared_intents as core
-from deltalog.table.commit.declared_intents import list_intents
+from deltalog.table.commit import list_intents
 
 
 def intents_document(log: DeltaLog) -> Document:

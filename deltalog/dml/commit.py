@@ -33,10 +33,11 @@ from deltalog.errors import (
     ProtocolError,
     TableAlreadyExistsError,
 )
-from deltalog.table.commit.loop import CommitResult
+from deltalog.table.commit import CommitResult
+from deltalog.table.commit import skipped as skipped_result
 
 if TYPE_CHECKING:
-    from deltalog.table.commit.transaction import Transaction
+    from deltalog.table.commit import Transaction
     from deltalog.table.context import TableContext
 
 logger = logging.getLogger(__name__)
@@ -55,9 +56,9 @@ REFUSED = (
 
 
 def skipped(txn: Transaction, operation: str) -> CommitResult:
-    """The result of a commit that was not needed: an exactly-once batch the table already holds."""
-    nothing: tuple[int, ...] = ()
-    return CommitResult(None, 0, nothing, txn.txn_id, operation, (), txn.read_version, txn.isolation, skipped=True)
+    """The result of ``txn``'s commit that was not needed (an exactly-once batch the table already holds, a
+    delete that matched no row): nothing written."""
+    return skipped_result(txn.txn_id, operation, txn.read_version, txn.isolation)
 
 
 def discard(ctx: TableContext, written: Sequence[str]) -> None:

@@ -1,12 +1,12 @@
 """``DELETE FROM table WHERE predicate`` as one commit: deletion vectors where the table enables them, else
 rewritten files (:mod:`deltalog.dml.removal`).
 
-The transaction starts first and everything is decided on its snapshot. It reads as a delete reads: the
-predicate's partition conditions (when it was given in the ``where`` form; the whole table otherwise) and every
-file it touches, so a concurrent commit that removes or rewrites one of them, or adds rows where the delete
-looked, is a conflict (:mod:`deltalog.core.commit.conflicts`). The table's features are asked before any file is
-written (an append-only table refuses; row tracking refuses rewrites; ...), and the rule modules those
-features name run on the staged actions (:mod:`deltalog.dml.rules`).
+The caller starts the transaction (the facade, on the latest snapshot) and everything is decided on its snapshot.
+It reads as a delete reads: the predicate's partition conditions (when it was given in the ``where`` form; the
+whole table otherwise) and every file it touches, so a concurrent commit that removes or rewrites one of them, or
+adds rows where the delete looked, is a conflict (:mod:`deltalog.core.commit.conflicts`). The table's features are
+asked before any file is written (an append-only table refuses; row tracking refuses rewrites; ...), and the rule
+modules those features name run on the staged actions (:mod:`deltalog.dml.rules`).
 
 ``commitInfo`` is Delta Spark's: operation ``DELETE``, ``operationParameters.predicate`` a JSON list of the
 predicate's text, and its metrics (``numDeletedRows``, ``numCopiedRows``, ``numRemovedFiles``,
@@ -18,7 +18,6 @@ A predicate matching no row commits nothing: the result has ``version`` None and
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -38,11 +37,10 @@ from deltalog.dml.commit import commit_files, skipped
 from deltalog.dml.matching import FileMatch, Matches, find_matches
 from deltalog.dml.removal import Removal, Rewriter, by_rewriting, finish, with_deletion_vectors
 from deltalog.errors import InvalidCommitError
-from deltalog.table.commit.loop import CommitResult
+from deltalog.table.commit import CommitResult
 
 if TYPE_CHECKING:
-    from deltalog.table.commit.new_table import NewTable
-    from deltalog.table.commit.transaction import Transaction
+    from deltalog.table.commit import NewTable, Transaction
     from deltalog.table.snapshot import Snapshot
 
 OPERATION = "DELETE"
@@ -107,7 +105,7 @@ def remove_matches(
 
 
 def delete(
-    start_transaction: Callable[[], Transaction],
+    txn: Transaction,
     predicate: Any = None,
     *,
     workers: int | None = None,
@@ -115,7 +113,8 @@ def delete(
 ) -> CommitResult:
     """Delete the rows matching ``predicate`` (any filter form on logical names: Spark SQL text, a pyarrow
     compute Expression, DNF tuples or a mapping; None: every row) as one commit. SQL's timestamps are read in
-    ``session_time_zone`` (UTC by default).
+    ``session_time_zone`` (UTC by default). ``txn`` is a transaction on the latest snapshot that nothing else has
+    used (the facade starts it): the delete reads through it and commits it.
 
     Bad input fails before anything is written, typed and named: an unknown column or a predicate that cannot
     apply (:class:`~deltalog.errors.InvalidArgumentError`), an append-only table
@@ -124,7 +123,6 @@ def delete(
     (:class:`~deltalog.errors.CorruptDataError`).
     """
     started = time.monotonic()
-    txn = start_transaction()
     ctx = txn.context
     snap = txn.snapshot
     check_removable(snap, OPERATION)

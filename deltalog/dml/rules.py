@@ -20,7 +20,7 @@ from deltalog.core.features.constraints import CHECKED
 from deltalog.core.features.obligations import check_operation
 
 if TYPE_CHECKING:
-    from deltalog.table.commit.new_table import NewTable
+    from deltalog.table.commit import NewTable
     from deltalog.table.snapshot import Snapshot
 
 

@@ -42,7 +42,7 @@ from deltalog.errors import CorruptLogError
 from deltalog.maintenance.deletion import delete_in_order, gate
 from deltalog.storage.base import LogStore
 from deltalog.table import load
-from deltalog.table.commit.declared_intents import expired_intents
+from deltalog.table.commit import expired_intents
 from deltalog.table.context import TableContext
 from deltalog.table.history import commit_info
 from deltalog.table.snapshot import Snapshot

@@ -31,7 +31,7 @@ from deltalog.core.result_repr import result_repr
 from deltalog.errors import InvalidArgumentError, RestoreFilesMissingError
 from deltalog.storage.base import LogStore
 from deltalog.table import history, listing
-from deltalog.table.commit.transaction import CommitResult, Transaction
+from deltalog.table.commit import CommitResult, Transaction
 from deltalog.table.context import TableContext
 from deltalog.table.snapshot import Snapshot
 
@@ -236,7 +236,7 @@ def restore(
         result = None
     else:
         result = txn.commit(
-            actions, operation=OPERATION, operation_parameters=params, operation_metrics=metrics, gate=RESTORE
+            actions, operation=OPERATION, operation_parameters=params, operation_metrics=metrics, kind=RESTORE
         )
         assert result.version is not None
     committed = result.actions if result is not None else tuple(actions)

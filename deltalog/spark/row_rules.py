@@ -24,7 +24,7 @@ from deltalog.spark._files import RowCheck, checked_batches
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame
 
-    from deltalog.table.commit.new_table import NewTable
+    from deltalog.table.commit import NewTable
     from deltalog.table.snapshot import Snapshot
 
 #: Spark's error classes of an arithmetic failure (``SparkArithmeticException``)

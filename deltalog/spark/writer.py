@@ -64,7 +64,7 @@ if TYPE_CHECKING:
     from pyspark.accumulators import AccumulatorParam
     from pyspark.sql import DataFrame
 
-    from deltalog.table.commit.new_table import NewTable
+    from deltalog.table.commit import NewTable
     from deltalog.table.snapshot import Snapshot
 
 MODES = ("append", "overwrite")

@@ -2,8 +2,8 @@
 
 Creating a table too: a transaction that read version -1, committed through the same loop as every other
 version (:mod:`deltalog.table.commit.loop`), so a lost response is recovered by ``txnId`` and every
-per-commit rule applies to version 0 as to any other. The functions that change a table take ``begin``,
-which starts the transaction on the latest snapshot once the request itself has been checked.
+per-commit rule applies to version 0 as to any other. The functions that change a table take the transaction
+to commit on (the facade starts it on the latest snapshot), so nothing here calls up into the facade.
 
 Protocol requests in the configuration follow Delta Spark's spelling (``delta.minReaderVersion``,
 ``delta.minWriterVersion``, ``delta.feature.<name> = supported``): they become the protocol action and are
@@ -13,7 +13,7 @@ removed from the stored configuration.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -43,15 +43,10 @@ from deltalog.core.schema import SchemaError, parse_schema, top_level_fields
 from deltalog.data.constraints import check_rows, table_rules
 from deltalog.data.types import plan_schema
 from deltalog.errors import InvalidArgumentError, TableAlreadyExistsError
-from deltalog.table.commit.loop import RetryPolicy
-from deltalog.table.commit.new_table import NewTable
-from deltalog.table.commit.transaction import CommitResult, Committed, Transaction
+from deltalog.table.commit import CommitResult, NewTable, Transaction
 from deltalog.table.context import TableContext
 from deltalog.table.listing import list_log
 from deltalog.table.snapshot import Snapshot
-
-#: starts a transaction on the table's latest snapshot
-Begin = Callable[[], Transaction]
 
 #: a new table's protocol when the configuration asks for no versions: Delta Spark's default
 DEFAULT_PROTOCOL = A.Protocol(1, 2)
@@ -147,34 +142,22 @@ def plan_table(
     return NewTable(ctx.location, protocol, metadata, domains, params)
 
 
-def create_table(
-    ctx: TableContext,
-    table: NewTable,
-    retry: RetryPolicy | None = None,
-    *,
-    on_committed: Callable[[Committed], None] | None = None,
-) -> CommitResult:
-    """Version 0 of ``table`` (:func:`plan_table`), committed by a transaction on read version -1. A table
-    created by another writer first is :class:`TableAlreadyExistsError`."""
-    return commit_create(Transaction(ctx, None, retry=retry, on_committed=on_committed, new_table=table))
-
-
 def commit_create(txn: Transaction) -> CommitResult:
-    """Commit a create transaction with nothing more than its table (``CREATE TABLE``, no file metrics, as
-    Delta Spark writes it)."""
+    """Commit a create transaction (one on a :func:`plan_table` table, read version -1) with nothing more than
+    its table (``CREATE TABLE``, no file metrics, as Delta Spark writes it). A table created by another writer
+    first is :class:`TableAlreadyExistsError`."""
     table = txn.new_table
     if table is None:
         raise InvalidArgumentError("this transaction does not create a table")
     return txn.commit(operation="CREATE TABLE", operation_parameters=table.parameters, operation_metrics={})
 
 
-def add_columns(begin: Begin, fields: Iterable[pa.Field | Mapping[str, Any]]) -> CommitResult:
+def add_columns(txn: Transaction, fields: Iterable[pa.Field | Mapping[str, Any]]) -> CommitResult:
     """Add nullable columns at the end of the schema (what Spark's mergeSchema does for new columns).
 
     The commit checks the new columns as a create checks its schema, and adds the features their types
     need (``timestampNtz``, ``variantType``) to the protocol in the same version.
     """
-    txn = begin()
     snap = txn.snapshot
     schema = dict(snap.schema_json)
     existing = {f["name"].lower() for f in top_level_fields(schema)}
@@ -192,7 +175,9 @@ def add_columns(begin: Begin, fields: Iterable[pa.Field | Mapping[str, Any]]) ->
     return txn.commit([metadata], operation="ADD COLUMNS", operation_parameters={"columns": new_fields})
 
 
-def set_properties(begin: Begin, props: Mapping[str, str], *, allow_unknown_properties: bool = False) -> CommitResult:
+def set_properties(
+    txn: Transaction, props: Mapping[str, str], *, allow_unknown_properties: bool = False
+) -> CommitResult:
     """Set table properties as Delta Spark's ALTER TABLE SET TBLPROPERTIES does (keys in canonical spelling,
     values checked; see :mod:`deltalog.core.features.property_rules`); protocol requests upgrade the protocol.
 
@@ -201,7 +186,6 @@ def set_properties(begin: Begin, props: Mapping[str, str], *, allow_unknown_prop
     """
     request, rest = split_protocol_requests(props)
     updates = validate_updates(rest, allow_unknown=allow_unknown_properties)
-    txn = begin()
     snap = txn.snapshot
     replaced = {old for key in updates for old in keys_matching(snap.configuration, key)}
     conf = {**{k: v for k, v in snap.configuration.items() if k not in replaced}, **updates}
@@ -213,7 +197,7 @@ def set_properties(begin: Begin, props: Mapping[str, str], *, allow_unknown_prop
     return txn.commit(actions, operation="SET TBLPROPERTIES", operation_parameters={"properties": dict(props)})
 
 
-def unset_properties(begin: Begin, keys: Iterable[str], if_exists: bool = True) -> CommitResult:
+def unset_properties(txn: Transaction, keys: Iterable[str], if_exists: bool = True) -> CommitResult:
     """Remove table properties; ``delta.*`` keys match regardless of case (every stored spelling goes).
 
     Keys the engine maintains are refused (:func:`~deltalog.core.features.property_rules.check_unset`); any other
@@ -221,7 +205,6 @@ def unset_properties(begin: Begin, keys: Iterable[str], if_exists: bool = True) 
     """
     keys = [keys] if isinstance(keys, str) else list(keys)
     check_unset(keys)
-    txn = begin()
     snap = txn.snapshot
     matched = {k: keys_matching(snap.configuration, k) for k in keys}
     missing = [k for k, found in matched.items() if not found]
@@ -236,9 +219,8 @@ def unset_properties(begin: Begin, keys: Iterable[str], if_exists: bool = True) 
     )
 
 
-def enable_feature(begin: Begin, feature: str) -> CommitResult:
+def enable_feature(txn: Transaction, feature: str) -> CommitResult:
     """Upgrade the protocol so it supports ``feature`` (table features protocol: writer 7, reader 3 if needed)."""
-    txn = begin()
     snap = txn.snapshot
     protocol, _ = protocol_for({f"delta.feature.{feature}": "supported"}, snap.protocol)
     if protocol == snap.protocol:
@@ -246,7 +228,7 @@ def enable_feature(begin: Begin, feature: str) -> CommitResult:
     return txn.commit([protocol], operation="UPGRADE PROTOCOL", operation_parameters={"newProtocol": feature})
 
 
-def cluster_by(begin: Begin, columns: Sequence[str]) -> CommitResult:
+def cluster_by(txn: Transaction, columns: Sequence[str]) -> CommitResult:
     """Change the clustering columns (``ALTER TABLE ... CLUSTER BY``; an empty list is ``CLUSTER BY NONE``).
 
     An unpartitioned table becomes clustered (its protocol gains ``clustering`` and ``domainMetadata``). A
@@ -255,7 +237,6 @@ def cluster_by(begin: Begin, columns: Sequence[str]) -> CommitResult:
     """
     if isinstance(columns, str):
         raise InvalidArgumentError(f"columns is a list of column names, not {columns!r}")
-    txn = begin()
     snap = txn.snapshot
     protocol = upgrade_protocol(snap.protocol, {clustering.FEATURE, "domainMetadata"})
     current = clustering.columns_of(snap.domain_metadata.values())
@@ -275,7 +256,9 @@ def cluster_by(begin: Begin, columns: Sequence[str]) -> CommitResult:
     return txn.commit(actions, operation="CLUSTER BY", operation_parameters={"clusteringColumns": list(columns)})
 
 
-def add_constraint(begin: Begin, name: str, expression: str, *, existing_data_validated: bool = False) -> CommitResult:
+def add_constraint(
+    txn: Transaction, name: str, expression: str, *, existing_data_validated: bool = False
+) -> CommitResult:
     """``ALTER TABLE ADD CONSTRAINT name CHECK (expression)``: the table's rows are checked first, or the
     caller attests they pass (``existing_data_validated=True``); either is recorded in ``commitInfo``.
 
@@ -285,7 +268,6 @@ def add_constraint(begin: Begin, name: str, expression: str, *, existing_data_va
     unchecked rows in. An expression outside deltalog's SQL subset is refused by name
     (:class:`~deltalog.errors.UnsupportedExpressionError`): check the rows elsewhere and attest.
     """
-    txn = begin()
     snap = txn.snapshot
     how = constraints.ATTESTED if existing_data_validated is True else constraints.CHECKED
     metadata, _ = constraints.add_constraint(snap.metadata, name, expression, existing_rows=how)
@@ -304,9 +286,8 @@ def check_existing_rows(snap: Snapshot, rules: Mapping[str, str]) -> None:
         check_rows(compiled, batch, plans)
 
 
-def drop_constraint(begin: Begin, name: str, *, if_exists: bool = False) -> CommitResult:
+def drop_constraint(txn: Transaction, name: str, *, if_exists: bool = False) -> CommitResult:
     """``ALTER TABLE DROP CONSTRAINT``; a name the table does not have is an error unless ``if_exists``."""
-    txn = begin()
     snap = txn.snapshot
     metadata, _ = constraints.drop_constraint(snap.metadata, name, if_exists=if_exists)
     params = {"name": str(name).strip().lower(), "ifExists": if_exists}
@@ -314,7 +295,6 @@ def drop_constraint(begin: Begin, name: str, *, if_exists: bool = False) -> Comm
 
 
 __all__ = [
-    "Begin",
     "add_constraint",
     "check_existing_rows",
     "cluster_by",
@@ -322,7 +302,6 @@ __all__ = [
     "drop_constraint",
     "add_columns",
     "DEFAULT_PROTOCOL",
-    "create_table",
     "enable_feature",
     "plan_table",
     "protocol_for",

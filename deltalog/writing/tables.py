@@ -29,9 +29,7 @@ from deltalog.errors import InvalidArgumentError, SchemaMismatchError, TableAlre
 
 if TYPE_CHECKING:
     from deltalog.log import DeltaLog
-    from deltalog.table.commit.loop import CommitResult
-    from deltalog.table.commit.new_table import NewTable
-    from deltalog.table.commit.transaction import Transaction
+    from deltalog.table.commit import CommitResult, NewTable, Transaction
     from deltalog.table.snapshot import Snapshot
 
 

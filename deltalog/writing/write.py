@@ -56,9 +56,7 @@ from deltalog.errors import (
 )
 from deltalog.log import DeltaLog
 from deltalog.storage.base import LogStore
-from deltalog.table.commit.loop import CommitResult
-from deltalog.table.commit.new_table import NewTable
-from deltalog.table.commit.transaction import Transaction
+from deltalog.table.commit import CommitResult, NewTable, Transaction
 from deltalog.table.snapshot import Snapshot
 from deltalog.writing.tables import begin_write, check_partition_by, landed, open_table
 

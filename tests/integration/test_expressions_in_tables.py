@@ -264,7 +264,7 @@ def test_a_delete_on_one_partition_does_not_conflict_with_an_append_to_another(t
     worker.start()
     from deltalog.dml.delete import delete
 
-    result = delete(start_then_let_the_append_land, DELETES[form])
+    result = delete(start_then_let_the_append_land(), DELETES[form])
     worker.join()
     assert result.version == 3 and result.attempts == 2  # retried past the append, not refused
     ids = sorted(DeltaLog.for_table(root).snapshot().to_arrow().column("id").to_pylist())

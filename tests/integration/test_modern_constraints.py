@@ -114,6 +114,6 @@ def test_a_concurrent_append_conflicts_with_a_constraint_being_validated(tmp_pat
     txn = DeltaLog.for_table(root).start_transaction()
     append(DeltaLog.for_table(root), rows(-1))  # lands between the scan's snapshot and the commit
     with pytest.raises(ConcurrentAppendError):
-        ddl.add_constraint(lambda: txn, "positive", "id > 0")
+        ddl.add_constraint(txn, "positive", "id > 0")
     assert "delta.constraints.positive" not in log.snapshot().configuration
     checked(root, [-1, 1])

@@ -22,7 +22,7 @@ from deltalog.storage.fault_rules import FaultRule, Mode
 from deltalog.storage.faults import FaultyStore
 from deltalog.storage.local import LocalLogStore
 from deltalog.table import ddl, load, refresh
-from deltalog.table.commit.transaction import Committed, Transaction
+from deltalog.table.commit import Committed, Transaction
 from deltalog.table.context import TableContext
 from deltalog.table.file_list import FileList, Pending
 from tests.integration.datafiles import SCHEMA, assert_peers_agree, data_file, live_paths
@@ -44,9 +44,9 @@ def test_create_is_a_transaction_on_read_version_minus_one(tmp_path: Path) -> No
     seen: list[Committed] = []
     ctx = context(tmp_path)
     table = ddl.plan_table(ctx, SCHEMA, configuration={"delta.appendOnly": "true"})
-    result = ddl.create_table(ctx, table, on_committed=seen.append)
+    result = ddl.commit_create(Transaction(ctx, table, on_committed=seen.append))
     assert (result.version, result.read_version, result.operation, result.attempts) == (0, -1, "CREATE TABLE", 1)
-    assert [c.result for c in seen] == [result] and seen[0].read is None
+    assert [c.result for c in seen] == [result] and seen[0].read is table  # what it read: the new table
     assert [c.version for c in seen[0].commits] == [0]  # what a cache would advance by, our commit itself
     info = DeltaLog.for_table(tmp_path).snapshot().commit_info
     assert info is not None and info["txnId"] == result.txn_id and "readVersion" not in info
@@ -93,9 +93,11 @@ def test_create_loses_version_zero_to_another_writer_as_table_already_exists(tmp
 
 
 def test_a_create_runs_every_commit_rule(tmp_path: Path) -> None:
-    txn = Transaction(context(tmp_path), None)
-    with pytest.raises(InvalidCommitError, match="protocol and metaData"):
-        txn.commit([], operation="CREATE TABLE")
+    ctx = context(tmp_path)
+    table = ddl.plan_table(ctx, SCHEMA)
+    txn = Transaction(ctx, table)
+    with pytest.raises(InvalidCommitError, match="at most one metaData"):
+        txn.commit([table.metadata], operation="CREATE TABLE")
     assert not (tmp_path / LOG_DIR).exists()
 
 

@@ -236,3 +236,22 @@ def test_nothing_below_the_facade_takes_a_deltalog() -> None:
                     if arg.annotation is not None and re.search(r"\bDeltaLog\b", ast.unparse(arg.annotation)):
                         problems.append(f"{mod}:{node.lineno} {node.name}({arg.arg}: DeltaLog)")
     assert not problems, "\n".join(problems)
+
+
+#: the commit pipeline: its stages are its own business, the package's names are its interface
+COMMIT_PIPELINE = "deltalog.table.commit"
+
+
+def test_nothing_outside_the_commit_pipeline_imports_its_modules() -> None:
+    """Outside ``deltalog.table.commit`` only the package is imported (the names its ``__init__`` lists), never
+    one of its stages: what a stage takes and returns may change without anything else changing."""
+    problems = []
+    for mod in sorted(MODULES):
+        if mod == COMMIT_PIPELINE or mod.startswith(COMMIT_PIPELINE + "."):
+            continue
+        problems += [
+            f"{mod}:{imp.line} imports {imp.module}"
+            for imp in imports(mod)
+            if imp.module.startswith(COMMIT_PIPELINE + ".")
+        ]
+    assert not problems, "\n".join(problems)

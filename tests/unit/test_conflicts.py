@@ -13,6 +13,7 @@ from deltalog.core.commit.conflicts import (
     SERIALIZABLE,
     SNAPSHOT_ISOLATION,
     WRITE_SERIALIZABLE,
+    HeldTo,
     PartitionSchema,
     ReadPredicate,
     ReadSet,
@@ -23,6 +24,7 @@ from deltalog.core.commit.conflicts import (
     is_blind_append,
 )
 from deltalog.core.commit.operations import SPARK_OPERATIONS, changes_data
+from deltalog.core.features.obligations import REWRITE
 from deltalog.core.files.partitions import Condition
 from deltalog.errors import (
     ConcurrentAppendError,
@@ -261,9 +263,8 @@ def test_operation_names_follow_spark() -> None:
     assert SPARK_OPERATIONS["CREATE TABLE"] is False and SPARK_OPERATIONS["CREATE TABLE AS SELECT"] is True
 
 
-def _refuse_row_tracking(p: A.Protocol) -> None:
-    if "rowTracking" in (p.writer_features or ()):
-        raise UnsupportedFeatureError("cannot write rowTracking", feature="rowTracking", path="/t/_delta_log")
+#: a rewrite of a table with row tracking enabled: what a winner that adds the feature refuses
+REWRITING_TRACKED_ROWS = HeldTo(REWRITE, {"delta.enableRowTracking": "true"}, {"type": "struct", "fields": []}, "/t")
 
 
 @pytest.mark.parametrize("changes_protocol", [False, True])
@@ -271,7 +272,7 @@ def test_a_winner_protocol_we_cannot_write_is_unsupported_not_protocol_changed(c
     # CC checkProtocolCompatibility: protocolRead/protocolWrite run first, before the "both changed" check
     w = winner(A.Protocol(1, 7, None, ("rowTracking",)), version=7)
     with pytest.raises(UnsupportedFeatureError) as info:
-        check_winner(intent(changes_protocol=changes_protocol), w, _refuse_row_tracking)
+        check_winner(intent(changes_protocol=changes_protocol, held_to=REWRITING_TRACKED_ROWS), w)
     assert not isinstance(info.value, ConcurrentModificationError)
     assert (info.value.feature, info.value.version) == ("rowTracking", 7)
     assert "version 7" in str(info.value) and "rowTracking" in str(info.value)

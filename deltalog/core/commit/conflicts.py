@@ -13,12 +13,13 @@ instead: no retry can get past it.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from deltalog.core import actions as A
 from deltalog.core.commit.operations import changes_data
+from deltalog.core.features.obligations import check_operation
 from deltalog.core.features.protocol import supported_features
 from deltalog.core.files.partitions import Condition, PartitionValueError, parse_value
 from deltalog.core.files.pathkeys import file_key
@@ -86,6 +87,17 @@ class ReadSet:
 
 
 @dataclass(frozen=True)
+class HeldTo:
+    """What a winner's new protocol is checked for: the kind of operation the commit is (the obligations it is
+    held to) on the table as read (its configuration and schema JSON); ``source`` names the log in errors."""
+
+    kind: str
+    configuration: Mapping[str, str]
+    schema: Any
+    source: str
+
+
+@dataclass(frozen=True)
 class TxnSummary:
     """What this transaction read and is about to write, as the checker needs it."""
 
@@ -102,6 +114,8 @@ class TxnSummary:
     read_protocol: A.Protocol | None = None
     #: the ``metaData.id`` of the table read (None: the commit creates it)
     table_id: str | None = None
+    #: what a winner's protocol must still allow (None: the commit creates the table, no winner is checked)
+    held_to: HeldTo | None = None
 
 
 @dataclass(frozen=True)
@@ -170,15 +184,11 @@ def _matches(pred: ReadPredicate, add: A.Add, schema: PartitionSchema) -> bool:
     return True
 
 
-def check_winner(
-    summary: TxnSummary,
-    winner: Winner,
-    check_protocol: Callable[[A.Protocol], None] | None = None,
-) -> None:
+def check_winner(summary: TxnSummary, winner: Winner) -> None:
     """Raise the typed conflict error if ``winner`` invalidates ``summary``; return quietly otherwise.
 
-    ``check_protocol`` re-runs the read and write protocol checks on a winner's new protocol (the caller
-    knows which features the engine honours); it raises :class:`~deltalog.errors.UnsupportedFeatureError`.
+    A winner's new protocol is checked again for what the commit is held to (``summary.held_to``): the read and
+    write protocol checks, raising :class:`~deltalog.errors.UnsupportedFeatureError`.
     """
     info = dict(winner.commit_info)
     common: dict[str, Any] = {"winning_version": winner.version, "winning_commit_info": info}
@@ -198,7 +208,7 @@ def check_winner(
             **common,
         )
     if protocols:
-        _check_protocol(summary, winner, protocols[0], check_protocol, where, common)
+        _check_protocol(summary, winner, protocols[0], where, common)
     # 2. metadata
     if metadata:
         raise MetadataChangedError(f"the table metadata was changed concurrently by {where}", **common)
@@ -240,7 +250,6 @@ def _check_protocol(
     summary: TxnSummary,
     winner: Winner,
     protocol: A.Protocol,
-    check_protocol: Callable[[A.Protocol], None] | None,
     where: str,
     common: dict[str, Any],
 ) -> None:
@@ -255,9 +264,10 @@ def _check_protocol(
        ``TableFeature.isProtocolRemovingFeatures``): (1,4) -> (3,7) whose lists omit ``changeDataFeed`` drops it.
     Otherwise the winner's protocol is adopted.
     """
-    if check_protocol is not None:
+    held = summary.held_to
+    if held is not None:
         try:
-            check_protocol(protocol)
+            check_operation(held.kind, protocol, held.configuration, held.schema, held.source)
         except UnsupportedFeatureError as exc:
             raise UnsupportedFeatureError(
                 f"{where} changed the protocol to one deltalog cannot write: {exc}",
@@ -316,6 +326,7 @@ __all__ = [
     "SERIALIZABLE",
     "SNAPSHOT_ISOLATION",
     "WRITE_SERIALIZABLE",
+    "HeldTo",
     "TxnSummary",
     "PartitionSchema",
     "ReadPredicate",

@@ -93,6 +93,12 @@ class CommitTime:
         return self.ict if self.ict is not None else self.mtime
 
 
+def stamp_of(info: Mapping[str, object]) -> int | None:
+    """A commitInfo's ``inCommitTimestamp`` when it is an integer (another engine's odd value: none)."""
+    value = info.get("inCommitTimestamp")
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
 def first_attempt_timestamp(now_ms: int, previous: CommitTime | None) -> int:
     """max(now, previous timestamp + 1): strictly after the read version, even with a clock running behind."""
     return now_ms if previous is None else max(now_ms, previous.timestamp + 1)
@@ -178,6 +184,39 @@ def stamp_attempt(
     return [info, *rest]
 
 
+def attempt(
+    actions: Sequence[A.Action],
+    *,
+    version: int,
+    now_ms: int,
+    read: CommitTime | None,
+    winners: Sequence[CommitTime],
+    protocol: A.Protocol,
+    configuration: Mapping[str, str],
+    prior_configuration: Mapping[str, str] | None,
+) -> list[A.Action]:
+    """What in-commit timestamps make of one attempt at ``version``, after ``winners`` (the versions other
+    writers took since ``read``, the read version's time; None for a create), checked before it is written.
+
+    The caller asks :func:`enabled` first (the times may cost a read of the log, and are needed only then);
+    ``protocol`` and ``configuration`` are those in force after the commit. Every attempt is computed from
+    the same start, so nothing an earlier attempt stamped survives into a retry.
+    """
+    timestamp = first_attempt_timestamp(now_ms, read)
+    for w in winners:
+        timestamp = retry_timestamp(timestamp, w)
+    out = stamp_attempt(
+        actions,
+        version=version,
+        timestamp=timestamp,
+        protocol=protocol,
+        configuration=configuration,
+        prior_configuration=prior_configuration,
+    )
+    check_stamped(out, winners[-1] if winners else read)
+    return out
+
+
 def check_stamped(actions: Sequence[A.Action], previous: CommitTime | None) -> int:
     """Verify an ICT commit before it is written: commitInfo first, with an ``inCommitTimestamp`` after the
     previous commit's. Returns the timestamp; a violation is an :class:`InvalidCommitError`."""
@@ -203,6 +242,7 @@ __all__ = [
     "FEATURE",
     "CommitTime",
     "IctEnablement",
+    "attempt",
     "check_stamped",
     "enabled",
     "enablement_properties",
@@ -210,5 +250,6 @@ __all__ = [
     "ict_enablement",
     "retry_timestamp",
     "stamp_attempt",
+    "stamp_of",
     "stamped_metadata",
 ]

@@ -19,7 +19,8 @@ version, or missing (the winner added the feature), to the next version. A missi
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable, Mapping, Sequence
+import uuid
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
 import orjson
@@ -28,6 +29,8 @@ from deltalog.core import actions as A
 from deltalog.core.features import properties
 from deltalog.core.features.protocol import supported_features
 from deltalog.core.files.facts import NO_FILES, KnownFiles, num_records
+from deltalog.core.log.paths import LOG_DIR, commit_name
+from deltalog.core.schema import parse_schema, physical_names, walk_fields
 from deltalog.errors import CorruptLogError, InvalidCommitError, UnsupportedFeatureError
 
 FEATURE = "rowTracking"
@@ -204,6 +207,77 @@ def reassign(
     return Assignment(tuple(out), mark)
 
 
+# ------------------------------------------------------------------------------------------------ attempts
+
+
+def mark_after(read_mark: int, winners: Iterable[tuple[int, Sequence[A.Action]]]) -> int:
+    """The high-water mark a retry numbers from: the last mark among ``(version, actions)`` of the winners,
+    in order, over ``read_mark``; a winner whose mark is below the one before is a damaged log."""
+    mark = read_mark
+    for version, actions in winners:
+        domains = [a for a in actions if isinstance(a, A.DomainMetadata)]
+        if not any(d.domain == DOMAIN and not d.removed for d in domains):
+            continue
+        theirs = high_water_mark(domains)
+        if theirs < mark:
+            raise CorruptLogError(
+                f"version {version}: its row-id high-water mark {theirs} is below {mark} (the mark never decreases)",
+                path=f"{LOG_DIR}/{commit_name(version)}",
+            )
+        mark = theirs
+    return mark
+
+
+def attempt(
+    actions: Sequence[A.Action],
+    info: A.CommitInfo,
+    *,
+    protocol: A.Protocol,
+    configuration: Mapping[str, str],
+    mark: int,
+    version: int,
+    known: KnownFiles,
+) -> tuple[list[A.Action], A.CommitInfo]:
+    """What row tracking makes of one attempt at ``version`` numbering from ``mark`` (:func:`mark_after`): the
+    actions with row ids (:func:`assign`), and the commitInfo with the preserved tag an enabled table records.
+    The caller asks :func:`assigns` first (``known`` may cost the file list, and is needed only then)."""
+    assigned = list(assign(actions, read_mark=mark, version=version, known=known).actions)
+    tags = preserved_tags(protocol, configuration, copies_rows=False)
+    if tags:
+        other = dict(info.other)
+        other["tags"] = {**dict(other.get("tags") or {}), **tags}
+        info = replace(info, other=other)
+    return assigned, info
+
+
+def enable(
+    metadata: A.Metadata,
+    before: Mapping[str, str] | None,
+    protocol: A.Protocol,
+    live_files: Callable[[], int],
+) -> A.Metadata:
+    """A metaData switching ``delta.enableRowTracking`` on, with its materialized column names chosen (as Delta
+    Spark names them) and the enablement checked (:func:`check_enablement`: refused on a table with live files,
+    which would need a backfill); any other metaData as it is. ``before`` is the read version's configuration
+    (None for a create), ``live_files`` asked only when the commit enables it on an existing table."""
+    conf = dict(metadata.configuration)
+    if not properties.get_bool(conf, ENABLED) or (before is not None and properties.get_bool(before, ENABLED)):
+        return metadata
+    conf.setdefault(MATERIALIZED_ROW_ID, f"_row-id-col-{uuid.uuid4()}")
+    conf.setdefault(MATERIALIZED_COMMIT_VERSION, f"_row-commit-version-col-{uuid.uuid4()}")
+    schema = parse_schema(metadata.schema_string)
+    names = [at.field.get("name", "") for at in walk_fields(schema)]
+    mode = properties.column_mapping_mode(metadata.configuration)
+    check_enablement(
+        before,
+        conf,
+        protocol,
+        live_files=live_files() if before is not None else 0,
+        column_names=[*names, *physical_names(schema, mode).values()],
+    )
+    return replace(metadata, configuration=conf)
+
+
 # ------------------------------------------------------------------------------------------------ refusals
 
 
@@ -282,6 +356,9 @@ __all__ = [
     "Assignment",
     "assign",
     "assigns",
+    "attempt",
+    "enable",
+    "mark_after",
     "check_enablement",
     "check_rewrite",
     "domain_action",

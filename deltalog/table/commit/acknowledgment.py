@@ -1,10 +1,13 @@
-"""Acknowledging a commit: the outcome is ours only once a listing made after the write proves it reachable.
+"""Stage 5, acknowledged: a version the loop wrote is ours only once a listing made after the write proves it
+reachable.
 
 Put-if-absent alone would also "win" a version that log cleanup freed below a newer checkpoint, or one after a
-gap: a file no reader ever replays. So the commit loop hands every version it wrote here with the listing it
-made after the write, and the pure rules of :mod:`deltalog.core.log.reachability` decide. An orphan (provably never
-visible) is withdrawn, since no writer builds on a version it cannot reach, and refused; a commit whose
-visibility cannot be told is reported as an unknown outcome rather than guessed at.
+gap: a file no reader ever replays. So the loop hands every version it wrote here as a :class:`Landed` value,
+with the listing it made after the write, and the pure rules of :mod:`deltalog.core.log.reachability` decide.
+An orphan (provably never visible) is withdrawn, since no writer builds on a version it cannot reach, and
+refused; a commit whose visibility cannot be told is reported as an unknown outcome rather than guessed at. What
+is reachable becomes :class:`Acknowledged`: the version, and the commits a snapshot of the read version advances
+by to become it.
 
 The ``txnId`` stamped in our commitInfo is how a write whose response was lost is recognised as ours
 (:func:`is_ours`), here and when the loop re-reads a version it thought another writer took.
@@ -14,7 +17,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import partial
 from typing import Protocol, TypeVar
 
@@ -37,37 +40,50 @@ class Transient(Protocol):
     def __call__(self, what: str, call: Callable[[], T]) -> T: ...
 
 
-@dataclass
-class Outcome:
-    """What the commit loop found: the version ours landed at, the winners moved past on the way, and the
-    evidence it is reachable. Mutable: the loop fills it in attempt by attempt."""
+@dataclass(frozen=True)
+class Landed:
+    """What the loop leaves: our commit written at ``version`` on top of ``tip``, and ``listing``, made after the
+    write, to judge it by; the winners moved past on the way (read as the loop read them)."""
 
     version: int
+    tip: Tip
+    listing: tuple[LogPath, ...]
+    #: the bytes of our commit at ``version``
+    data: bytes
     attempts: int
-    winners: list[int] = field(default_factory=list)
-    winner_data: list[CommitData] = field(default_factory=list)
-    ours_found_after_unknown: bool = False
-    #: our commit as the listing that proved it reachable showed it (size and the store's modification time)
-    listed: LogPath | None = None
-    #: the bytes of the attempt that landed
-    data: bytes = b""
-    #: the writer's clock just before the attempt that landed was sent: the next commit's ``Young`` anchor
-    sent_ms: int = 0
+    winners: tuple[CommitData, ...]
+    #: found by ``txnId`` after an outcome that was lost (a timeout after sending, a retried write)
+    recovered: bool
+    #: the writer's clock just before the attempt at ``version`` was sent: the next commit's ``Young`` anchor
+    sent_ms: int
 
-    def commits(self, data: bytes | None = None) -> list[CommitData]:
+
+@dataclass(frozen=True)
+class Acknowledged:
+    """Our commit at ``version``, proved reachable; ``listed`` is it as the listing that proved it showed it
+    (size and the store's modification time), None when it was not listed."""
+
+    version: int
+    data: bytes
+    attempts: int
+    winners: tuple[CommitData, ...]
+    recovered: bool
+    sent_ms: int
+    listed: LogPath | None
+
+    def commits(self) -> list[CommitData]:
         """The winners read on the way and our own commit, in version order: what a snapshot of the read
         version advances by to become our version's.
 
-        Our commit carries the time the listing showed; without one (it was acknowledged as young) the time
-        is :data:`~deltalog.core.log.reachability.UNLISTED`, which a refresh matches by name and size.
+        Our commit carries the time the listing showed; without one the time is
+        :data:`~deltalog.core.log.reachability.UNLISTED`, which a refresh matches by name and size.
         """
-        data = self.data if data is None else data
         name = commit_name(self.version)
         listed = self.listed
-        if listed is None or listed.name != name or listed.size != len(data):
-            listed = parse(name, len(data), UNLISTED)
+        if listed is None or listed.name != name or listed.size != len(self.data):
+            listed = parse(name, len(self.data), UNLISTED)
         assert listed is not None
-        return [*self.winner_data, CommitData(self.version, f"{LOG_DIR}/{name}", data, listed.mtime)]
+        return [*self.winners, CommitData(self.version, f"{LOG_DIR}/{name}", self.data, listed.mtime)]
 
 
 def is_ours(data: bytes, txn_id: str) -> bool:
@@ -92,23 +108,21 @@ class Acknowledger:
         """Every log file: what a store that lists by name prefix cannot answer from a listing after a version."""
         return self.transient("listing the log", partial(list_log, self.store, 0))
 
-    def acknowledge(
-        self, version: int, tip: Tip, listing: list[LogPath], outcome: Outcome, txn_id: str, recovered: bool
-    ) -> Outcome:
-        """The outcome for our commit at ``version``, once ``listing`` (made after the write) proves it reachable;
+    def acknowledge(self, landed: Landed, txn_id: str) -> Acknowledged:
+        """``landed`` once its listing (made after the write) proves it reachable;
         :class:`CommitNotReachableError` (withdrawn) for an orphan, :class:`CommitStateUnknownError` when
         whether readers see it cannot be told."""
+        version, tip = landed.version, landed.tip
         path = f"{LOG_DIR}/{commit_name(version)}"
-        judged = judge(version, tip, listing)
+        judged = judge(version, tip, landed.listing)
         if judged.verdict is not Verdict.REACHABLE:
             # A store that lists by name prefix (Azure) trusts versions to be contiguous, which they are not
             # here: only the whole log shows whether a newer checkpoint or an older file is there.
             judged = judge(version, tip, self.whole_log())
         if judged.verdict is Verdict.REACHABLE:
-            outcome.version = version
-            outcome.ours_found_after_unknown = recovered
-            outcome.listed = judged.ours
-            return outcome
+            return Acknowledged(
+                version, landed.data, landed.attempts, landed.winners, landed.recovered, landed.sent_ms, judged.ours
+            )
         if judged.verdict is Verdict.ORPHAN:
             removed = self.withdraw(path, txn_id)
             raise CommitNotReachableError(
@@ -139,4 +153,4 @@ class Acknowledger:
         return True
 
 
-__all__ = ["Acknowledger", "Outcome", "Transient", "is_ours"]
+__all__ = ["Acknowledged", "Acknowledger", "Landed", "Transient", "is_ours"]

@@ -1,22 +1,38 @@
-"""When a writer may commit without listing first: the anchor of the one-request path.
+"""When a writer may commit without listing first: the anchor of the one-request path, and the window it opens.
 
 The anchor is a version and a time on the writer's clock before which that version existed: the writer's own
 last commit (the clock just before it was sent) or the tip of a listing (the store's stamp less the margin,
-:func:`deltalog.core.log.reachability.listed_anchor_ms`). :func:`deltalog.core.log.reachability.young` says how long
-it vouches for the log; the facade keeps one per table and asks it before each transaction.
+:func:`deltalog.core.log.reachability.listed_anchor_ms`). :func:`deltalog.core.log.reachability.young` says how
+long it vouches for the log; the table's latest-snapshot keeper (:mod:`deltalog.table.latest`) holds one per
+table and asks it before each transaction. What a transaction carries of it is :class:`Young`: the loop skips
+the listing before an attempt while it holds, and the acknowledgment still lists after every write
+(:mod:`deltalog.table.commit.acknowledgment`), so these pieces of reachability sit together here.
 """
 
 from __future__ import annotations
 
 import threading
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from deltalog.core.log.reachability import listed_anchor_ms
+from deltalog.core.features.properties import log_retention_ms
+from deltalog.core.log.reachability import listed_anchor_ms, young
 from deltalog.errors import PropertyError
 
 if TYPE_CHECKING:
-    from deltalog.table.commit.loop import Young
     from deltalog.table.snapshot import Snapshot
+
+
+@dataclass(frozen=True)
+class Young:
+    """When the commit may skip listings: ``anchor_ms`` is the writer's clock before it sent the commit the
+    read version descends from, ``retention_ms`` the table's ``delta.logRetentionDuration``."""
+
+    anchor_ms: int
+    retention_ms: int
+
+    def holds(self, now_ms: int) -> bool:
+        return young(self.anchor_ms, now_ms, self.retention_ms)
 
 
 class Anchor:
@@ -51,10 +67,6 @@ class Anchor:
     def young(self, snap: Snapshot | None, now_ms: int) -> Young | None:
         """The one-request path for a transaction on ``snap``, when ``snap`` descends from the anchor and the
         anchor is still young; None sends the commit through the listing path."""
-        # imported here, as the facade did: neither is on ``import deltalog``'s path
-        from deltalog.core.features.properties import log_retention_ms
-        from deltalog.table.commit.loop import Young
-
         with self._lock:
             at = self._at
         if snap is None or at is None or snap.version < at[0]:
@@ -63,8 +75,8 @@ class Anchor:
             retention = log_retention_ms(snap.configuration)
         except PropertyError:
             return None  # a retention that does not parse vouches for nothing; the commit lists (and can repair it)
-        young = Young(at[1], retention)
-        return young if young.holds(now_ms) else None
+        window = Young(at[1], retention)
+        return window if window.holds(now_ms) else None
 
 
-__all__ = ["Anchor"]
+__all__ = ["Anchor", "Young"]

@@ -180,20 +180,20 @@ def check_early(
     store: LogStore,
     summary: TxnSummary,
     checked_through: int,
-    check_protocol: Callable[[Any], None] | None,
     handle: IntentHandle | None,
     partition_types: Mapping[str, Any],
 ) -> int:
     """Raise the typed conflict error a commit would raise; return the last version checked.
 
     (a) every commit after ``checked_through`` is checked against ``summary`` as the commit loop checks
-    winners; (b) with a published intent, a live overlapping intent of higher priority stops us too.
+    winners (a winner's protocol too, for what ``summary`` is held to); (b) with a published intent, a live
+    overlapping intent of higher priority stops us too.
     """
     committer = Committer(store, RetryPolicy())
     for winner in committer.winners_after(checked_through):
         if winner.txn_id is not None and winner.txn_id == summary.txn_id:
             continue
-        check_winner(summary, winner, check_protocol)
+        check_winner(summary, winner)
         checked_through = winner.version
     if handle is not None:
         listed, store_now = handle.observe()

@@ -1,4 +1,4 @@
-"""The commit loop: put-if-absent the next version, and when another writer won it, check and move on.
+"""Stage 4, the loop: put-if-absent the next version, and when another writer won it, check and move on.
 
 Correctness rests on four things: the store's atomic ``put_if_absent`` (one writer per version), a
 conflict check of every winning commit before moving past it, the ``txnId`` stamped in our commitInfo,
@@ -16,14 +16,15 @@ read version -1: version 0 taken by anyone else is :class:`~deltalog.errors.Tabl
 
 A retry never re-sends the bytes of the lost attempt: what a commit writes can depend on its version and on
 the commits before it (an in-commit timestamp, row ids above the winner's high-water mark, an enablement
-version). The caller hands an :data:`Encode` hook that makes each attempt's bytes from the version and the
-winners read so far; the loop knows nothing of the features behind it.
+version). The loop takes the attempts stage (:class:`Encoding`), which makes each attempt's bytes from the
+version and the winners read so far; the loop knows nothing of the features behind it. It ends when a version is
+written, handing it on as :class:`~deltalog.table.commit.acknowledgment.Landed` with the listing that judges it.
 
-While the caller's :class:`Young` anchor holds (:func:`deltalog.core.log.reachability.young`), the transaction
-starts from its cached snapshot without listing first, and a lost race reads the winner it lost to (once) and
-tries the next version without listing. Every acknowledgment still lists after the write: cleanup cannot have
-removed a young version, but a table deleted and recreated under the writer can, and only the listing shows
-that (issue 12). A warm append is one PUT and one LIST.
+While the transaction's :class:`~deltalog.table.commit.anchor.Young` anchor holds
+(:func:`deltalog.core.log.reachability.young`), the transaction starts from its cached snapshot without listing
+first, and a lost race reads the winner it lost to (once) and tries the next version without listing. Every
+acknowledgment still lists after the write: cleanup cannot have removed a young version, but a table deleted and
+recreated under the writer can, and only the listing shows that (issue 12). A warm append is one PUT and one LIST.
 """
 
 from __future__ import annotations
@@ -34,14 +35,12 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import partial
-from typing import TypeVar
+from typing import Protocol, TypeVar
 
-from deltalog.core import actions as A
 from deltalog.core.commit.conflicts import TxnSummary, Winner, check_winner
 from deltalog.core.log.codec import decode_commit
 from deltalog.core.log.paths import LOG_DIR, Kind, LogPath, commit_name
-from deltalog.core.log.reachability import UNLISTED, Tip, holds, moved_on, tip_in, young
-from deltalog.core.result_repr import result_repr
+from deltalog.core.log.reachability import UNLISTED, Tip, holds, moved_on, tip_in
 from deltalog.core.state import CommitData
 from deltalog.errors import (
     CommitNotReachableError,
@@ -54,9 +53,9 @@ from deltalog.errors import (
 )
 from deltalog.storage.base import LogStore
 from deltalog.storage.options import UNSAFE_OPT_IN, unsafe_commits_allowed
-from deltalog.table.commit.acknowledgment import Acknowledger, Outcome, is_ours
+from deltalog.table.commit.acknowledgment import Acknowledger, Landed, is_ours
+from deltalog.table.commit.anchor import Young
 from deltalog.table.listing import list_log
-from deltalog.table.snapshot import Snapshot
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -94,77 +93,16 @@ class Won:
     mtime: int
 
 
-#: the caller's hook: (the version about to be attempted, every winner read so far, in order) -> the bytes of
-#: that attempt. Called before every retry, so each attempt re-runs what depends on the version and on the
-#: commits before it.
-Encode = Callable[[int, Sequence[Won]], bytes]
+class Encoding(Protocol):
+    """What the loop takes of the attempts stage: the bytes of the attempt at a version, after every winner read
+    so far (in order). Asked before every attempt, so each re-runs what depends on the version and on the
+    commits before it (:class:`~deltalog.table.commit.attempts.Attempts`)."""
 
-
-@dataclass(frozen=True)
-class Young:
-    """When the commit may skip listings: ``anchor_ms`` is the writer's clock before it sent the commit the
-    read version descends from, ``retention_ms`` the table's ``delta.logRetentionDuration``."""
-
-    anchor_ms: int
-    retention_ms: int
-
-    def holds(self, now_ms: int) -> bool:
-        return young(self.anchor_ms, now_ms, self.retention_ms)
+    def encode(self, version: int, won: Sequence[Won]) -> bytes: ...
 
 
 def _now_ms() -> int:
     return int(time.time() * 1000)
-
-
-@dataclass(frozen=True)
-class CommitResult:
-    """What a commit did. ``version`` is None only when an exactly-once commit was skipped."""
-
-    version: int | None
-    attempts: int
-    winners: tuple[int, ...]
-    txn_id: str
-    operation: str
-    actions: tuple[A.Action, ...]
-    read_version: int
-    isolation_level: str
-    skipped: bool = False
-    elapsed_s: float = 0.0
-    recovered_unknown_outcome: bool = False
-
-    def __repr__(self) -> str:
-        """Version, operation and counts; the actions are on :attr:`actions`."""
-        if self.skipped:
-            return result_repr("CommitResult", "skipped", operation=self.operation, read_version=self.read_version)
-        adds = sum(1 for a in self.actions if isinstance(a, A.Add))
-        removes = sum(1 for a in self.actions if isinstance(a, A.Remove))
-        return result_repr(
-            "CommitResult",
-            version=self.version,
-            operation=self.operation,
-            adds=adds,
-            removes=removes,
-            actions=len(self.actions),
-            attempts=self.attempts,
-            winners=self.winners or None,
-        )
-
-
-@dataclass(frozen=True)
-class Committed:
-    """What a transaction hands its ``on_committed`` callback after a commit landed."""
-
-    #: the snapshot the transaction read (``None`` for the commit that created the table)
-    read: Snapshot | None
-    #: the versions after it, in order: the winners the commit moved past, then ours
-    commits: tuple[CommitData, ...]
-    result: CommitResult
-    #: the writer's clock just before our commit was sent (what the next commit's :class:`Young` anchors on)
-    sent_ms: int | None = None
-
-
-#: the tip a create is attempted on: the table has no version yet, so there is nothing to have moved on
-NO_TABLE = Tip(-1, ())
 
 
 def _read_winner(store: LogStore, version: int, mtime: int = 0) -> tuple[Winner, CommitData]:
@@ -177,7 +115,7 @@ def _winner(version: int, data: bytes, mtime: int) -> tuple[Winner, CommitData]:
     return Winner(version, decoded.actions, decoded.commit_info or {}), CommitData(version, path, data, mtime)
 
 
-def _commits(listing: list[LogPath]) -> dict[int, LogPath]:
+def _commits(listing: Sequence[LogPath]) -> dict[int, LogPath]:
     return {p.version: p for p in listing if p.kind is Kind.COMMIT}
 
 
@@ -205,19 +143,15 @@ def _refuse_unsafe_store(store: LogStore) -> None:
 
 
 class Committer:
-    def __init__(
-        self,
-        store: LogStore,
-        policy: RetryPolicy,
-        check_protocol: Callable[[A.Protocol], None] | None = None,
-        now_ms: Callable[[], int] = _now_ms,
-    ) -> None:
+    """The loop of one commit on ``store`` under ``policy``; ``now_ms`` is the writer's clock."""
+
+    def __init__(self, store: LogStore, policy: RetryPolicy, now_ms: Callable[[], int] = _now_ms) -> None:
         self.store = store
         self.policy = policy
-        self.check_protocol = check_protocol
         self.sleep = policy.sleep
         self.now_ms = now_ms
-        self.ack = Acknowledger(store, self._transient)
+        #: the next stage, judging what the loop wrote with the loop's retries of reads
+        self.acknowledger = Acknowledger(store, self._transient)
 
     def _backoff(self, attempt: int) -> None:
         cap = min(self.policy.backoff_max_s, self.policy.backoff_base_s * (2 ** min(attempt, 16)))
@@ -287,8 +221,8 @@ class Committer:
     def winners_after(self, version: int) -> list[Winner]:
         """Every commit after ``version`` that exists now, read as the commit loop reads winners.
 
-        For early conflict checks (:meth:`deltalog.table.commit.transaction.Transaction.check_early`): the caller runs
-        :func:`~deltalog.core.commit.conflicts.check_winner` on each, as :meth:`commit` does.
+        For early conflict checks (:meth:`deltalog.table.commit.transaction.Transaction.check_early`): the caller
+        runs :func:`~deltalog.core.commit.conflicts.check_winner` on each, as :meth:`commit` does.
         """
         commits = _commits(self._transient("listing the log", partial(list_log, self.store, version + 1)))
         return [
@@ -299,40 +233,45 @@ class Committer:
     def commit(
         self,
         read_version: int,
-        data: bytes,
+        attempts: Encoding,
         summary: TxnSummary,
         txn_id: str,
         tip: Tip,
         *,
-        encode: Encode | None = None,
         young: Young | None = None,
-    ) -> Outcome:
-        """Commit ``data`` as the version after ``read_version``, or after the winners it does not conflict with.
+    ) -> Landed:
+        """Write the commit ``attempts`` encodes as the version after ``read_version``, or after the winners it
+        does not conflict with; the version written and the listing that judges it, as :class:`Landed`.
 
         ``tip`` is how the log listed ``read_version``'s files when the transaction's snapshot was taken: every
-        version is attempted on top of a tip, and acknowledged only once a listing after the write proves it
-        reachable (:func:`~deltalog.core.log.reachability.judge`), or, while ``young`` holds, without a listing.
-        A transaction whose read version is gone (log cleanup, a recreated table) raises
-        :class:`CommitNotReachableError`, having written nothing. ``read_version`` -1 creates the table:
-        ``tip`` is :data:`NO_TABLE`, and version 0 taken by another writer is :class:`TableAlreadyExistsError`
-        (ours, found by ``txnId`` after a lost response, is ours). ``encode`` makes every retry's bytes
-        (``data`` is the first attempt's); without it, every attempt sends ``data``.
+        version is attempted on top of a tip, and judged by a listing after the write that starts at or below it
+        (the next stage, :mod:`~deltalog.table.commit.acknowledgment`). While ``young`` holds, a lost race
+        moves on without listing first. A transaction whose read version is gone (log cleanup, a recreated
+        table) raises :class:`CommitNotReachableError`, having written nothing. ``read_version`` -1 creates the
+        table: ``tip`` is the empty one, and version 0 taken by another writer is
+        :class:`TableAlreadyExistsError` (ours, found by ``txnId`` after a lost response, is ours).
         """
         start = time.monotonic()
         attempt_version = read_version + 1
         tips = {attempt_version: tip}
-        outcome = Outcome(version=attempt_version, attempts=0, data=data)
+        sent: dict[int, int] = {}
         won: list[Won] = []
+        winners: list[CommitData] = []
+        made = 0
+        data = attempts.encode(attempt_version, ())
         # Decided once: a window of days does not close within one commit's retries, and the listing path
         # needs the tip the first attempt was made on.
         short = young is not None and read_version >= 0 and young.holds(self.now_ms())
         while True:
-            outcome.attempts += 1
-            outcome.sent_ms = self.now_ms()
-            written, taken_by = self._put(attempt_version, outcome.data, txn_id)
+            made += 1
+            sent[attempt_version] = self.now_ms()
+            written, taken_by = self._put(attempt_version, data, txn_id)
             if written != "taken":
-                listing = self._list_from(tip)
-                return self.ack.acknowledge(attempt_version, tip, listing, outcome, txn_id, written == "recovered")
+                listing = tuple(self._list_from(tip))
+                recovered = written == "recovered"
+                return Landed(
+                    attempt_version, tip, listing, data, made, tuple(winners), recovered, sent[attempt_version]
+                )
             if read_version < 0:
                 raise TableAlreadyExistsError(
                     f"a Delta table already exists at {self.store.root} (another writer created version 0 first)"
@@ -343,16 +282,17 @@ class Committer:
                 # (one listing finds every further winner, where trying version after version would not end).
                 # The tip we read rests on ``tip``, which no listing has shown since the table could have been
                 # recreated: the next listing starts there and must find it unreplaced (``Tip.under``).
-                won.append(self._check(summary, outcome, _winner(attempt_version, taken_by, UNLISTED)))
+                won.append(self._check(summary, winners, _winner(attempt_version, taken_by, UNLISTED)))
                 tip = Tip(attempt_version, ((f"{commit_name(attempt_version)}", len(taken_by), UNLISTED),), tip)
                 attempt_version += 1
                 tips[attempt_version] = tip
             else:
-                listing = self._list_from(tip)
+                listing = tuple(self._list_from(tip))
                 if not holds(tip, listing):
                     raise CommitNotReachableError(
-                        f"cannot commit to {self.store.root}: {moved_on(tip, self.ack.whole_log())} since this "
-                        "transaction read it; nothing was written. Start a new transaction on the latest snapshot",
+                        f"cannot commit to {self.store.root}: {moved_on(tip, self.acknowledger.whole_log())} "
+                        "since this transaction read it; nothing was written. Start a new transaction on the "
+                        "latest snapshot",
                         version=attempt_version,
                     )
                 commits = _commits(listing)
@@ -366,34 +306,33 @@ class Committer:
                         )
                     if read[0].txn_id == txn_id and v in tips:
                         # An earlier attempt whose outcome we lost did land: that is our commit, if reachable.
-                        return self.ack.acknowledge(v, tips[v], listing, outcome, txn_id, True)
-                    won.append(self._check(summary, outcome, read))
+                        return Landed(v, tips[v], listing, read[1].data, made, tuple(winners), True, sent[v])
+                    won.append(self._check(summary, winners, read))
                 if latest >= attempt_version:
                     new_tip = tip_in(listing, latest)
                     assert new_tip is not None
                     tip, attempt_version = new_tip, latest + 1
                     tips[attempt_version] = tip
             elapsed = time.monotonic() - start
-            if outcome.attempts >= self.policy.max_attempts or elapsed > self.policy.max_seconds:
-                taken = f"versions {outcome.winners[0]}..{outcome.winners[-1]}" if outcome.winners else "the version"
+            if made >= self.policy.max_attempts or elapsed > self.policy.max_seconds:
+                taken = f"versions {winners[0].version}..{winners[-1].version}" if winners else "the version"
                 raise MaxCommitAttemptsError(
-                    f"gave up after {outcome.attempts} attempts in {elapsed:.1f}s; {taken} were taken by other writers"
+                    f"gave up after {made} attempts in {elapsed:.1f}s; {taken} were taken by other writers"
                 )
-            if encode is not None and won:
-                outcome.data = encode(attempt_version, tuple(won))
-            self._backoff(min(outcome.attempts, 6))
+            if won:
+                data = attempts.encode(attempt_version, tuple(won))
+            self._backoff(min(made, 6))
 
     def _list_from(self, tip: Tip) -> list[LogPath]:
         """The listing that judges a version attempted on ``tip``: from the lowest version it rests on."""
         return self._transient("listing the log", partial(list_log, self.store, max(tip.floor, 0)))
 
-    def _check(self, summary: TxnSummary, outcome: Outcome, read: tuple[Winner, CommitData]) -> Won:
+    def _check(self, summary: TxnSummary, winners: list[CommitData], read: tuple[Winner, CommitData]) -> Won:
         """Check one winner against ``summary`` (raising the conflict) and record it as moved past."""
         winner, commit_data = read
-        check_winner(summary, winner, self.check_protocol)
-        outcome.winners.append(winner.version)
-        outcome.winner_data.append(commit_data)
+        check_winner(summary, winner)
+        winners.append(commit_data)
         return Won(winner, commit_data.mtime)
 
 
-__all__ = ["NO_TABLE", "CommitResult", "Committed", "Committer", "Encode", "Outcome", "RetryPolicy", "Won", "Young"]
+__all__ = ["Committer", "Encoding", "RetryPolicy", "Won"]

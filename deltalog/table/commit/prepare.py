@@ -1,143 +1,39 @@
-"""Preparing a commit: the per-commit rules and every feature duty, then the attempts that carry it.
+"""Stage 2, prepared: a transaction's staged actions turned into a commit, by every rule of every commit.
 
-One place runs them for every commit a transaction makes (appends, DDL, restore, the data writer's), so a
-rule added for a table feature cannot be skipped by one kind of commit. The writer-feature gate's operation
-is chosen here too: a caller may name it (a restore is gated as a restore), otherwise what the actions do
-decides, and a winner's protocol is later checked for that same operation.
+One place runs them for every commit a transaction makes (appends, DDL, restore, the data writer's), so a rule
+added for a table feature cannot be skipped by one kind of commit: the per-commit rules
+(:func:`~deltalog.core.commit.rules.prepare_commit`, which also holds the commit to the obligations of its kind),
+every feature's check (:func:`~deltalog.core.features.commit_checks.check_duties`), row tracking's enablement,
+the effective isolation level, the conflict checker's summary and the commitInfo. What the checks return (what
+the writer vouched for, e.g. that new rows passed the table's constraints) goes into the commitInfo.
 
-What the duties return (what the writer vouched for, e.g. that new rows passed the table's constraints) goes
-into the commitInfo; the attempts (:mod:`deltalog.table.commit.attempts`) then make each attempt's bytes from the
-prepared actions, since row ids and in-commit timestamps depend on the version attempted.
+The kind of the commit (:func:`~deltalog.core.features.obligations.commit_operation`) is chosen here too: a caller
+may name it (a restore is a restore), otherwise what the actions do decides, and a winner's protocol is later
+checked for that same kind. The result is a :class:`Prepared` value; the attempts
+(:mod:`deltalog.table.commit.attempts`) make each attempt's bytes from it, since row ids and in-commit timestamps
+depend on the version attempted.
 """
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from functools import partial
 from typing import Any
 
 from deltalog._version import ENGINE_INFO
 from deltalog.core import actions as A
-from deltalog.core.commit.conflicts import TxnSummary, effective_isolation
+from deltalog.core.commit.conflicts import HeldTo, ReadSet, TxnSummary, effective_isolation, is_blind_append
 from deltalog.core.commit.rules import commit_info_of, prepare_commit
+from deltalog.core.features import row_tracking
 from deltalog.core.features.commit_checks import Declarations, check_duties, needs_known_files, touched_paths
 from deltalog.core.features.constraints import with_record
 from deltalog.core.features.deletion_vectors import new_dvs_allowed
 from deltalog.core.features.obligations import WRITE, commit_operation
-from deltalog.core.files.facts import NO_FILES, KnownFiles, known_files, path_key
-from deltalog.table.commit.acknowledgment import Outcome
-from deltalog.table.commit.attempts import Attempts, enable_row_tracking, known_for, listed_mtime, read_facts
-from deltalog.table.commit.loop import NO_TABLE, CommitResult, Committer, Young
+from deltalog.core.files.facts import NO_FILES, KnownFiles, known_files
+from deltalog.core.files.pathkeys import file_key
+from deltalog.core.log.paths import LOG_DIR
+from deltalog.table.commit.read_state import ReadState
 from deltalog.table.context import TableContext
-from deltalog.table.snapshot import Snapshot
-
-
-@dataclass(frozen=True)
-class Prepared:
-    """A commit's actions after every rule and duty, and what the writer vouched for (for its commitInfo)."""
-
-    actions: list[A.Action]
-    record: dict[str, Any]
-
-
-def gate_operation(gate: str, actions: Sequence[A.Action], operation: str, snap: Snapshot | None) -> str:
-    """The feature gate's operation for a commit: the one the caller named, or (``WRITE``, the default) the one
-    its actions and ``commitInfo.operation`` amount to on the table as read."""
-    if gate != WRITE:
-        return gate
-    new_dvs = snap is not None and new_dvs_allowed(snap.protocol, snap.configuration)
-    return commit_operation(actions, operation, new_dvs=new_dvs)
-
-
-def prepare(
-    ctx: TableContext,
-    snap: Snapshot | None,
-    actions: Sequence[A.Action],
-    *,
-    gate_op: str,
-    operation: str,
-    declared: Declarations,
-) -> Prepared:
-    """``actions`` checked by every per-commit rule and feature duty against ``snap`` as the transaction read it
-    (``None``: the commit creates the table and stages its own protocol)."""
-    where = f"version {snap.version}" if snap is not None else "new table"
-    prepared = prepare_commit(
-        actions,
-        snap.protocol if snap is not None else None,
-        snap.metadata if snap is not None else None,
-        snap.schema_json if snap is not None else None,
-        f"{ctx.location}/_delta_log ({where})",
-        operation=gate_op,
-    )
-    protocol = next((a for a in reversed(prepared) if isinstance(a, A.Protocol)), None)
-    metadata = next((a for a in reversed(prepared) if isinstance(a, A.Metadata)), None)
-    if snap is not None:
-        protocol, metadata = protocol or snap.protocol, metadata or snap.metadata
-    assert protocol is not None and metadata is not None, "a commit that creates the table stages both"
-    record = check_duties(
-        prepared,
-        protocol=protocol,
-        metadata=metadata,
-        read_metadata=snap.metadata if snap is not None else None,
-        domains=snap.domain_metadata if snap is not None else {},
-        operation=operation,
-        declared=declared,
-        known=known_files_for(ctx, snap, prepared, protocol),
-        has_rows=lambda: snap is not None and snap.num_files > 0,
-    )
-    return Prepared(prepared, record)
-
-
-def known_files_for(
-    ctx: TableContext, snap: Snapshot | None, actions: Sequence[A.Action], protocol: A.Protocol
-) -> KnownFiles:
-    """The live adds of the paths the commit touches, when the deletion-vector rules need them (only then: a
-    blind append loads no file list)."""
-    if snap is None or not needs_known_files(actions, protocol):
-        return NO_FILES
-    root = ctx.store.root
-    wanted = touched_paths(actions, root)
-    return known_files((a for a in snap.add_actions() if path_key(a.path, root) in wanted), root)
-
-
-def attempts_for(
-    ctx: TableContext, snap: Snapshot | None, prepared: Sequence[A.Action], commit_info: A.CommitInfo, operation: str
-) -> Attempts:
-    """The attempts of a prepared commit: what each version attempted needs of the version read, the files it
-    re-commits (their row ids) and, when the commit enables row tracking, its materialized column names."""
-    read = read_facts(ctx, snap)
-    actions = enable_row_tracking(prepared, read, lambda: snap.files().num_rows if snap is not None else 0)
-    return Attempts(
-        actions,
-        commit_info,
-        read,
-        known=partial(known_for, snap, actions, operation, ctx.store.root),
-        now_ms=ctx.now_ms,
-        mtime_of=lambda version: listed_mtime(ctx, version),
-    )
-
-
-def with_app_version(actions: Sequence[A.Action], app_id: str, version: int, now_ms: int) -> list[A.Action]:
-    """An exactly-once commit's actions: its own ``txn`` action for ``app_id`` replaces any the caller staged."""
-    kept = [a for a in actions if not (isinstance(a, A.Txn) and a.app_id == app_id)]
-    return [*kept, A.Txn(app_id, version, now_ms)]
-
-
-def skipped(txn_id: str, operation: str, read_version: int, isolation: str) -> CommitResult:
-    """The result of an exactly-once commit whose application already reached its version: nothing written."""
-    return CommitResult(
-        version=None,
-        attempts=0,
-        winners=(),
-        txn_id=txn_id,
-        operation=operation,
-        actions=(),
-        read_version=read_version,
-        isolation_level=isolation,
-        skipped=True,
-    )
 
 
 @dataclass(frozen=True)
@@ -146,7 +42,7 @@ class CommitRequest:
 
     txn_id: str
     operation: str  # commitInfo.operation
-    gate_op: str  # the feature gate's operation (:func:`gate_operation`)
+    kind: str  # the kind the commit is held to (:func:`kind_of`)
     declared: Declarations  # what only the writer knows of the rows
     isolation: str  # the transaction's level, before :func:`effective_isolation` looks at the actions
     parameters: Mapping[str, Any] | None = None
@@ -154,73 +50,139 @@ class CommitRequest:
     metrics: Mapping[str, str] | None = None
 
 
-def run_commit(
-    ctx: TableContext,
-    snap: Snapshot | None,
-    actions: Sequence[A.Action],
-    request: CommitRequest,
-    *,
-    summarize: Callable[[Sequence[A.Action], str], TxnSummary],
-    committer: Committer,
-    young: Young | None,
-    started: float,
-) -> tuple[CommitResult, Outcome]:
-    """Prepare ``actions`` as a commit on ``snap`` (the snapshot as the transaction read it, never a refreshed
-    one) and run it through the commit loop; ``summarize`` gives the conflict checker's view of the commit at
-    its effective isolation level, ``started`` the monotonic time the commit began."""
-    checked = prepare(
-        ctx, snap, actions, gate_op=request.gate_op, operation=request.operation, declared=request.declared
+@dataclass(frozen=True)
+class Prepared:
+    """A commit ready to be attempted: its actions after every rule and check (without commitInfo), its
+    commitInfo, and what the conflict checker judges winners by."""
+
+    read: ReadState
+    actions: tuple[A.Action, ...]
+    commit_info: A.CommitInfo
+    summary: TxnSummary
+    request: CommitRequest
+
+    @property
+    def isolation(self) -> str:
+        """The effective isolation level (a commit that changes no data may run at a weaker one)."""
+        return self.summary.isolation
+
+
+def kind_of(named: str, actions: Sequence[A.Action], operation: str, read: ReadState) -> str:
+    """The kind a commit is held to: the one the caller named, or (``WRITE``, the default) the one its actions
+    and ``commitInfo.operation`` amount to on the table as read."""
+    if named != WRITE:
+        return named
+    new_dvs = read.protocol is not None and new_dvs_allowed(read.protocol, read.configuration)
+    return commit_operation(actions, operation, new_dvs=new_dvs)
+
+
+def where(ctx: TableContext, read: ReadState) -> str:
+    """The log and the version read, as errors name them."""
+    version = f"version {read.version}" if read.version >= 0 else "new table"
+    return f"{ctx.location}/{LOG_DIR} ({version})"
+
+
+def prepare(
+    ctx: TableContext, read: ReadState, staged: Sequence[A.Action], request: CommitRequest, reads: ReadSet
+) -> Prepared:
+    """``staged`` checked by every per-commit rule and feature check against ``read`` (the version as the
+    transaction read it, never a refreshed one), with the commitInfo and the summary of ``reads`` (what the
+    transaction read) that winners are checked against. Refusals are typed; nothing has been written."""
+    source = where(ctx, read)
+    actions = prepare_commit(staged, read.protocol, read.metadata, read.schema, source, operation=request.kind)
+    protocol = next((a for a in reversed(actions) if isinstance(a, A.Protocol)), read.protocol)
+    metadata = next((a for a in reversed(actions) if isinstance(a, A.Metadata)), read.metadata)
+    assert protocol is not None and metadata is not None, "prepare_commit refuses a create without both"
+    record = check_duties(
+        actions,
+        protocol=protocol,
+        metadata=metadata,
+        read_metadata=read.metadata,
+        domains=read.domains,
+        operation=request.operation,
+        declared=request.declared,
+        known=known_files_for(ctx, read, actions, protocol),
+        has_rows=lambda: read.num_files() > 0,
     )
-    isolation = effective_isolation(request.isolation, checked.actions, request.operation)
-    intent = summarize(checked.actions, isolation)
-    read_version = snap.version if snap is not None else -1
+    before = read.configuration if read.version >= 0 else None
+    actions = [
+        row_tracking.enable(a, before, protocol, read.num_files) if isinstance(a, A.Metadata) else a for a in actions
+    ]
+    isolation = effective_isolation(request.isolation, actions, request.operation)
+    summary = summarize(ctx, read, reads, actions, isolation, txn_id=request.txn_id, kind=request.kind)
     info = commit_info_of(
-        checked.actions,
+        actions,
         operation=request.operation,
         parameters=request.parameters,
-        read_version=read_version,
+        read_version=read.version,
         isolation=isolation,
-        blind_append=intent.is_blind_append,
+        blind_append=summary.is_blind_append,
         metrics=request.metrics,
         engine_info=ENGINE_INFO,
         txn_id=request.txn_id,
         user_metadata=request.user_metadata,
         now_ms=ctx.now_ms(),
     )
-    attempts = attempts_for(ctx, snap, checked.actions, with_record(info, checked.record), request.operation)
-    tip = snap.tip if snap is not None else NO_TABLE
-    outcome = committer.commit(
-        read_version,
-        attempts.encode(read_version + 1),
-        intent,
-        request.txn_id,
-        tip,
-        encode=attempts.encode,
-        young=young,
+    return Prepared(read, tuple(actions), with_record(info, record), summary, request)
+
+
+def summarize(
+    ctx: TableContext,
+    read: ReadState,
+    reads: ReadSet,
+    actions: Sequence[A.Action],
+    isolation: str,
+    *,
+    txn_id: str,
+    kind: str = WRITE,
+) -> TxnSummary:
+    """What the conflict checker needs of a commit of ``actions`` by transaction ``txn_id`` that read ``reads``
+    of ``read``; ``kind`` is what a winner's new protocol is checked for (any commit's, before the commit)."""
+    root = ctx.store.root
+    held_to = None
+    if read.metadata is not None:
+        held_to = HeldTo(kind, read.configuration, read.schema, f"{ctx.location}/{LOG_DIR}")
+    return TxnSummary(
+        read_set=reads,
+        isolation=isolation,
+        partition_schema=read.partition_schema,
+        root=root,
+        changes_metadata=any(isinstance(a, A.Metadata) for a in actions),
+        changes_protocol=any(isinstance(a, A.Protocol) for a in actions),
+        removed=frozenset(file_key(a.path, None, root) for a in actions if isinstance(a, A.Remove)),
+        domains=frozenset(a.domain for a in actions if isinstance(a, A.DomainMetadata)),
+        is_blind_append=is_blind_append(actions, reads),
+        txn_id=txn_id,
+        read_protocol=read.protocol,
+        table_id=read.metadata.id if read.metadata is not None else None,
+        held_to=held_to,
     )
-    result = CommitResult(
-        version=outcome.version,
-        attempts=outcome.attempts,
-        winners=tuple(outcome.winners),
-        txn_id=request.txn_id,
-        operation=request.operation,
-        actions=tuple(a for a in attempts.actions if not isinstance(a, A.CommitInfo)),
-        read_version=read_version,
-        isolation_level=isolation,
-        elapsed_s=time.monotonic() - started,
-        recovered_unknown_outcome=outcome.ours_found_after_unknown,
-    )
-    return result, outcome
+
+
+def known_files_for(
+    ctx: TableContext, read: ReadState, actions: Sequence[A.Action], protocol: A.Protocol
+) -> KnownFiles:
+    """The live adds of the paths the commit touches, when the deletion-vector checks need them (only then: a
+    blind append loads no file list)."""
+    if read.version < 0 or not needs_known_files(actions, protocol):
+        return NO_FILES
+    root = ctx.store.root
+    return known_files(read.live_adds(touched_paths(actions, root), root), root)
+
+
+def with_app_version(actions: Sequence[A.Action], app_id: str, version: int, now_ms: int) -> list[A.Action]:
+    """An exactly-once commit's actions: its own ``txn`` action for ``app_id`` replaces any the caller staged."""
+    kept = [a for a in actions if not (isinstance(a, A.Txn) and a.app_id == app_id)]
+    return [*kept, A.Txn(app_id, version, now_ms)]
 
 
 __all__ = [
     "CommitRequest",
     "Prepared",
-    "attempts_for",
-    "gate_operation",
+    "kind_of",
     "known_files_for",
     "prepare",
-    "run_commit",
-    "skipped",
+    "summarize",
+    "where",
     "with_app_version",
 ]

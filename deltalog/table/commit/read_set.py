@@ -1,5 +1,5 @@
 """What a transaction read: the predicates, files and application ids other writers' commits are checked
-against, and the summary of a commit that the conflict checker judges.
+against (the conflict checker's :class:`~deltalog.core.commit.conflicts.ReadSet`).
 
 Only reads made through the transaction are recorded (reading the snapshot directly is a caller's choice not
 to be protected). A condition on a data column cannot be judged from the log, so it is left out of the
@@ -14,23 +14,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
-from deltalog.core import actions as A
-from deltalog.core.commit.conflicts import PartitionSchema, ReadPredicate, ReadSet, TxnSummary, is_blind_append
+from deltalog.core.commit.conflicts import PartitionSchema, ReadPredicate, ReadSet
 from deltalog.core.files.partitions import Condition
 from deltalog.core.files.pathkeys import file_key
-from deltalog.core.schema import top_level_fields
-from deltalog.table.snapshot import Snapshot
-
-
-def partition_schema(snap: Snapshot | None) -> PartitionSchema:
-    """The partition columns' types and physical names (none for the commit that creates the table)."""
-    if snap is None:
-        return PartitionSchema(types={}, physical={})
-    cols = {f["name"]: f["type"] for f in top_level_fields(snap.schema_json)}
-    return PartitionSchema(
-        types={c: cols[c] for c in snap.partition_columns if c in cols},
-        physical={c: snap.physical_names.get(c, c) for c in snap.partition_columns},
-    )
 
 
 class ReadRecord:
@@ -49,35 +35,17 @@ class ReadRecord:
     def add_files(self, paths: Iterable[str]) -> None:
         self.files.update(self.key(p) for p in paths)
 
-    def add_predicate(self, conditions: Sequence[Condition] | None, snap: Snapshot | None) -> None:
+    def add_predicate(self, conditions: Sequence[Condition] | None, schema: PartitionSchema) -> None:
         """Record a read of the partitions ``conditions`` select (ANDed; typed values, as the predicate's tree
-        gives them); None or none: the whole table. Conditions on other than partition columns are dropped."""
+        gives them); None or none: the whole table. Conditions on other than the partition columns of
+        ``schema`` are dropped."""
         if not conditions:
             self.predicates.append(ReadPredicate())
             return
-        schema = partition_schema(snap)
         self.predicates.append(ReadPredicate(tuple(c for c in conditions if c.column in schema.types)))
 
     def read_set(self) -> ReadSet:
         return ReadSet(tuple(self.predicates), frozenset(self.files), frozenset(self.app_ids))
 
-    def summary(self, actions: Sequence[A.Action], isolation: str, snap: Snapshot | None, txn_id: str) -> TxnSummary:
-        """What the conflict checker needs of a commit of ``actions`` by a transaction that read ``snap``."""
-        read_set = self.read_set()
-        return TxnSummary(
-            read_set=read_set,
-            isolation=isolation,
-            partition_schema=partition_schema(snap),
-            root=self.root,
-            changes_metadata=any(isinstance(a, A.Metadata) for a in actions),
-            changes_protocol=any(isinstance(a, A.Protocol) for a in actions),
-            removed=frozenset(self.key(a.path) for a in actions if isinstance(a, A.Remove)),
-            domains=frozenset(a.domain for a in actions if isinstance(a, A.DomainMetadata)),
-            is_blind_append=is_blind_append(actions, read_set),
-            txn_id=txn_id,
-            read_protocol=snap.protocol if snap is not None else None,
-            table_id=snap.metadata.id if snap is not None else None,
-        )
 
-
-__all__ = ["ReadRecord", "partition_schema"]
+__all__ = ["ReadRecord"]

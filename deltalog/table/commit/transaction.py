@@ -1,18 +1,15 @@
-"""Optimistic transactions: record what was read, stage what to write, commit with conflict checks.
+"""Stage 1, the transaction: what was read, and what is staged to commit.
 
-A transaction binds one snapshot for its whole life. What it reads through :meth:`Transaction.read`,
-:meth:`~Transaction.read_files` and :meth:`~Transaction.app_version` becomes its read set, the thing other
-writers' commits are checked against; reading directly from ``snapshot`` is not recorded, on purpose, for
-callers that know a read does not matter to correctness.
+A transaction binds what it reads for its whole life: a snapshot, or for the transaction that creates the table,
+its :class:`~deltalog.table.commit.new_table.NewTable` (read version -1). What it reads through
+:meth:`Transaction.read`, :meth:`~Transaction.read_files` and :meth:`~Transaction.app_version` becomes its read set,
+the thing other writers' commits are checked against; reading directly from ``snapshot`` is not recorded, on
+purpose, for callers that know a read does not matter to correctness.
 
-Every version goes through here and the commit loop (:mod:`deltalog.table.commit.loop`): data writes,
-metadata changes, restores, and creating the table (a transaction with no snapshot, read version -1). So
-the rules every commit must meet live in one place. What happens after a commit (advancing a cached
-snapshot, hooks, automatic checkpoints) is the caller's: it hands an ``on_committed`` callback.
-
-This module is the transaction as its callers see it: what it reads (kept by :mod:`deltalog.table.commit.read_set`)
-and what it stages. Turning staged actions into a commit (every rule and feature duty, the commitInfo, the
-attempts the commit loop sends) is :mod:`deltalog.table.commit.prepare`.
+Every version goes through here: data writes, metadata changes, restores, and creating the table. :meth:`commit`
+runs the stages of :mod:`deltalog.table.commit` (prepared, attempts, loop, acknowledged) on values, so the rules
+every commit must meet live in one place. What happens after a commit (advancing a cached snapshot, hooks,
+automatic checkpoints) is whoever started the transaction's: it is handed the :class:`Committed` value once.
 """
 
 from __future__ import annotations
@@ -20,15 +17,16 @@ from __future__ import annotations
 import logging
 import time
 import uuid
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any
+from collections.abc import Callable, Iterable, Mapping
+from functools import partial
+from typing import Any, Protocol
 
 import pyarrow as pa
 
 from deltalog.core import actions as A
-from deltalog.core.commit.conflicts import ISOLATION_LEVELS, SERIALIZABLE, TxnSummary, effective_isolation
-from deltalog.core.features.commit_checks import NOTHING_DECLARED, Declarations, validation
-from deltalog.core.features.obligations import WRITE, check_operation
+from deltalog.core.commit.conflicts import ISOLATION_LEVELS, SERIALIZABLE, effective_isolation
+from deltalog.core.features.commit_checks import Declarations, validation
+from deltalog.core.features.obligations import WRITE
 from deltalog.errors import (
     CommitNotReachableError,
     CommitStateUnknownError,
@@ -37,27 +35,40 @@ from deltalog.errors import (
     ProtocolChangedError,
 )
 from deltalog.table.commit import declared_intents
-from deltalog.table.commit.loop import CommitResult, Committed, Committer, RetryPolicy, Young
+from deltalog.table.commit.anchor import Young
+from deltalog.table.commit.attempts import Attempts
+from deltalog.table.commit.committed import CommitResult, Committed, skipped
+from deltalog.table.commit.loop import Committer, RetryPolicy
 from deltalog.table.commit.new_table import NewTable
-from deltalog.table.commit.prepare import CommitRequest, gate_operation, run_commit, skipped, with_app_version
-from deltalog.table.commit.read_set import ReadRecord, partition_schema
+from deltalog.table.commit.prepare import CommitRequest, kind_of, prepare, summarize, with_app_version
+from deltalog.table.commit.read_set import ReadRecord
+from deltalog.table.commit.read_state import ReadState, read_state
 from deltalog.table.context import TableContext
 from deltalog.table.snapshot import Snapshot
 
 log = logging.getLogger(__name__)
 
 
-class Transaction:
-    """One optimistic transaction against ``snapshot``; create it with :meth:`DeltaLog.start_transaction`.
+class LatestSource(Protocol):
+    """Where a transaction started on a cached snapshot, without a listing, gets the latest one when it first
+    reads (:class:`deltalog.table.latest.Latest`)."""
 
-    ``snapshot`` ``None`` creates the table (read version -1). ``on_committed`` is called once after a
-    commit lands; an error in it is logged, never raised (a commit that landed is never reported as failed).
+    def for_transaction(self) -> tuple[Snapshot, Young | None]: ...
+
+
+class Transaction:
+    """One optimistic transaction; create it with :meth:`DeltaLog.start_transaction` (or, to create the table,
+    :meth:`DeltaLog.start_create`).
+
+    ``read`` is the snapshot it reads, or the :class:`NewTable` it creates (read version -1). ``on_committed``
+    is handed the :class:`Committed` value once after a commit lands; an error in it is logged, never raised (a
+    commit that landed is never reported as failed).
     """
 
     def __init__(
         self,
         context: TableContext,
-        snapshot: Snapshot | None,
+        read: Snapshot | NewTable,
         isolation: str | None = None,
         app_id: str | None = None,
         app_version: int | None = None,
@@ -65,45 +76,35 @@ class Transaction:
         *,
         on_committed: Callable[[Committed], None] | None = None,
         young: Young | None = None,
-        refresh: Callable[[], tuple[Snapshot, Young | None]] | None = None,
-        new_table: NewTable | None = None,
+        latest: LatestSource | None = None,
     ) -> None:
-        """``new_table`` (with ``snapshot`` None) is the table this transaction creates: its protocol and
-        metadata are staged, so whatever else is committed (the first data files) lands in the same version 0.
+        """A :class:`NewTable` ``read`` is the table this transaction creates: its protocol and metadata are
+        staged, so whatever else is committed (the first data files) lands in the same version 0.
 
-        ``young`` lets the commit skip listings while it holds (:class:`~deltalog.table.commit.loop.Young`):
-        the caller vouches that ``snapshot`` descends from a commit it sent at ``young.anchor_ms``.
+        ``young`` lets the commit skip listings while it holds (:class:`~deltalog.table.commit.anchor.Young`):
+        the caller vouches that ``read`` descends from a commit it sent at ``young.anchor_ms``.
 
-        With ``refresh``, ``snapshot`` is the caller's cached one, taken without a listing: the first read
-        (:meth:`read`, :attr:`snapshot`, removes, app versions, intents) replaces it by ``refresh()``'s, so
-        what the transaction reads is as current as a listing makes it. A transaction that reads nothing (a
-        blind append) commits on the cached snapshot: the commit loop checks whatever came since, and a
-        metadata or protocol change there makes it start again once on the refreshed snapshot (having read
-        nothing, it is the transaction it would have been had it started after that change).
+        With ``latest``, ``read`` is the caller's cached snapshot, taken without a listing: the first read
+        (:meth:`read`, :attr:`snapshot`, removes, app versions, intents) replaces it by
+        ``latest.for_transaction()``'s, so what the transaction reads is as current as a listing makes it. A
+        transaction that reads nothing (a blind append) commits on the cached snapshot: the commit loop checks
+        whatever came since, and a metadata or protocol change there makes it start again once on the refreshed
+        snapshot (having read nothing, it is the transaction it would have been had it started after that change).
         """
-        self._context = context
-        self._snapshot = snapshot
-        self._on_committed = on_committed
-        self._young = young
-        self._refresh = refresh
-        if new_table is not None and snapshot is not None:
-            raise InvalidArgumentError("a transaction that creates the table reads no snapshot")
-        self._new_table = new_table
-        #: the gate operation of the commit being made (a winner's protocol is checked for it); WRITE before
-        self._gate_op = WRITE
         if isolation is not None and isolation not in ISOLATION_LEVELS:
             raise InvalidArgumentError(f"isolation level {isolation!r} is not one of {ISOLATION_LEVELS}")
-        table = snapshot if snapshot is not None else new_table
-        conf = table.configuration if table is not None else {}
-        self.isolation: str = isolation or _table_isolation(conf)
+        self._context = context
+        self._read = read
+        self._on_committed = on_committed
+        self._young = young
+        self._latest = latest if isinstance(read, Snapshot) else None
+        self.isolation: str = isolation or _table_isolation(read.configuration)
         self.retry = retry or RetryPolicy()
         self.txn_id = str(uuid.uuid4())
         self._reads = ReadRecord(context.store.root)
-        self._staged: list[A.Action] = list(new_table.actions) if new_table is not None else []
+        self._staged: list[A.Action] = list(read.actions) if isinstance(read, NewTable) else []
         self._done = False
-        self._gate = WRITE  # the feature-gate operation a caller named (commit(gate=...)); WRITE: from the actions
         self._declared: declared_intents.IntentHandle | None = None  # see declare_intent
-        self._declarations = NOTHING_DECLARED  # what commit() was told of the rows
         self._early_through = self.read_version
         self.app_id = app_id
         self.app_target = app_version
@@ -122,28 +123,34 @@ class Transaction:
 
     def _observe(self) -> None:
         """Before the first read: replace a snapshot taken without a listing by a refreshed one."""
-        refresh, self._refresh = self._refresh, None
-        if refresh is not None and not self._done:
-            self._snapshot, self._young = refresh()
+        latest, self._latest = self._latest, None
+        if latest is not None and not self._done:
+            self._read, self._young = latest.for_transaction()
             self._early_through = self.read_version
 
     @property
     def snapshot(self) -> Snapshot:
         """The snapshot this transaction reads; a transaction that creates the table has none."""
         self._observe()
-        if self._snapshot is None:
+        if not isinstance(self._read, Snapshot):
             raise InvalidArgumentError("this transaction creates the table: there is no snapshot to read")
-        return self._snapshot
+        return self._read
 
     @property
     def new_table(self) -> NewTable | None:
         """The table this transaction creates (its version 0 as it will be committed), or None."""
-        return self._new_table
+        return self._read if isinstance(self._read, NewTable) else None
 
     @property
     def read_version(self) -> int:
         """The version read: -1 for the transaction that creates the table."""
-        return self._snapshot.version if self._snapshot is not None else -1
+        return self._state.version
+
+    @property
+    def _state(self) -> ReadState:
+        """What was read as the commit stages ask about it; never refreshes (a check inside a commit must see
+        what the transaction read, not a newer snapshot)."""
+        return read_state(self._read)
 
     @property
     def intent(self) -> declared_intents.IntentHandle | None:
@@ -159,11 +166,10 @@ class Transaction:
         ``trackReadPredicates`` does, they are left out of the recorded predicate and the partition conditions
         kept (a read by data columns only is thus a read of every partition).
         """
-        chosen = (
-            None if where is None or (isinstance(where, Mapping) and not where) else self.snapshot.row_filter(where)
-        )
-        files = self.snapshot.files(where=chosen)  # validates columns and values
-        self._reads.add_predicate(chosen.conditions() if chosen is not None else None, self._snapshot)
+        snap = self.snapshot
+        chosen = None if where is None or (isinstance(where, Mapping) and not where) else snap.row_filter(where)
+        files = snap.files(where=chosen)  # validates columns and values
+        self._reads.add_predicate(chosen.conditions() if chosen is not None else None, self._state.partition_schema)
         self._reads.add_files(files.column("path").to_pylist())
         return files
 
@@ -176,7 +182,7 @@ class Transaction:
         """The committed version of ``app_id``, recorded so a concurrent commit of that app conflicts."""
         self._observe()
         self._reads.app_ids.add(app_id)
-        return self._snapshot.app_version(app_id) if self._snapshot is not None else None
+        return self._read.app_version(app_id) if isinstance(self._read, Snapshot) else None
 
     # ------------------------------------------------------------------------------------------ intents
     def declare_intent(
@@ -220,10 +226,10 @@ class Transaction:
         operation = self._declared.record.operation if self._declared is not None else None
         # Nothing staged yet is not an empty commit (its writes are still to come): no downgrade for that.
         isolation = effective_isolation(self.isolation, staged, operation) if staged else self.isolation
-        summary = self._summary(staged, isolation)
-        types = partition_schema(self._snapshot).types
+        state = self._state
+        summary = summarize(self._context, state, self._reads.read_set(), staged, isolation, txn_id=self.txn_id)
         self._early_through = declared_intents.check_early(
-            self._context.store, summary, self._early_through, self._check_winner_protocol, self._declared, types
+            self._context.store, summary, self._early_through, self._declared, state.partition_schema.types
         )
 
     def _release_intent(self) -> None:
@@ -280,7 +286,7 @@ class Transaction:
         *,
         user_metadata: str | None = None,
         operation_metrics: Mapping[str, str] | None = None,
-        gate: str = WRITE,
+        kind: str = WRITE,
         data_validated: bool | str = False,
         existing_data_validated: bool | str = False,
         copies_rows: bool | None = None,
@@ -297,38 +303,38 @@ class Transaction:
         A declared intent is removed after success or a definite refusal; after an unknown outcome it stays
         live for a retried commit, and :meth:`abort` removes it. ``operation_metrics`` replaces the file counts
         recorded in ``commitInfo`` by default, for operations whose metrics other engines know by their own
-        names (RESTORE's, for one). ``gate`` is the writer-feature gate's operation the commit is
-        (:data:`deltalog.core.features.obligations.RESTORE` for a restore): its duties are checked, not every commit's.
+        names (RESTORE's, for one). ``kind`` is the kind of operation the commit is held to the obligations of
+        (:data:`deltalog.core.features.obligations.RESTORE` for a restore); by default, what its actions amount to.
 
-        What only the writer knows (:class:`~deltalog.core.features.commit_checks.Declarations`): ``data_validated``
-        True when the new rows satisfy the table's CHECK constraints, invariants and generated columns (a table
-        with any refuses new rows without it; ``"checked"`` is for deltalog's data writer, which evaluated
-        them), ``existing_data_validated`` the same for the rows already there when the commit adds such a
-        rule; both are recorded in ``commitInfo``. On a change-data-feed table, ``copies_rows=False`` says
+        What only the writer knows (:class:`~deltalog.core.features.commit_checks.Declarations`):
+        ``data_validated`` True when the new rows satisfy the table's CHECK constraints, invariants and generated
+        columns (a table with any refuses new rows without it; ``"checked"`` is for deltalog's data writer, which
+        evaluated them), ``existing_data_validated`` the same for the rows already there when the commit adds such
+        a rule; both are recorded in ``commitInfo``. On a change-data-feed table, ``copies_rows=False`` says
         files added next to removed ones hold no rows copied from them (a partition overwrite), and
         ``cdc_covers_all=True`` that the commit's ``cdc`` files hold every change it makes.
         """
-        self._gate = gate
-        self._declarations = Declarations(
+        declared = Declarations(
             copies_rows=copies_rows,
             cdc_covers_all=cdc_covers_all,
             rows_validated=validation(data_validated, "data_validated"),
             existing_rows_validated=validation(existing_data_validated, "existing_data_validated"),
         )
+        commit = partial(self._commit, actions, operation, operation_parameters, user_metadata, operation_metrics)
         try:
             try:
-                result = self._commit(actions, operation, operation_parameters, user_metadata, operation_metrics)
+                result = commit(kind, declared)
             except (MetadataChangedError, ProtocolChangedError):
-                if self._refresh is None:
+                if self._latest is None:
                     raise
-                read = self._snapshot
+                read = self._read
                 self._observe()
-                if read is not None and self._snapshot is not None and read.metadata.id != self._snapshot.metadata.id:
+                if isinstance(read, Snapshot) and read.metadata.id != self.snapshot.metadata.id:
                     # another table now (deleted and created again): what was staged was made for the one read
                     self._done = True
                     raise
                 log.info("a metadata or protocol change since the cached snapshot: committing on the latest")
-                result = self._commit(actions, operation, operation_parameters, user_metadata, operation_metrics)
+                result = commit(kind, declared)
         except CommitStateUnknownError:
             raise  # it may have landed: the intent stays live for a retried commit; abort() removes it
         except CommitNotReachableError:
@@ -349,41 +355,50 @@ class Transaction:
         operation: str,
         params: Mapping[str, Any] | None,
         meta: str | None,
-        metrics: Mapping[str, str] | None = None,
+        metrics: Mapping[str, str] | None,
+        kind: str,
+        declared: Declarations,
     ) -> CommitResult:
+        """The stages, each on the value the last one made; what was read is ``self._read`` as it is (never
+        :attr:`snapshot`, which refreshes a young transaction: a read it did not make)."""
         if self._done:
             raise InvalidArgumentError("this transaction has already committed or aborted")
-        all_actions = [*self._staged, *actions]
         started = time.monotonic()
         if self.already_committed:
             self._done = True
             log.info("skipping commit: application %s already reached version %s", self.app_id, self.app_target)
             return skipped(self.txn_id, operation, self.read_version, self.isolation)
+        staged = [*self._staged, *actions]
         if self.app_id is not None and self.app_target is not None:
-            all_actions = with_app_version(all_actions, self.app_id, self.app_target, self._context.now_ms())
-        self._gate_op = gate_operation(self._gate, all_actions, operation, self._snapshot)
-        request = CommitRequest(
-            self.txn_id, operation, self._gate_op, self._declarations, self.isolation, params, meta, metrics
-        )
-        ctx = self._context
-        committer = Committer(ctx.store, self.retry, self._check_winner_protocol, ctx.now_ms)
-        # the snapshot as read, never :attr:`snapshot` (that refreshes a young transaction: a read it did not make)
-        result, outcome = run_commit(
-            ctx,
-            self._snapshot,
-            all_actions,
-            request,
-            summarize=self._summary,
-            committer=committer,
-            young=self._young,
-            started=started,
-        )
+            staged = with_app_version(staged, self.app_id, self.app_target, self._context.now_ms())
+        ctx, read = self._context, self._read
+        state = read_state(read)
+        kind = kind_of(kind, staged, operation, state)
+        request = CommitRequest(self.txn_id, operation, kind, declared, self.isolation, params, meta, metrics)
+        prepared = prepare(ctx, state, staged, request, self._reads.read_set())
+        attempts = Attempts(ctx, prepared)
+        committer = Committer(ctx.store, self.retry, ctx.now_ms)
+        landed = committer.commit(state.version, attempts, prepared.summary, self.txn_id, state.tip, young=self._young)
+        acknowledged = committer.acknowledger.acknowledge(landed, self.txn_id)
         self._done = True
+        result = CommitResult(
+            version=acknowledged.version,
+            attempts=acknowledged.attempts,
+            winners=tuple(c.version for c in acknowledged.winners),
+            txn_id=self.txn_id,
+            operation=operation,
+            actions=tuple(a for a in attempts.actions if not isinstance(a, A.CommitInfo)),
+            read_version=state.version,
+            isolation_level=prepared.isolation,
+            elapsed_s=time.monotonic() - started,
+            recovered_unknown_outcome=acknowledged.recovered,
+        )
         if self._on_committed is not None:
+            committed = Committed(read, tuple(acknowledged.commits()), result, acknowledged.sent_ms)
             try:
-                self._on_committed(Committed(self._snapshot, tuple(outcome.commits()), result, outcome.sent_ms))
-            except Exception:  # the commit has landed: a failing callback must not report it as failed
-                log.exception("the post-commit callback failed after version %s", result.version)
+                self._on_committed(committed)
+            except Exception:  # the commit has landed: a failing hand-off must not report it as failed
+                log.exception("the post-commit hand-off failed after version %s", result.version)
         return result
 
     def abort(self) -> None:
@@ -391,16 +406,6 @@ class Transaction:
         self._done = True
         self._release_intent()
         self._staged.clear()
-
-    def _check_winner_protocol(self, protocol: A.Protocol) -> None:
-        snap = self._snapshot  # not :attr:`snapshot`: a check inside the commit never refreshes what it read
-        if snap is None:
-            raise InvalidArgumentError("this transaction creates the table: there is no snapshot to check against")
-        where = f"{self._context.location}/_delta_log"
-        check_operation(self._gate_op, protocol, snap.configuration, snap.schema_json, where)
-
-    def _summary(self, actions: Sequence[A.Action], isolation: str) -> TxnSummary:
-        return self._reads.summary(actions, isolation, self._snapshot, self.txn_id)
 
 
 def _table_isolation(configuration: Mapping[str, str]) -> str:
