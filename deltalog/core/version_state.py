@@ -9,12 +9,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from functools import cached_property
 from types import MappingProxyType
 from typing import Any
 
 from deltalog.core import actions as A
 from deltalog.core.features import properties
-from deltalog.core.features.protocol import supported_features
+from deltalog.core.features.configuration import TableConfiguration
 from deltalog.core.schema import parse_schema, physical_names
 from deltalog.core.state import ReplayResult
 from deltalog.core.state.small import live_txns
@@ -39,17 +40,21 @@ class VersionState:
     def configuration(self) -> Mapping[str, str]:
         return self.metadata.configuration
 
+    @cached_property
+    def table_configuration(self) -> TableConfiguration:
+        """Protocol and metadata read once: supported and enabled features, parsed properties
+        (:mod:`deltalog.core.features.configuration`)."""
+        return TableConfiguration.of(self.protocol, self.metadata)
+
     @property
     def features(self) -> frozenset[str]:
         """Table features the protocol supports (listed, or implied by legacy versions)."""
-        return supported_features(self.protocol)
+        return self.table_configuration.supported
 
     @property
     def column_mapping_mode(self) -> str:
         """``none`` unless the protocol supports column mapping, whatever the property says."""
-        if "columnMapping" not in self.features:
-            return "none"
-        return properties.column_mapping_mode(self.configuration)
+        return self.table_configuration.column_mapping_mode
 
     def schema_json(self) -> dict[str, Any]:
         """The schema parsed (a :class:`~deltalog.core.schema.SchemaError` when it does not parse)."""

@@ -24,7 +24,7 @@ import numpy as np
 import orjson
 
 from deltalog.core import actions as A
-from deltalog.core.features import clustering, deletion_vectors, properties
+from deltalog.core.features import clustering, deletion_vectors
 from deltalog.core.features.cdf import enabled as change_data_feed
 from deltalog.core.features.obligations import DELETE, DV_DELETE, REWRITE
 from deltalog.data.files import WriteTarget
@@ -63,7 +63,7 @@ def target_of(snap: Snapshot | NewTable) -> WriteTarget:
 
 def check_removable(snap: Snapshot, verb: str) -> None:
     """An append-only table keeps every row (PROTOCOL "Append-only Tables"): refused before anything is read."""
-    if properties.get_bool(snap.configuration, "delta.appendOnly"):
+    if snap.table_configuration.properties.append_only:
         raise InvalidCommitError(
             f"table {snap.context.location} is append-only (delta.appendOnly=true): {verb} cannot remove rows",
             rule="append-only",

@@ -21,6 +21,7 @@ import pyarrow.parquet as pq
 from deltalog.checkpoint.reader import CheckpointReader
 from deltalog.checkpoint.writer import CheckpointWriter
 from deltalog.core.features import properties
+from deltalog.core.features.checkpoints import protected_before
 from deltalog.core.features.ict import ict_enablement
 from deltalog.core.features.obligations import CHECKPOINT, CLEANUP, check_operation
 from deltalog.core.log.jsonlines import objects
@@ -34,7 +35,6 @@ from deltalog.core.plans.cleanup import (
     add_sidecars,
     plan_cleanup,
     protect_checkpoints,
-    protected_before,
     resolve_retention,
 )
 from deltalog.core.result_repr import result_repr

@@ -24,7 +24,7 @@ from deltalog.arrow.schema import delta_field, from_arrow_schema
 from deltalog.core import actions as A
 from deltalog.core.commit.rules import prepare_commit
 from deltalog.core.features import clustering, column_mapping, constraints
-from deltalog.core.features.obligations import commit_operation
+from deltalog.core.features.kinds import commit_kind
 from deltalog.core.features.property_rules import (
     ProtocolRequest,
     check_unset,
@@ -136,7 +136,7 @@ def plan_table(
     # them again on these actions and keeps them as they are.
     staged: list[A.Action] = [protocol, metadata, *domains]
     where = f"{ctx.location}/{LOG_DIR} (new table)"
-    prepared = prepare_commit(staged, None, None, None, where, operation=commit_operation(staged, "CREATE TABLE"))
+    prepared = prepare_commit(staged, None, None, None, where, operation=commit_kind(staged, "CREATE TABLE"))
     protocol = next(a for a in prepared if isinstance(a, A.Protocol))
     metadata = next(a for a in prepared if isinstance(a, A.Metadata))
     return NewTable(ctx.location, protocol, metadata, domains, params)

@@ -18,6 +18,7 @@ import pyarrow as pa
 
 from deltalog.arrow.schema import to_arrow_schema
 from deltalog.core import actions as A
+from deltalog.core.features.configuration import TableConfiguration
 from deltalog.core.features.protocol import check_readable
 from deltalog.core.log.paths import parse
 from deltalog.core.log.reachability import Tip, segment_tip
@@ -114,6 +115,12 @@ class Snapshot:
     def features(self) -> frozenset[str]:
         """Table features the protocol supports (listed, or implied by legacy versions)."""
         return self._state.features
+
+    @property
+    def table_configuration(self) -> TableConfiguration:
+        """Protocol and metadata read once: which features the protocol supports and which the table uses
+        (``.supported``, ``.enabled``), the column mapping mode in force, the properties features read."""
+        return self._state.table_configuration
 
     @property
     def reader_features(self) -> tuple[str, ...]:

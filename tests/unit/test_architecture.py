@@ -255,3 +255,29 @@ def test_nothing_outside_the_commit_pipeline_imports_its_modules() -> None:
             if imp.module.startswith(COMMIT_PIPELINE + ".")
         ]
     assert not problems, "\n".join(problems)
+
+
+def _feature_names() -> frozenset[str]:
+    """Every table feature name deltalog knows, less the one that is also an action's key (``domainMetadata``:
+    the codec names the action, not the feature)."""
+    from deltalog.core.features.protocol import KNOWN_FEATURES
+
+    return KNOWN_FEATURES - {"domainMetadata"}
+
+
+def test_table_features_have_one_home() -> None:
+    """A rule about a table feature lives in ``deltalog.core.features``: no other core module names a feature (it
+    asks the feature's module, or the table configuration, instead)."""
+    features, problems = _feature_names(), []
+    for mod in sorted(MODULES):
+        if not mod.startswith("deltalog.core.") or mod.startswith("deltalog.core.features"):
+            continue
+        for node in ast.walk(ast.parse(MODULES[mod].read_text())):
+            if isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value in features:
+                problems.append(f"{mod}:{node.lineno} names feature {node.value!r}")
+    assert not problems, "\n".join(problems)
+
+
+def test_dml_has_one_row() -> None:
+    """Row-level operations are one layer: nothing in ``deltalog.dml`` sits on another row than the package."""
+    assert [p for p in ROWS if p.startswith("deltalog.dml.")] == []

@@ -15,6 +15,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from deltalog.core.actions import Protocol
+from deltalog.core.features.checkpoints import protected_before
 from deltalog.core.log.paths import Kind, LogPath, parse
 from deltalog.core.log.segment import build_segment, earliest_version
 from deltalog.core.log.timetravel import monotonize
@@ -28,7 +29,6 @@ from deltalog.core.plans.cleanup import (
     is_temp_file,
     plan_cleanup,
     protect_checkpoints,
-    protected_before,
     resolve_retention,
     truncate_to_day,
 )

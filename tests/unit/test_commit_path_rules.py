@@ -43,18 +43,18 @@ def add(path: str, data_change: bool = True) -> A.Add:
 def test_a_commit_is_gated_as_what_it_does() -> None:
     a, b = add("a"), add("b")
     ra = a.remove(0)
-    assert G.commit_operation([], "SET TBLPROPERTIES") == G.METADATA
-    assert G.commit_operation([a, b], "WRITE") == G.APPEND
-    assert G.commit_operation([ra], "DELETE") == G.DELETE
-    assert G.commit_operation([ra, b], "WRITE") == G.OVERWRITE
-    assert G.commit_operation([ra, b], "UPDATE") == G.REWRITE
-    assert G.commit_operation([ra, b], "SOMETHING ELSE") == G.REWRITE  # an unknown name blocks more
-    assert G.commit_operation([a.remove(0, data_change=False), add("c", False)], "OPTIMIZE") == G.REARRANGE
-    assert G.commit_operation([ra, b], "RESTORE") == G.RESTORE
+    assert G.commit_kind([], "SET TBLPROPERTIES") == G.METADATA
+    assert G.commit_kind([a, b], "WRITE") == G.APPEND
+    assert G.commit_kind([ra], "DELETE") == G.DELETE
+    assert G.commit_kind([ra, b], "WRITE") == G.OVERWRITE
+    assert G.commit_kind([ra, b], "UPDATE") == G.REWRITE
+    assert G.commit_kind([ra, b], "SOMETHING ELSE") == G.REWRITE  # an unknown name blocks more
+    assert G.commit_kind([a.remove(0, data_change=False), add("c", False)], "OPTIMIZE") == G.REARRANGE
+    assert G.commit_kind([ra, b], "RESTORE") == G.RESTORE
     dv = A.DeletionVector("u", "ab^-aqEH.-t@S}K{vb[*k^", 34, 1, 1)
     readded = dataclasses.replace(a, deletion_vector=dv)
-    assert G.commit_operation([ra, readded], "DELETE") == G.DV_DELETE  # same file, fewer rows: no row copied
-    assert G.commit_operation([ra, readded, b], "DELETE") == G.REWRITE  # a new file copies rows
+    assert G.commit_kind([ra, readded], "DELETE") == G.DV_DELETE  # same file, fewer rows: no row copied
+    assert G.commit_kind([ra, readded, b], "DELETE") == G.REWRITE  # a new file copies rows
 
 
 def test_a_listed_commit_anchors_a_margin_before_the_stores_stamp() -> None:

@@ -28,7 +28,7 @@ def add(path: str = "f.parquet", **kw: Any) -> A.Add:
 
 def duties(actions: list[A.Action], protocol: A.Protocol = PLAIN, **kw: Any) -> dict[str, Any]:
     m = kw.pop("metadata", meta())
-    return D.check_duties(
+    return D.check_commit(
         actions,
         protocol=protocol,
         metadata=m,
@@ -73,12 +73,12 @@ def test_a_restore_owes_no_stats_and_no_attestation() -> None:
     checked = meta(**{"delta.constraints.c": "id > 0"})
     bare = add()  # no stats: an old file brought back
     kw: dict[str, Any] = {"protocol": clustered, "metadata": checked, "read_metadata": checked, "domains": domains}
-    assert D.check_duties([bare], operation="RESTORE", **kw) == {}
+    assert D.check_commit([bare], operation="RESTORE", **kw) == {}
     with pytest.raises(InvalidCommitError) as info:
-        D.check_duties([bare], operation="WRITE", **kw)
+        D.check_commit([bare], operation="WRITE", **kw)
     assert info.value.rule == "clustering-stats"
     with pytest.raises(InvalidCommitError, match="checkConstraints"):
-        D.check_duties([add(stats=STATS)], operation="WRITE", **kw)
+        D.check_commit([add(stats=STATS)], operation="WRITE", **kw)
     declared = D.Declarations(rows_validated="attested")
-    record = D.check_duties([add(stats=STATS)], operation="WRITE", declared=declared, **kw)
+    record = D.check_commit([add(stats=STATS)], operation="WRITE", declared=declared, **kw)
     assert record == {"deltalogValidation": {"newRows": "attested"}}

@@ -11,6 +11,7 @@ import pytest
 
 from deltalog.core.actions import Protocol
 from deltalog.core.features import obligations as G
+from deltalog.core.features.configuration import TableConfiguration
 from deltalog.core.features.obligations import check_writable
 from deltalog.core.features.protocol import check_readable
 from deltalog.errors import InvalidArgumentError, UnsupportedFeatureError
@@ -21,7 +22,7 @@ NO_SCHEMA: dict[str, Any] = {"type": "struct", "fields": []}
 PLAIN_COMMITS = tuple(op for op in G.COMMITS if op != G.DV_DELETE)
 #: the modules a path that calls none of the feature rule modules meets (these tests are about the gate's logic;
 #: which modules the commit path wires is tested where it commits)
-UNWIRED = frozenset({"commit_rules", "checkpoint", "checkpoint_protection"})
+UNWIRED = frozenset({"append_only", "checkpoint", "checkpoint_protection"})
 READER_SIDE = {"deletionVectors", "columnMapping", "v2Checkpoint", "timestampNtz", "vacuumProtocolCheck"}
 
 
@@ -39,7 +40,7 @@ def schema(*fields: dict[str, Any]) -> dict[str, Any]:
 
 
 #: no rule module wired: what each duty asks for, whatever today's paths run
-NO_MODULES = frozenset({"commit_rules", "checkpoint"})
+NO_MODULES = frozenset({"append_only", "checkpoint"})
 
 
 def blocked(
@@ -149,7 +150,10 @@ def test_catalog_managed_tables_are_refused_before_any_gate() -> None:
     for op in (G.CHECKPOINT, G.APPEND):
         with pytest.raises(UnsupportedFeatureError, match="catalog"):
             G.check_operation(op, protocol, {}, NO_SCHEMA, SRC)
-    assert "catalog" in G.duty("catalogManaged", G.VACUUM, G.Table(protocol, {}, NO_SCHEMA)).reason
+    assert (
+        "catalog"
+        in G.obligation("catalogManaged", G.VACUUM, TableConfiguration.of_parts(protocol, {}, NO_SCHEMA)).reason
+    )
 
 
 # ---------------------------------------------------------------------------------------------- commits by kind
@@ -201,11 +205,11 @@ def test_constraints_concern_new_rows_only() -> None:
     assert blocked(G.APPEND, protocol, {}) == []  # the feature without a constraint
 
 
-def test_append_only_removes_are_the_commit_rules_business() -> None:
+def test_append_only_removes_are_the_append_only_checks_business() -> None:
     protocol, on = proto("appendOnly"), {"delta.appendOnly": "true"}
-    duty = G.duty("appendOnly", G.DELETE, G.Table(protocol, on, NO_SCHEMA))
-    assert duty.module == "commit_rules" and "appendOnly" in duty.reason
-    assert G.duty("appendOnly", G.APPEND, G.Table(protocol, on, NO_SCHEMA)) == G.NONE
+    duty = G.obligation("appendOnly", G.DELETE, TableConfiguration.of_parts(protocol, on, NO_SCHEMA))
+    assert duty.module == "append_only" and "appendOnly" in duty.reason
+    assert G.obligation("appendOnly", G.APPEND, TableConfiguration.of_parts(protocol, on, NO_SCHEMA)) == G.NONE
     assert blocked(G.DELETE, protocol, on) == []  # the commit rules run on every commit
 
 
@@ -309,9 +313,9 @@ def test_the_manuals_matrix_is_the_gates() -> None:
         if label is None or len(cells) != len(header):
             continue
         feature, conf, sch = ROW_TABLES[label]
-        table = G.Table(proto(feature), conf, sch)
+        table = TableConfiguration.of_parts(proto(feature), conf, sch)
         for op, cell in zip(header[1:], cells[1:], strict=True):
-            d = G.duty(feature, op, table)
+            d = G.obligation(feature, op, table)
             assert cell == ("refused" if d.refused else d.module or "·"), (label, op)
         rows += 1
     assert rows == len(ROW_TABLES)

@@ -13,7 +13,7 @@ from typing import Any
 from deltalog.core import actions as A
 from deltalog.core.features.column_mapping import mapped_metadata
 from deltalog.core.features.obligations import WRITE, check_operation
-from deltalog.core.features.properties import check_string_values, column_mapping_mode, get_bool
+from deltalog.core.features.properties import check_string_values, column_mapping_mode
 from deltalog.core.features.properties import column_mapping_mode as column_mapping_mode_of
 from deltalog.core.features.property_rules import check_changed
 from deltalog.core.features.protocol import (
@@ -229,7 +229,6 @@ def validate_actions(
         except SchemaError:
             before = {}
         removed_keys.append({before.get(c, c) for c in previous.partition_columns})
-    append_only = get_bool(metadata.configuration, "delta.appendOnly")
     adds: dict[str, str] = {}  # file key -> the path as the action spells it
     removes: set[str] = set()
     txns: dict[str, int] = {}
@@ -244,11 +243,6 @@ def validate_actions(
                     raise InvalidCommitError(f"file {a.path} is added twice in one commit", rule="no-duplicate-paths")
                 adds[key] = a.path
             else:
-                if append_only and a.data_change:
-                    raise InvalidCommitError(
-                        f"table is append-only (delta.appendOnly=true): cannot remove {a.path} with dataChange=true",
-                        rule="append-only",
-                    )
                 if a.partition_values is not None:
                     keys = next((k for k in removed_keys if set(a.partition_values) == k), expected_keys)
                     _check_partition_values(a.path, a.partition_values, keys)

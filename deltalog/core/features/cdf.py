@@ -31,6 +31,8 @@ from dataclasses import dataclass
 
 from deltalog.core import actions as A
 from deltalog.core.features import properties
+from deltalog.core.features.configuration import TableConfiguration
+from deltalog.core.features.kinds import NONE, REWRITE, Obligation, Rule
 from deltalog.core.features.protocol import supported_features
 from deltalog.core.files.facts import path_key
 from deltalog.errors import InvalidCommitError, UnsupportedFeatureError
@@ -174,6 +176,16 @@ def check_commit(
     return changes
 
 
+def obligation(kind: str, table: TableConfiguration) -> Obligation:
+    """Appends, whole-file deletes and ``dataChange=false`` commits need no change files; a rewrite does."""
+    if table.properties.enable_change_data_feed and kind == REWRITE:
+        return Obligation("change data feed is on: rows copied by a rewrite need change files (cdc actions)", "cdf")
+    return NONE
+
+
+OBLIGATIONS: Mapping[str, Rule] = {FEATURE: obligation}
+
+
 def is_blind_append(actions: Sequence[A.Action], read_anything: bool) -> bool:
     """Spark's ``isBlindAppend``: nothing read and only ``add`` file actions; a ``cdc`` is a file action."""
     files = [a for a in actions if isinstance(a, (A.Add, A.Remove, A.Cdc))]
@@ -183,6 +195,7 @@ def is_blind_append(actions: Sequence[A.Action], read_anything: bool) -> bool:
 __all__ = [
     "CHANGE_DATA_DIR",
     "FEATURE",
+    "OBLIGATIONS",
     "Changes",
     "check_cdc_action",
     "check_commit",

@@ -19,6 +19,7 @@ from typing import Any
 import orjson
 
 from deltalog.core import actions as A
+from deltalog.core.features.kinds import ADDS_FILES, METADATA, RESTORE, Obligation, Rule, on
 from deltalog.core.features.protocol import supported_features
 from deltalog.core.files.facts import parse_stats
 from deltalog.core.schema import PHYSICAL_NAME, top_level_fields
@@ -231,9 +232,22 @@ def new_clustering(
     return domain_action(columns)
 
 
+OBLIGATIONS: Mapping[str, Rule] = {
+    FEATURE: on(
+        (ADDS_FILES - {RESTORE}) | {METADATA},
+        Obligation(
+            "clustered table: new files need stats on the clustering columns and the delta.clustering "
+            "domain follows schema and clustering changes",
+            "clustering",
+        ),
+    )
+}
+
+
 __all__ = [
     "DOMAIN",
     "FEATURE",
+    "OBLIGATIONS",
     "ColumnPath",
     "check_change",
     "check_stats",

@@ -29,6 +29,8 @@ import orjson
 
 from deltalog.core import actions as A
 from deltalog.core.features import properties
+from deltalog.core.features.configuration import TableConfiguration
+from deltalog.core.features.kinds import ADDS_FILES, METADATA, NONE, RESTORE, Obligation, Rule
 from deltalog.core.features.protocol import supported_features
 from deltalog.core.files.facts import parse_stats
 from deltalog.core.schema import COLUMN_ID, PHYSICAL_NAME, parse_schema, top_level_fields, walk_fields
@@ -234,8 +236,24 @@ def check_file_keys(
             _check_keys(a.path, what, values, tree, "")
 
 
+def obligation(kind: str, table: TableConfiguration) -> Obligation:
+    """Commits that add files or change metadata, under a mode: ids and physical names, physical keys."""
+    mode = table.properties.column_mapping_mode
+    if mode != "none" and kind in ADDS_FILES | {METADATA} and kind != RESTORE:
+        return Obligation(
+            f"column mapping ({mode} mode): new columns get ids and physical names, and partition values "
+            "and stats are keyed by physical names",
+            "column_mapping",
+        )
+    return NONE
+
+
+OBLIGATIONS: Mapping[str, Rule] = {FEATURE: obligation}
+
+
 __all__ = [
     "FEATURE",
+    "OBLIGATIONS",
     "MAX_COLUMN_ID",
     "MODE",
     "MODES",

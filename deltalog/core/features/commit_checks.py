@@ -1,14 +1,15 @@
-"""The duties of modern table features, run on every commit: deletion vectors, change data feed, column
-mapping, clustering and row rules (CHECK constraints, invariants, generated columns).
+"""The checks every commit runs, one per feature that has any: append-only, deletion vectors, change data feed,
+column mapping, clustering and the row rules (CHECK constraints, invariants, generated columns).
 
-Each feature's rules live in their own module (:mod:`~deltalog.core.features.deletion_vectors`,
-:mod:`~deltalog.core.features.cdf`, :mod:`~deltalog.core.features.column_mapping`,
-:mod:`~deltalog.core.features.clustering`, :mod:`~deltalog.core.features.constraints`); this module decides which
-of them a commit owes and calls them in one place, so appends, DDL, restores and data-plane writes all meet them
-(:mod:`deltalog.table.commit.prepare` calls :func:`check_duties` after
-:func:`~deltalog.core.commit.rules.prepare_commit`). Several duties turn on facts only the writer knows (whether
-new files hold rows copied from removed ones, whether its change files cover the commit, whether someone validated
-the rows): the writer states them in :class:`Declarations`, and what it vouched for is recorded in ``commitInfo``.
+Each feature's rules live in its own module (:mod:`~deltalog.core.features.append_only`,
+:mod:`~deltalog.core.features.deletion_vectors`, :mod:`~deltalog.core.features.cdf`,
+:mod:`~deltalog.core.features.column_mapping`, :mod:`~deltalog.core.features.clustering`,
+:mod:`~deltalog.core.features.constraints`); this module decides which of them a commit owes and runs them in one
+place, so appends, DDL, restores and data-plane writes all meet them (:mod:`deltalog.table.commit.prepare` calls
+:func:`check_commit` after :func:`~deltalog.core.commit.rules.prepare_commit`). Several checks turn on facts only
+the writer knows (whether new files hold rows copied from removed ones, whether its change files cover the
+commit, whether someone validated the rows): the writer states them in :class:`Declarations`, and what it vouched
+for is recorded in ``commitInfo``.
 
 Re-committed files (a path the commit also removes, a ``dataChange=false`` re-add, a RESTORE's re-adds) keep
 the statistics and keys they were written with: only new files owe clustering statistics and physical keys.
@@ -21,7 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from deltalog.core import actions as A
-from deltalog.core.features import cdf, clustering, column_mapping, constraints, deletion_vectors
+from deltalog.core.features import append_only, cdf, clustering, column_mapping, constraints, deletion_vectors
 from deltalog.core.files.facts import NO_FILES, KnownFiles, path_key
 from deltalog.core.schema import PHYSICAL_NAME, parse_schema, top_level_fields
 from deltalog.errors import InvalidArgumentError, UnsupportedFeatureError
@@ -110,7 +111,7 @@ def _clustering_columns(
     return False, clustering.parse(current.configuration) if current is not None and not current.removed else ()
 
 
-def check_duties(
+def check_commit(
     actions: Sequence[A.Action],
     *,
     protocol: A.Protocol,
@@ -122,7 +123,7 @@ def check_duties(
     known: KnownFiles = NO_FILES,
     has_rows: Callable[[], bool] = lambda: False,
 ) -> dict[str, Any]:
-    """Run every feature duty this commit owes; returns what to merge into its ``commitInfo``.
+    """Run every feature check this commit owes; returns what to merge into its ``commitInfo``.
 
     ``actions`` are prepared (:func:`~deltalog.core.commit.rules.prepare_commit`): ``protocol`` and ``metadata``
     are those in force after the commit, ``read_metadata`` the read version's (None for a create),
@@ -135,6 +136,9 @@ def check_duties(
     restore = operation in RESTORE_OPERATIONS
     fresh = new_files(actions, operation)
     record: dict[str, Any] = {}
+
+    # append-only: no data removed, whatever the commit is (a restore too)
+    append_only.check_commit(actions, metadata.configuration)
 
     # deletion vectors: descriptors, numRecords, removes and re-adds naming the live DV, no new DV while disabled
     if restore:
@@ -193,7 +197,7 @@ __all__ = [
     "NOTHING_DECLARED",
     "RESTORE_OPERATIONS",
     "Declarations",
-    "check_duties",
+    "check_commit",
     "needs_known_files",
     "new_files",
     "touched_paths",

@@ -23,6 +23,8 @@ from typing import Any
 import orjson
 
 from deltalog.core import actions as A
+from deltalog.core.features.configuration import TableConfiguration
+from deltalog.core.features.kinds import NEW_ROWS, NONE, Obligation, Rule
 from deltalog.core.features.property_rules import CONSTRAINT_PREFIX
 from deltalog.core.files.facts import path_key
 from deltalog.core.schema import parse_schema, walk_fields
@@ -37,6 +39,8 @@ ATTESTED = "attested"  # the caller stated it validated the rows; deltalog did n
 _VALIDATIONS = (CHECKED, ATTESTED)
 #: the writer feature behind each kind of rule
 FEATURES = {"check": "checkConstraints", "invariant": "invariants", "generated": "generatedColumns"}
+#: column metadata of a default value: new rows get it where they have none (``allowColumnDefaults``)
+DEFAULT_VALUE = "CURRENT_DEFAULT"
 
 
 @dataclass(frozen=True)
@@ -202,8 +206,34 @@ def check_metadata_change(
     return validation_record(existingRows=existing_rows)
 
 
+# ------------------------------------------------------------------------------------------------ obligations
+
+
+def _new_rows_must_satisfy(active: Callable[[TableConfiguration], bool], what: str) -> Rule:
+    def rule(kind: str, table: TableConfiguration) -> Obligation:
+        if kind in NEW_ROWS and active(table):
+            return Obligation(
+                f"new rows must satisfy the table's {what}: a data writer checks them and the commit "
+                "records that it did",
+                "constraints",
+            )
+        return NONE
+
+    return rule
+
+
+OBLIGATIONS: Mapping[str, Rule] = {
+    FEATURES["invariant"]: _new_rows_must_satisfy(lambda t: t.column_metadata(INVARIANTS), "column invariants"),
+    FEATURES["check"]: _new_rows_must_satisfy(lambda t: bool(t.properties.constraints), "CHECK constraints"),
+    FEATURES["generated"]: _new_rows_must_satisfy(lambda t: t.column_metadata(GENERATION), "generated columns"),
+    "allowColumnDefaults": _new_rows_must_satisfy(lambda t: t.column_metadata(DEFAULT_VALUE), "column defaults"),
+}
+
+
 __all__ = [
     "ATTESTED",
+    "DEFAULT_VALUE",
+    "OBLIGATIONS",
     "CHECKED",
     "FEATURES",
     "GENERATION",

@@ -20,6 +20,8 @@ from collections.abc import Mapping, Sequence
 
 from deltalog.core import actions as A
 from deltalog.core.features import properties
+from deltalog.core.features.configuration import TableConfiguration
+from deltalog.core.features.kinds import ADDS_FILES, NONE, REMOVES_FILES, RESTORE, Obligation, Rule
 from deltalog.core.features.protocol import supported_features
 from deltalog.core.files.facts import NO_FILES, KnownFiles, num_records, path_key
 from deltalog.core.files.pathkeys import UUID_Z85_LEN, parse_location, z85_decode
@@ -169,9 +171,22 @@ def conflict_key(action: A.Add | A.Remove | A.Cdc, root: str | None = None) -> s
     return path_key(action.path, root)
 
 
+def obligation(kind: str, table: TableConfiguration) -> Obligation:
+    """While new DVs may be written, commits that add or remove files are checked for them."""
+    if table.properties.enable_deletion_vectors and kind in (ADDS_FILES | REMOVES_FILES) - {RESTORE}:
+        return Obligation(
+            "deletion vectors are on: new DVs are validated and removes carry the file's current DV", "deletion_vectors"
+        )
+    return NONE
+
+
+OBLIGATIONS: Mapping[str, Rule] = {FEATURE: obligation}
+
+
 __all__ = [
     "ENABLED",
     "FEATURE",
+    "OBLIGATIONS",
     "STORAGE_TYPES",
     "check_commit",
     "check_descriptor",

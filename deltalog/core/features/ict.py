@@ -27,6 +27,8 @@ from dataclasses import dataclass, replace
 
 from deltalog.core import actions as A
 from deltalog.core.features import properties
+from deltalog.core.features.configuration import TableConfiguration
+from deltalog.core.features.kinds import COMMITS, NONE, Obligation, Rule
 from deltalog.core.features.protocol import supported_features
 from deltalog.errors import InvalidCommitError
 
@@ -234,7 +236,20 @@ def check_stamped(actions: Sequence[A.Action], previous: CommitTime | None) -> i
     return ts
 
 
+def obligation(kind: str, table: TableConfiguration) -> Obligation:
+    """Every commit, while in-commit timestamps are on."""
+    if kind in COMMITS and table.properties.enable_in_commit_timestamps:
+        return Obligation(
+            "in-commit timestamps are on: commitInfo comes first with a strictly increasing inCommitTimestamp", "ict"
+        )
+    return NONE
+
+
+OBLIGATIONS: Mapping[str, Rule] = {FEATURE: obligation}
+
+
 __all__ = [
+    "OBLIGATIONS",
     "ENABLED",
     "ENABLEMENT_KEYS",
     "ENABLEMENT_TIMESTAMP",

@@ -1,15 +1,17 @@
-"""Writer-feature gating per operation: which features block an append, a rewrite, a checkpoint, a vacuum...
+"""The obligations of table features per kind of operation, and the check that refuses an operation whose
+obligations deltalog does not meet.
 
-The duties themselves (what each feature obliges each operation to do) are the table in
-:mod:`deltalog.core.features.duty_table`; this module applies it. A feature blocks an operation when its duty
-is refused, or names a rule module the caller's path does not call (the ``implemented`` argument; the defaults list what
-today's commit and maintenance paths do). A commit is gated by what it does, which :func:`commit_operation`
-reads from its actions and its name.
+Each feature module states what its feature asks of each kind (its ``OBLIGATIONS``, see
+:mod:`deltalog.core.features` for the words); :data:`OBLIGATIONS` gathers them, so supporting a new feature is a
+module of its own and a line here. A feature blocks an operation when its obligation is a refusal, or names a
+feature module whose checks the caller's path does not run (the ``implemented`` argument; the defaults list
+what today's commit and maintenance paths run). A commit's kind is read from what it does
+(:func:`~deltalog.core.features.kinds.commit_kind`).
 
 Maintenance follows PROTOCOL "VACUUM Protocol Check" (VACUUM checks the *write* protocol) and the rule that
 RESTORE is a write (delta-write-rules.md section 10): checkpoint, log cleanup and vacuum run wherever every
-writer feature is known and adds no duty deltalog leaves unmet; unknown and proposal-only features refuse them
-by name. The operation names and the table are re-exported here, where callers have always found them.
+writer feature is known and adds no obligation deltalog leaves unmet; unknown and proposal-only features refuse
+them by name. The kinds are re-exported here, where callers have always found them.
 """
 
 from __future__ import annotations
@@ -18,14 +20,26 @@ from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from deltalog.core.actions import Add, Protocol, Remove
-from deltalog.core.features.duty_table import (
-    ALL_MODULES,
+from deltalog.core.actions import Protocol
+from deltalog.core.features import (
+    append_only,
+    cdf,
+    checkpoints,
+    clustering,
+    column_mapping,
+    constraints,
+    deletion_vectors,
+    honoured,
+    ict,
+    refused,
+    row_tracking,
+)
+from deltalog.core.features.configuration import TableConfiguration
+from deltalog.core.features.kinds import (
     APPEND,
     CHECKPOINT,
     CLEANUP,
     COMMITS,
-    DEFAULT_IMPLEMENTED,
     DELETE,
     DV_DELETE,
     MAINTENANCE,
@@ -36,15 +50,53 @@ from deltalog.core.features.duty_table import (
     REARRANGE,
     RESTORE,
     REWRITE,
-    RULES,
     VACUUM,
     WRITE,
-    Duty,
-    Table,
-    duty,
+    Obligation,
+    Rule,
+    commit_kind,
+    refuse,
 )
-from deltalog.core.features.protocol import MAX_WRITER_VERSION, check_readable, supported_features
+from deltalog.core.features.protocol import MAX_WRITER_VERSION, check_readable
 from deltalog.errors import InvalidArgumentError, UnsupportedFeatureError
+
+#: every writer feature deltalog knows, with its obligations per kind (from its feature module)
+OBLIGATIONS: Mapping[str, Rule] = {
+    **append_only.OBLIGATIONS,
+    **constraints.OBLIGATIONS,
+    **cdf.OBLIGATIONS,
+    **column_mapping.OBLIGATIONS,
+    **deletion_vectors.OBLIGATIONS,
+    **ict.OBLIGATIONS,
+    **row_tracking.OBLIGATIONS,
+    **clustering.OBLIGATIONS,
+    **checkpoints.OBLIGATIONS,
+    **honoured.OBLIGATIONS,
+    **refused.OBLIGATIONS,
+}
+
+#: the feature modules whose checks deltalog's paths run today: every commit runs append-only, the row rules,
+#: change data feed, column mapping, clustering and deletion vectors (:mod:`deltalog.core.features.commit_checks`)
+#: and, per attempt, in-commit timestamps and row tracking (:mod:`deltalog.table.commit.attempts`); the checkpoint
+#: writer meets V2 checkpoints (``checkpoint``) and log cleanup checkpoint protection
+#: (``checkpoint_protection``, which also gates a checkpoint on its own version's protocol). Wiring a feature
+#: module into a path adds its name.
+DEFAULT_IMPLEMENTED: frozenset[str] = frozenset(
+    {
+        "append_only",
+        "checkpoint",
+        "checkpoint_protection",
+        "cdf",
+        "clustering",
+        "column_mapping",
+        "constraints",
+        "deletion_vectors",
+        "ict",
+        "row_tracking",
+    }
+)
+#: every feature module, for callers (and tests) whose path runs them all
+ALL_MODULES: frozenset[str] = DEFAULT_IMPLEMENTED
 
 _VERBS = {WRITE: "write", METADATA: "change metadata", CLEANUP: "clean up the log", DV_DELETE: "delete with DVs"}
 
@@ -58,50 +110,16 @@ class Blocker:
     reason: str
 
 
-# ------------------------------------------------------------------------------------------------ commits
-#: operation names (``commitInfo.operation``) whose removes and adds replace whole files with new rows; any
-#: other name that removes and adds with ``dataChange=true`` may copy rows from what it removes (a rewrite)
-_OVERWRITES = frozenset(
-    {
-        "WRITE",
-        "STREAMING UPDATE",
-        "TRUNCATE",
-        "CREATE TABLE AS SELECT",
-        "REPLACE TABLE",
-        "REPLACE TABLE AS SELECT",
-        "CREATE OR REPLACE TABLE",
-        "CREATE OR REPLACE TABLE AS SELECT",
-    }
-)
-
-
-def commit_operation(actions: Collection[Any], operation: str | None = None, *, new_dvs: bool = True) -> str:
-    """The gate's operation for a commit of ``actions`` named ``operation`` (``commitInfo.operation``).
-
-    The log alone cannot tell an overwrite from a rewrite that copies rows, so the name decides between them
-    (a name deltalog does not know counts as a rewrite, which blocks more). A remove and an add of the same
-    path with a new DV (and no other add) copies no rows: it is a DV delete, gated as one (row tracking keeps
-    the file's ids) where the table allows new DVs (``new_dvs``); elsewhere the deletion-vector rules refuse it
-    as an invalid commit, so it is named like any other commit here.
-    """
-    if operation == "RESTORE":
-        return RESTORE
-    adds = [a for a in actions if isinstance(a, Add)]
-    removes = [a for a in actions if isinstance(a, Remove)]
-    if not adds and not removes:
-        return METADATA
-    if not any(a.data_change for a in adds) and not any(r.data_change for r in removes):
-        return REARRANGE
-    if not removes:
-        return APPEND
-    if not adds:
-        return DELETE
-    if operation in _OVERWRITES:
-        return OVERWRITE
-    removed = {r.path for r in removes}
-    if new_dvs and all(a.deletion_vector is not None and a.path in removed for a in adds):
-        return DV_DELETE
-    return REWRITE
+def obligation(feature: str, kind: str, table: TableConfiguration) -> Obligation:
+    """What ``feature`` asks of ``kind`` on ``table``; a feature deltalog does not know is refused. ``WRITE`` (a
+    commit of undeclared kind) owes what any commit kind owes: the first refusal, else the first check."""
+    rule = OBLIGATIONS.get(feature)
+    if rule is None:
+        return refuse("is unknown to deltalog, so it may add obligations deltalog cannot meet")
+    if kind == WRITE:
+        owed = [rule(k, table) for k in COMMITS]
+        return next((o for o in owed if o.refused), next((o for o in owed if o.module), NONE))
+    return rule(kind, table)
 
 
 def blockers(
@@ -114,7 +132,7 @@ def blockers(
 ) -> tuple[Blocker, ...]:
     """Every writer feature of the table that blocks ``operation``, sorted by name.
 
-    A feature blocks when its duty is refused, or names a module not in ``implemented``. Protocol-level
+    A feature blocks when its obligation is a refusal, or names a feature module not in ``implemented``. Protocol-level
     problems (writer version, a DV delete on a table without DVs) come first, under a pseudo-feature name.
     """
     if operation not in OPERATIONS:
@@ -122,13 +140,13 @@ def blockers(
     w = protocol.min_writer_version
     if w > MAX_WRITER_VERSION:
         return (Blocker(f"writerVersion={w}", operation, f"deltalog writes up to version {MAX_WRITER_VERSION}"),)
-    table = Table(protocol, configuration, schema)
-    features = supported_features(protocol)
+    table = TableConfiguration.of_parts(protocol, configuration, schema)
+    features = table.supported
     out: list[Blocker] = []
     if operation == DV_DELETE:
         if "deletionVectors" not in features:
             out.append(Blocker("deletionVectors", operation, "the table does not support deletion vectors"))
-        elif not table.flag("delta.enableDeletionVectors"):
+        elif not table.properties.enable_deletion_vectors:
             out.append(
                 Blocker(
                     "deletionVectors",
@@ -137,11 +155,11 @@ def blockers(
                 )
             )
     for name in sorted(features):
-        d = duty(name, operation, table)
-        if d.refused:
-            out.append(Blocker(name, operation, d.reason))
-        elif d.module is not None and d.module not in implemented:
-            out.append(Blocker(name, operation, f"{d.reason} (deltalog's {d.module} rules are not applied here)"))
+        owed = obligation(name, operation, table)
+        if owed.refused:
+            out.append(Blocker(name, operation, owed.reason))
+        elif owed.module is not None and owed.module not in implemented:
+            out.append(Blocker(name, operation, f"{owed.reason} (deltalog's {owed.module} checks are not run here)"))
     return tuple(out)
 
 
@@ -181,7 +199,6 @@ def check_writable(protocol: Protocol, configuration: Mapping[str, str], schema:
 
 
 __all__ = [
-    "check_writable",
     "ALL_MODULES",
     "APPEND",
     "CHECKPOINT",
@@ -192,20 +209,20 @@ __all__ = [
     "DV_DELETE",
     "MAINTENANCE",
     "METADATA",
+    "NONE",
+    "OBLIGATIONS",
     "OPERATIONS",
     "OVERWRITE",
     "REARRANGE",
     "RESTORE",
     "REWRITE",
-    "RULES",
     "VACUUM",
     "WRITE",
     "Blocker",
-    "Duty",
-    "Table",
+    "Obligation",
     "blockers",
     "check_operation",
-    "commit_operation",
-    "NONE",
-    "duty",
+    "check_writable",
+    "commit_kind",
+    "obligation",
 ]

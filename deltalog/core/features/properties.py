@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
+from dataclasses import dataclass, field
 
 from deltalog.errors import CorruptLogError, PropertyError
 
@@ -200,9 +201,55 @@ def column_mapping_mode(conf: Mapping[str, str]) -> str:
     return str(conf.get("delta.columnMapping.mode", "none")).strip().lower()
 
 
+@dataclass(frozen=True)
+class TableProperties:
+    """The properties table features read, parsed once (:meth:`of`) as every rule reads them: a boolean is on
+    only when it says ``true`` (any case), as Delta Spark reads it. Values that must parse to be used
+    (intervals, the checkpoint interval) are read where they are used, by the functions above, whose errors
+    name the key and the repair."""
+
+    append_only: bool = False
+    enable_deletion_vectors: bool = False
+    #: ``delta.enableChangeDataFeed``, or its legacy spelling ``delta.enableChangeDataCapture``
+    enable_change_data_feed: bool = False
+    enable_in_commit_timestamps: bool = False
+    enable_row_tracking: bool = False
+    row_tracking_suspended: bool = False
+    #: ``delta.enableIcebergCompatV1`` or ``V2`` (UniForm)
+    iceberg_compat: bool = False
+    #: ``delta.columnMapping.mode`` as written (lower case; the mode in force also needs the feature)
+    column_mapping_mode: str = "none"
+    #: ``delta.checkpointPolicy`` (lower case)
+    checkpoint_policy: str = "classic"
+    #: CHECK constraints: name (lower case, as Delta Spark keys them) -> SQL
+    constraints: Mapping[str, str] = field(default_factory=dict)
+
+    @classmethod
+    def of(cls, conf: Mapping[str, str]) -> TableProperties:
+        """The properties of ``conf`` (``metaData.configuration``)."""
+        prefix = "delta.constraints."
+        return cls(
+            append_only=get_bool(conf, "delta.appendOnly"),
+            enable_deletion_vectors=get_bool(conf, "delta.enableDeletionVectors"),
+            enable_change_data_feed=get_bool(conf, "delta.enableChangeDataFeed")
+            or get_bool(conf, "delta.enableChangeDataCapture"),
+            enable_in_commit_timestamps=get_bool(conf, "delta.enableInCommitTimestamps"),
+            enable_row_tracking=get_bool(conf, "delta.enableRowTracking"),
+            row_tracking_suspended=get_bool(conf, "delta.rowTrackingSuspended"),
+            iceberg_compat=get_bool(conf, "delta.enableIcebergCompatV1")
+            or get_bool(conf, "delta.enableIcebergCompatV2"),
+            column_mapping_mode=column_mapping_mode(conf),
+            checkpoint_policy=str(conf.get("delta.checkpointPolicy", "classic")).strip().lower(),
+            constraints={
+                str(k)[len(prefix) :].lower(): str(v) for k, v in conf.items() if str(k).lower().startswith(prefix)
+            },
+        )
+
+
 __all__ = [
     "PARQUET_CODECS",
     "PropertyError",
+    "TableProperties",
     "check_checkpoint_properties",
     "check_string_values",
     "checkpoint_interval",

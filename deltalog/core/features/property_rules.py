@@ -206,6 +206,10 @@ _SPECS: list[PropertySpec] = [
     ),
 ]
 KNOWN: dict[str, PropertySpec] = {s.key.lower(): s for s in _SPECS}
+#: every feature a property can switch on (what :func:`activated_features` may name)
+PROPERTY_FEATURES: frozenset[str] = frozenset(
+    {*_ENABLING_KEYS.values(), "coordinatedCommits-preview", "v2Checkpoint", "columnMapping", "icebergCompatV2"}
+)
 
 #: keys the engine maintains; setting or unsetting them by hand breaks what they record
 INTERNAL: dict[str, str] = {
@@ -420,6 +424,7 @@ __all__ = [
     "FEATURE_PREFIX",
     "INTERNAL",
     "KNOWN",
+    "PROPERTY_FEATURES",
     "PropertySpec",
     "ProtocolRequest",
     "activated_features",

@@ -11,7 +11,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from deltalog.core.actions import Protocol
-from deltalog.core.features.property_rules import CONSTRAINT_PREFIX, activated_features
+from deltalog.core.features.property_rules import CONSTRAINT_PREFIX, PROPERTY_FEATURES, activated_features
 from deltalog.core.schema import walk_fields, walk_types
 from deltalog.errors import UnsupportedFeatureError
 
@@ -119,6 +119,7 @@ __all__ = [
     "MAX_READER_VERSION",
     "MAX_WRITER_VERSION",
     "KNOWN_FEATURES",
+    "METADATA_ENABLED",
     "PROPERTY_FEATURES_IMPLEMENTED",
     "SCHEMA_FEATURES_IMPLEMENTED",
     "READER_FEATURES_FOR_REPLAY",
@@ -232,6 +233,14 @@ _METADATA_FEATURES = {
     "__COLLATIONS": "collations",
 }
 _TYPE_FEATURES = {"timestamp_ntz": "timestampNtz", "variant": "variantType"}
+#: features a table switches on through its metadata (a property, a column's type or metadata, a CHECK
+#: constraint); every other feature is in use wherever the protocol supports it (PROTOCOL "Enabled Features")
+METADATA_ENABLED: frozenset[str] = (
+    PROPERTY_FEATURES
+    | frozenset(_TYPE_FEATURES.values())
+    | frozenset(_METADATA_FEATURES.values())
+    | {"checkConstraints"}
+)
 
 
 def feature_name(name: str) -> str:

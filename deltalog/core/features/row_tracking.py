@@ -27,6 +27,8 @@ import orjson
 
 from deltalog.core import actions as A
 from deltalog.core.features import properties
+from deltalog.core.features.configuration import TableConfiguration
+from deltalog.core.features.kinds import ADDS_FILES, COPIES_ROWS, NONE, REMOVES_FILES, Obligation, Rule, refuse
 from deltalog.core.features.protocol import supported_features
 from deltalog.core.files.facts import NO_FILES, KnownFiles, num_records
 from deltalog.core.log.paths import LOG_DIR, commit_name
@@ -344,7 +346,25 @@ def check_enablement(
         )
 
 
+def obligation(kind: str, table: TableConfiguration) -> Obligation:
+    """Commits that add or remove files number rows; copying rows is refused where ids must be preserved."""
+    if table.properties.row_tracking_suspended or kind not in ADDS_FILES | REMOVES_FILES:
+        return NONE
+    if kind in COPIES_ROWS and table.properties.enable_row_tracking:
+        return refuse(
+            "row tracking is enabled: rows copied to new files must keep their row ids and commit "
+            "versions in materialized columns, which deltalog does not write"
+        )
+    return Obligation(
+        "row tracking: new files get baseRowId above the high-water mark and defaultRowCommitVersion", "row_tracking"
+    )
+
+
+OBLIGATIONS: Mapping[str, Rule] = {FEATURE: obligation}
+
+
 __all__ = [
+    "OBLIGATIONS",
     "DOMAIN",
     "ENABLED",
     "FEATURE",

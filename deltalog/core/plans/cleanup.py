@@ -21,6 +21,7 @@ from typing import Any
 
 from deltalog.core.actions import Protocol
 from deltalog.core.features import properties
+from deltalog.core.features.checkpoints import PROTECTION_KEY
 from deltalog.core.features.obligations import CLEANUP, check_operation
 from deltalog.core.log.paths import SIDECAR_DIR, Kind, LogPath
 from deltalog.core.log.segment import CheckpointRef, complete_checkpoints, earliest_version
@@ -304,21 +305,6 @@ def _horizon(
     return Horizon(version, commit.mtime if boundary is not None else times.get(version, commit.mtime))
 
 
-PROTECTION_KEY = "delta.requireCheckpointProtectionBeforeVersion"
-
-
-def protected_before(configuration: Mapping[str, str], features: Collection[str]) -> int | None:
-    """The version below which checkpoints are protected (``protocol_rfcs/checkpoint-protection.md``), or None.
-
-    Only tables whose protocol supports ``checkpointProtection`` have one. A value that is not a version
-    protects every checkpoint: keeping files is the side a misread property may err on.
-    """
-    if "checkpointProtection" not in features or PROTECTION_KEY not in configuration:
-        return None
-    raw = str(configuration[PROTECTION_KEY]).strip()
-    return int(raw) if raw.isdigit() else 2**63 - 1
-
-
 def protect_checkpoints(plan: CleanupPlan, before: int | None) -> CleanupPlan:
     """``plan`` under checkpoint protection: it stands when it truncates up to ``before`` in one go (its
     boundary at or above it); otherwise it deletes only commits (and files of no version), keeping every
@@ -377,14 +363,12 @@ __all__ = [
     "Horizon",
     "LogFile",
     "Retention",
-    "PROTECTION_KEY",
     "add_sidecars",
     "check_maintainable",
     "is_temp_file",
     "orphan_cutoff",
     "plan_cleanup",
     "protect_checkpoints",
-    "protected_before",
     "resolve_retention",
     "truncate_to_day",
 ]

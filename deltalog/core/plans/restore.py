@@ -27,7 +27,7 @@ from typing import Any
 import orjson
 
 from deltalog.core import actions as A
-from deltalog.core.features import properties
+from deltalog.core.features import clustering, properties
 from deltalog.core.features.protocol import CATALOG_FEATURES, READER_FEATURES_FOR_REPLAY, supported_features
 from deltalog.core.files.pathkeys import dv_id_of, file_key
 from deltalog.core.schema import COLUMN_ID, PHYSICAL_NAME, SchemaError, parse_schema, top_level_fields, walk_fields
@@ -39,7 +39,7 @@ IDENTITY_HIGH_WATER_MARK = "delta.identity.highWaterMark"
 MAX_COLUMN_ID = "delta.columnMapping.maxColumnId"
 ICT_ENABLED = "delta.enableInCommitTimestamps"
 ICT_ENABLEMENT_KEYS = ("delta.inCommitTimestampEnablementVersion", "delta.inCommitTimestampEnablementTimestamp")
-CLUSTERING_DOMAIN = "delta.clustering"
+CLUSTERING_DOMAIN = clustering.DOMAIN
 
 #: Features a reader must know too; the ones legacy versions imply only ever include ``columnMapping``.
 _READER_WRITER_FEATURES = READER_FEATURES_FOR_REPLAY | CATALOG_FEATURES
@@ -257,7 +257,7 @@ def restored_domains(
     included, is left as it is now, which means committing nothing for it.
     """
     now = current.get(CLUSTERING_DOMAIN)
-    then = target.get(CLUSTERING_DOMAIN) if "clustering" in supported_features(target_protocol) else None
+    then = target.get(CLUSTERING_DOMAIN) if clustering.clustered(target_protocol) else None
     if then is not None and not then.removed:
         if now is None or now.removed or _clustering_columns(now) != _clustering_columns(then):
             return [A.DomainMetadata(CLUSTERING_DOMAIN, then.configuration)]

@@ -14,8 +14,7 @@ from types import MappingProxyType
 from typing import Any
 
 from deltalog.core import actions as A
-from deltalog.core.features.properties import column_mapping_mode
-from deltalog.core.features.protocol import supported_features
+from deltalog.core.features.configuration import TableConfiguration
 from deltalog.core.log.codec import ActionDecodeError, from_dict
 from deltalog.core.log.jsonlines import last_commit_info, objects
 from deltalog.core.schema import SchemaError, parse_schema, physical_names
@@ -36,9 +35,7 @@ def partition_keys(protocol: A.Protocol | None, metadata: A.Metadata | None, sou
     if metadata is None:
         return ()
     columns = metadata.partition_columns
-    mode = "none"
-    if protocol is not None and "columnMapping" in supported_features(protocol):
-        mode = column_mapping_mode(metadata.configuration)
+    mode = TableConfiguration.of(protocol, metadata).column_mapping_mode if protocol is not None else "none"
     if columns and mode in ("name", "id"):
         try:
             physical = physical_names(parse_schema(metadata.schema_string), mode)

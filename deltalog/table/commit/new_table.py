@@ -20,6 +20,7 @@ import pyarrow as pa
 
 from deltalog.arrow.schema import to_arrow_schema
 from deltalog.core import actions as A
+from deltalog.core.features.configuration import TableConfiguration
 from deltalog.core.version_state import VersionState
 
 
@@ -55,6 +56,10 @@ class NewTable:
     @property
     def features(self) -> frozenset[str]:
         return self.state.features
+
+    @property
+    def table_configuration(self) -> TableConfiguration:
+        return self.state.table_configuration
 
     @property
     def partition_columns(self) -> list[str]:

@@ -3,11 +3,11 @@
 One place runs them for every commit a transaction makes (appends, DDL, restore, the data writer's), so a rule
 added for a table feature cannot be skipped by one kind of commit: the per-commit rules
 (:func:`~deltalog.core.commit.rules.prepare_commit`, which also holds the commit to the obligations of its kind),
-every feature's check (:func:`~deltalog.core.features.commit_checks.check_duties`), row tracking's enablement,
+every feature's check (:func:`~deltalog.core.features.commit_checks.check_commit`), row tracking's enablement,
 the effective isolation level, the conflict checker's summary and the commitInfo. What the checks return (what
 the writer vouched for, e.g. that new rows passed the table's constraints) goes into the commitInfo.
 
-The kind of the commit (:func:`~deltalog.core.features.obligations.commit_operation`) is chosen here too: a caller
+The kind of the commit (:func:`~deltalog.core.features.kinds.commit_kind`) is chosen here too: a caller
 may name it (a restore is a restore), otherwise what the actions do decides, and a winner's protocol is later
 checked for that same kind. The result is a :class:`Prepared` value; the attempts
 (:mod:`deltalog.table.commit.attempts`) make each attempt's bytes from it, since row ids and in-commit timestamps
@@ -25,10 +25,10 @@ from deltalog.core import actions as A
 from deltalog.core.commit.conflicts import HeldTo, ReadSet, TxnSummary, effective_isolation, is_blind_append
 from deltalog.core.commit.rules import commit_info_of, prepare_commit
 from deltalog.core.features import row_tracking
-from deltalog.core.features.commit_checks import Declarations, check_duties, needs_known_files, touched_paths
+from deltalog.core.features.commit_checks import Declarations, check_commit, needs_known_files, touched_paths
 from deltalog.core.features.constraints import with_record
 from deltalog.core.features.deletion_vectors import new_dvs_allowed
-from deltalog.core.features.obligations import WRITE, commit_operation
+from deltalog.core.features.kinds import WRITE, commit_kind
 from deltalog.core.files.facts import NO_FILES, KnownFiles, known_files
 from deltalog.core.files.pathkeys import file_key
 from deltalog.core.log.paths import LOG_DIR
@@ -73,7 +73,7 @@ def kind_of(named: str, actions: Sequence[A.Action], operation: str, read: ReadS
     if named != WRITE:
         return named
     new_dvs = read.protocol is not None and new_dvs_allowed(read.protocol, read.configuration)
-    return commit_operation(actions, operation, new_dvs=new_dvs)
+    return commit_kind(actions, operation, new_dvs=new_dvs)
 
 
 def where(ctx: TableContext, read: ReadState) -> str:
@@ -93,7 +93,7 @@ def prepare(
     protocol = next((a for a in reversed(actions) if isinstance(a, A.Protocol)), read.protocol)
     metadata = next((a for a in reversed(actions) if isinstance(a, A.Metadata)), read.metadata)
     assert protocol is not None and metadata is not None, "prepare_commit refuses a create without both"
-    record = check_duties(
+    record = check_commit(
         actions,
         protocol=protocol,
         metadata=metadata,
