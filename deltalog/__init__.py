@@ -1,6 +1,7 @@
 """deltalog: a Delta Lake transaction-log engine.
 
-Everything but the errors and the action types is imported on first use (PEP 562): ``DeltaLog`` and
+Everything but the errors (all of ``deltalog.errors.__all__``, re-exported here) and the action types is
+imported on first use (PEP 562): ``DeltaLog`` and
 ``Snapshot`` bring the read path (pyarrow), the writing side (``Transaction``, ``CommitResult``,
 ``RetryPolicy``, ``write``) the committer, conflict checks and the data writer. ``import deltalog`` is paid
 by every reader and by every run of the ``deltalog`` command, ``--version`` included, so it stays small
@@ -12,41 +13,9 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING, Any
 
-from deltalog import actions
+from deltalog import actions, errors
 from deltalog._version import __version__
-from deltalog.errors import (
-    AccessDeniedError,
-    CheckpointError,
-    CommitNotReachableError,
-    CommitStateUnknownError,
-    ConcurrentAppendError,
-    ConcurrentDeleteDeleteError,
-    ConcurrentDeleteReadError,
-    ConcurrentModificationError,
-    ConcurrentTransactionError,
-    CorruptDataError,
-    CorruptLogError,
-    DeltaLogError,
-    ExpressionValueError,
-    FileAlreadyExistsError,
-    InvalidArgumentError,
-    InvalidCommitError,
-    InvalidExpressionError,
-    MaxCommitAttemptsError,
-    MetadataChangedError,
-    NotFoundError,
-    PathOutsideRootError,
-    PropertyError,
-    ProtocolChangedError,
-    ProtocolError,
-    SchemaError,
-    StorageError,
-    TableAlreadyExistsError,
-    TableNotFoundError,
-    UnsupportedExpressionError,
-    UnsupportedFeatureError,
-    VersionNotFoundError,
-)
+from deltalog.errors import *  # noqa: F403  every public error, as errors.__all__ lists them (the one list)
 
 if TYPE_CHECKING:  # what a type checker sees of the lazy names below (``write`` would otherwise be Any)
     from deltalog.log import DeltaLog
@@ -87,44 +56,15 @@ def __dir__() -> list[str]:
 
 
 __all__ = [
-    "AccessDeniedError",
     "CommitResult",
+    "DeltaLog",
+    "HistoryEntry",
     "RetryPolicy",
+    "Snapshot",
     "Transaction",
     "__version__",
-    "InvalidCommitError",
-    "CheckpointError",
-    "CommitNotReachableError",
-    "CommitStateUnknownError",
-    "ConcurrentAppendError",
-    "ConcurrentDeleteDeleteError",
-    "ConcurrentDeleteReadError",
-    "ConcurrentModificationError",
-    "ConcurrentTransactionError",
-    "CorruptDataError",
-    "CorruptLogError",
-    "DeltaLog",
-    "DeltaLogError",
-    "ExpressionValueError",
-    "FileAlreadyExistsError",
-    "HistoryEntry",
-    "InvalidArgumentError",
-    "InvalidExpressionError",
-    "MaxCommitAttemptsError",
-    "MetadataChangedError",
-    "NotFoundError",
-    "PathOutsideRootError",
-    "PropertyError",
-    "ProtocolChangedError",
-    "ProtocolError",
-    "SchemaError",
-    "Snapshot",
-    "StorageError",
-    "TableAlreadyExistsError",
-    "TableNotFoundError",
-    "UnsupportedExpressionError",
-    "UnsupportedFeatureError",
-    "VersionNotFoundError",
     "actions",
+    "errors",
     "write",
 ]
+__all__ += errors.__all__

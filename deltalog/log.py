@@ -27,6 +27,7 @@ from deltalog.errors import InvalidArgumentError
 from deltalog.storage.base import LogStore
 from deltalog.storage.uri import store_for
 from deltalog.table import listing, load
+from deltalog.table import snapshot as snapshots
 from deltalog.table.context import TableContext
 from deltalog.table.latest import Latest
 from deltalog.table.snapshot import Snapshot
@@ -152,7 +153,11 @@ class DeltaLog:
         if version is None:
             return self._refresh()
         cached = self._table.cached
-        if cached is not None and cached.version == version and holds(cached.tip, self.list_log(version, version)):
+        if (
+            cached is not None
+            and cached.version == version
+            and holds(snapshots.tip(cached), self.list_log(version, version))
+        ):
             return cached
         return load.snapshot_at(self.context, version)
 

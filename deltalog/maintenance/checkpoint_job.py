@@ -31,6 +31,7 @@ from deltalog.core.log.paths import LOG_DIR, commit_name
 from deltalog.errors import CheckpointError, DeltaLogError, InvalidArgumentError, PropertyError, VersionNotFoundError
 from deltalog.storage.uri import store_for
 from deltalog.table import load
+from deltalog.table import snapshot as snapshots
 from deltalog.table.context import TableContext
 from deltalog.table.snapshot import Snapshot
 
@@ -139,14 +140,22 @@ def checkpoint_snapshot(
     cannot commit to are still checkpointed; unknown features refuse it by name), then the checkpoint properties
     (a value deltalog cannot honour is a :class:`~deltalog.errors.PropertyError` naming it); only a
     committed version is checkpointed. A checkpoint file the snapshot's files are still read from that log
-    cleanup deleted meanwhile is read again from the log (:meth:`Snapshot.reading`).
+    cleanup deleted meanwhile is read again from the log (:func:`deltalog.table.snapshot.reading`).
     """
     check_operation(CHECKPOINT, snap.protocol, snap.configuration, snap.schema_json, f"{ctx.location}/{LOG_DIR}")
     properties.check_checkpoint_properties(snap.configuration)
     if not ctx.store.exists(f"{LOG_DIR}/{commit_name(snap.version)}") and snap.segment.commits:
         raise CheckpointError(f"version {snap.version} has no commit file: only committed versions are checkpointed")
-    return snap.reading(
-        lambda: write_checkpoint(ctx.store, snap.state, snap.file_state(), ctx.now_ms(), parts=parts, progress=progress)
+    return snapshots.reading(
+        snap,
+        lambda: write_checkpoint(
+            ctx.store,
+            snapshots.state(snap),
+            snapshots.file_state(snap),
+            ctx.now_ms(),
+            parts=parts,
+            progress=progress,
+        ),
     )
 
 

@@ -42,6 +42,7 @@ from deltalog.errors import CorruptLogError
 from deltalog.maintenance.deletion import delete_in_order, gate
 from deltalog.storage.base import LogStore
 from deltalog.table import load
+from deltalog.table import snapshot as snapshots
 from deltalog.table.commit import expired_intents
 from deltalog.table.context import TableContext
 from deltalog.table.history import commit_info
@@ -167,7 +168,7 @@ def _write_compat(ctx: TableContext, version: int, now: int) -> str | None:
     protocol); its path, or None when a classic one was there already."""
     at = load.snapshot_at(ctx, version)
     check_operation(CHECKPOINT, at.protocol, at.configuration, at.schema_json, f"{ctx.location}/{LOG_DIR}")
-    written = CheckpointWriter(ctx.store, at.state, at.file_state(), now).write_compat()
+    written = CheckpointWriter(ctx.store, snapshots.state(at), snapshots.file_state(at), now).write_compat()
     if written is None:
         return None
     log.info("cleanup of %s wrote the compatibility checkpoint %s", ctx.location, written.files[0])

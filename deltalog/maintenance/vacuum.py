@@ -48,6 +48,7 @@ from deltalog.errors import CorruptLogError, DeltaLogError, InvalidArgumentError
 from deltalog.maintenance.deletion import delete_in_order, gate
 from deltalog.storage.base import FileInfo, LogStore
 from deltalog.storage.bulk import read_many
+from deltalog.table import snapshot as snapshots
 from deltalog.table.context import TableContext
 from deltalog.table.snapshot import Snapshot
 from deltalog.table.store_clock import store_now_ms
@@ -214,7 +215,7 @@ def refuse_distrusted(snap: Snapshot, operation: str) -> None:
     ``operation`` delete that file. Deleting or rewriting the damaged checkpoint, or checkpointing the
     latest version once the table reads as expected, lifts the refusal.
     """
-    skipped = snap.distrusted_checkpoints
+    skipped = snapshots.distrusted_checkpoints(snap)
     if not skipped:
         return
     first = f"{LOG_DIR}/{skipped[0]}"
@@ -332,7 +333,7 @@ def _references(snap: Snapshot, tombstone_cutoff_ms: int) -> Iterator[FileRef]:
     A tombstone without a deletion timestamp counts as deleted at 0, as in Delta Spark, whose checkpoints
     drop it the same way.
     """
-    adds = snap.raw_files()
+    adds = snapshots.raw_files(snap)
     yield from _refs(adds)
     tombstones = snap.tombstones()
     if tombstones.num_rows:

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 from deltalog.data.scan import TableDescription, live_files
 from deltalog.log import DeltaLog, Timestamp
 from deltalog.spark._scan_io import FILES_DDL, TableTask, file_row, read_files
+from deltalog.table import snapshot as snapshots
 from deltalog.table.snapshot import Snapshot
 
 if TYPE_CHECKING:
@@ -59,7 +60,7 @@ def read(
     names = list(description.read_schema(columns).schema.names)  # refuses unknown columns before any job
     table_schema = StructType.fromJson(snap.schema_json)
     schema = StructType([table_schema[n] for n in names])
-    rows = [file_row(f.data) for f in live_files(snap.raw_files(stats=True), description)]
+    rows = [file_row(f.data) for f in live_files(snapshots.raw_files(snap, stats=True), description)]
     task = table_task(log, snap, names, storage_options)
     return distributed(spark, rows, FILES_DDL, functools.partial(read_files, task=task), schema)
 

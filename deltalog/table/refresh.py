@@ -18,6 +18,7 @@ from deltalog.core.log.segment import LogSegment
 from deltalog.core.state import CommitData
 from deltalog.errors import DeltaLogError
 from deltalog.table import listing
+from deltalog.table import snapshot as snapshots
 from deltalog.table.context import TableContext
 from deltalog.table.file_list import Pending
 from deltalog.table.load import load, load_state, pending_of_segment, read_commits
@@ -60,18 +61,18 @@ def refresh(ctx: TableContext, cached: Snapshot | None, lazy: bool = False) -> R
     """The latest snapshot, and how it relates to ``cached``; ``lazy`` defers a fresh load's file list.
 
     The cached snapshot is trusted only while the log still lists its version's files as it did when
-    they were read (:attr:`Snapshot.tip`): log cleanup may have removed them, or the table may have been
+    they were read (:func:`deltalog.table.snapshot.tip`): log cleanup may have removed them, or the table may have been
     deleted and recreated, and then the log, not the cache, says what the table is. The one listing
     from the cached version serves both that check and finding the commits since.
     """
     if cached is not None:
         listed = listing.list_log(ctx.store, cached.version)
-        if not holds(cached.tip, listed):
+        if not holds(snapshots.tip(cached), listed):
             log.info(
                 "%s: the log no longer lists version %d as the cached snapshot read it (%s): loading it again",
                 ctx.location,
                 cached.version,
-                cached.tip.describe(),
+                snapshots.tip(cached).describe(),
             )
         else:
             newer = [p for p in listed if p.kind is Kind.COMMIT and p.version > cached.version]
@@ -120,15 +121,15 @@ def advance(ctx: TableContext, snap: Snapshot, commits: list[CommitData], lazy: 
     now: the files are replayed, and the next chain starts from them. Either way a writer that never reads
     files holds a bounded chain, however many commits it makes.
     """
-    nxt = snap.advance(commits)
-    pending = nxt.pending
+    nxt = snapshots.advance(snap, commits)
+    pending = snapshots.pending(nxt)
     if pending.commits <= MAX_PENDING.commits and pending.bytes <= MAX_PENDING.bytes:
         return Combined(nxt)
     rebuilt = _from_newer_checkpoint(ctx, nxt, lazy)
     if rebuilt is not None:
         return Rebuild(rebuilt, from_checkpoint=True)
     try:
-        nxt.file_state()
+        snapshots.file_state(nxt)
     except DeltaLogError as exc:  # left for the next reader of the files, who gets this error
         log.info("%s: could not resolve the file list of version %d now: %s", ctx.location, nxt.version, exc)
     return Combined(nxt)
@@ -142,9 +143,9 @@ def _from_newer_checkpoint(ctx: TableContext, snap: Snapshot, lazy: bool) -> Sna
         segment, listed = listing.segment_and_listing(ctx, snap.version)
         if segment.checkpoint is None or segment.checkpoint.version <= start:
             return None
-        if pending_of_segment(segment).commits >= snap.pending.commits:
+        if pending_of_segment(segment).commits >= snapshots.pending(snap).commits:
             return None
-        tip = tip_in(listed, snap.version) or snap.tip
+        tip = tip_in(listed, snap.version) or snapshots.tip(snap)
         rebuilt = load_state(ctx, segment, tip) if lazy else load(ctx, segment, tip)
     except DeltaLogError as exc:
         log.info("%s: version %d not rebuilt from a newer checkpoint: %s", ctx.location, snap.version, exc)

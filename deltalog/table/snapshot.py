@@ -78,23 +78,9 @@ class Snapshot:
         return self._segment
 
     @property
-    def state(self) -> VersionState:
-        """Protocol, metadata, txns and domains of this version, as one frozen value."""
-        return self._state
-
-    @property
     def version(self) -> int:
         """The table version this snapshot is."""
         return self._state.version
-
-    @property
-    def tip(self) -> Tip:
-        """This version's log files as the listing it was loaded from showed them (name, size, time).
-
-        What a commit on this snapshot is attempted on top of, and what a :class:`~deltalog.log.DeltaLog`
-        compares the log with before it trusts a cached snapshot (:mod:`deltalog.core.log.reachability`).
-        """
-        return self._tip
 
     @property
     def protocol(self) -> A.Protocol:
@@ -184,32 +170,11 @@ class Snapshot:
 
     # ------------------------------------------------------------------------------------------ files
     @property
-    def files_loaded(self) -> bool:
-        """Whether the file list is in memory (a deferred one loads on the first call that needs it)."""
-        return self._files.is_loaded
-
-    @property
-    def pending(self) -> Pending:
-        """What loading the file list would replay: commits (and bytes) beyond a checkpoint or loaded list.
-
-        Zero once the files are loaded; an advanced snapshot's pending commits are bounded by
-        :func:`deltalog.table.refresh.advance`.
-        """
-        return self._files.pending
-
-    def file_state(self) -> FileState:
-        """The replayed file state (loaded now if deferred): for writers that stream it, e.g. checkpoints.
-
-        Parts of it may still be read from the checkpoint when used: run such a use through :meth:`reading`.
-        """
-        return self.reading(self._files.get)
-
-    @property
     def num_files(self) -> int:
         """How many data files are live (loads the file list if it is deferred)."""
-        return self.reading(lambda: self._files.get().num_files)
+        return self._reading(lambda: self._files.get().num_files)
 
-    def reading(self, call: Callable[[], T]) -> T:
+    def _reading(self, call: Callable[[], T]) -> T:
         """``call()``, a read of this snapshot's files; run once more from a fresh load when it failed because
         a checkpoint file it reads from was deleted.
 
@@ -225,15 +190,6 @@ class Snapshot:
                 raise
         return call()
 
-    @property
-    def distrusted_checkpoints(self) -> tuple[str, ...]:
-        """Checkpoints (file names) skipped as unreadable to build this file list; loads the list if deferred.
-
-        Non-empty means the files came from older checkpoints or the commits: right if those are, but a
-        log with one damaged checkpoint may be damaged elsewhere, so ``vacuum`` will not act on it.
-        """
-        return self.reading(lambda: self._files.get().distrusted)
-
     def files(self, where: Any = None, stats: bool = False) -> pa.Table:
         """Live files as Arrow, one row per add; ``where`` prunes by partition values (logical names).
 
@@ -244,21 +200,21 @@ class Snapshot:
         a non-partition column cannot and keeps every file; an unknown column is an
         :class:`InvalidArgumentError`.
         """
-        table = self.raw_files(stats=stats)
+        table = self._raw_files(stats=stats)
         if where is not None and not (isinstance(where, Mapping) and not where):
-            table = table.filter(self.partition_mask(table, where))
+            table = table.filter(self._partition_mask(table, where))
         return files_view.present(table, stats, self.physical_names)
 
     def add_actions(self, where: Any = None, exact: bool = False) -> Iterator[A.Add]:
         """Live files as :class:`~deltalog.actions.Add` values (for building removes); stats included.
         ``exact``: ``where`` is about partition columns only and a value it cannot evaluate is raised, not kept
         (the files are removed whole)."""
-        table = self.raw_files(stats=True)
+        table = self._raw_files(stats=True)
         if where is not None and not (isinstance(where, Mapping) and not where):
-            table = table.filter(self.partition_mask(table, where, strict=exact))
+            table = table.filter(self._partition_mask(table, where, strict=exact))
         return files_view.add_actions(table)
 
-    def row_filter(self, where: Any, session_time_zone: str | None = None) -> RowFilter:
+    def _row_filter(self, where: Any, session_time_zone: str | None = None) -> RowFilter:
         """``where`` (any filter form, or a RowFilter already) bound against this version's schema."""
         from deltalog.data.predicate import RowFilter, row_filter
 
@@ -268,13 +224,13 @@ class Snapshot:
 
     def tombstones(self) -> pa.Table:
         """Removes still in the state (not yet filtered by retention), as Arrow in the log's field names."""
-        return self.reading(lambda: self._files.get().tombstones())
+        return self._reading(lambda: self._files.get().tombstones())
 
-    def raw_files(self, stats: bool = False) -> pa.Table:
+    def _raw_files(self, stats: bool = False) -> pa.Table:
         """Live adds in the log's own field names and physical partition keys (for checkpoints)."""
-        return self.reading(lambda: self._files.get().adds(stats=stats))
+        return self._reading(lambda: self._files.get().adds(stats=stats))
 
-    def partition_mask(self, table: pa.Table, where: Any, strict: bool = False) -> pa.Array:
+    def _partition_mask(self, table: pa.Table, where: Any, strict: bool = False) -> pa.Array:
         """A boolean mask over ``table`` (rows shaped like :meth:`raw_files`) keeping the files ``where`` (any
         filter form) may match by their partition values; an unknown column or a value of the wrong type is an
         :class:`InvalidArgumentError`."""
@@ -284,7 +240,7 @@ class Snapshot:
             )
         from deltalog.data.partition_pruning import partition_mask
 
-        chosen = self.row_filter(where)
+        chosen = self._row_filter(where)
         if chosen.partition is None:
             return pa.repeat(pa.scalar(True), table.num_rows)
         return partition_mask(
@@ -312,8 +268,8 @@ class Snapshot:
         """
         from deltalog.data.scan import scan
 
-        chosen = None if filter is None else self.row_filter(filter, session_time_zone)
-        return scan(self.raw_files(stats=True), self._description(), columns, chosen)
+        chosen = None if filter is None else self._row_filter(filter, session_time_zone)
+        return scan(self._raw_files(stats=True), self._description(), columns, chosen)
 
     def to_arrow(
         self, columns: Sequence[str] | None = None, filter: Any = None, *, session_time_zone: str | None = None
@@ -344,7 +300,7 @@ class Snapshot:
         """Every live file's absolute location, decoded, for pyarrow, duckdb or polars (local files as paths)."""
         from deltalog.data.scan import file_uris
 
-        return file_uris(self.raw_files(), self._description())
+        return file_uris(self._raw_files(), self._description())
 
     def to_pyarrow_dataset(self) -> ds.FileSystemDataset:
         """A pyarrow Dataset whose fragments carry partition values and statistics as guarantees; refused
@@ -352,10 +308,10 @@ class Snapshot:
         maps columns."""
         from deltalog.data.scan import to_pyarrow_dataset
 
-        return to_pyarrow_dataset(self.raw_files(stats=True), self._description())
+        return to_pyarrow_dataset(self._raw_files(stats=True), self._description())
 
     # ------------------------------------------------------------------------------------------ advancing
-    def advance(self, commits: Sequence[CommitData]) -> Snapshot:
+    def _advance(self, commits: Sequence[CommitData]) -> Snapshot:
         """A new snapshot after ``commits`` (the next versions, in order), replaying only them.
 
         Only their non-file actions are applied now; the file list is replayed onto this snapshot's when
@@ -395,8 +351,99 @@ class Snapshot:
         return Snapshot(self._context, segment, state, files)
 
     def __repr__(self) -> str:
-        files = self.num_files if self.files_loaded else "not loaded"
+        files = self.num_files if self._files.is_loaded else "not loaded"
         return f"Snapshot(table={self._context.location!r}, version={self.version}, files={files})"
 
 
-__all__ = ["Snapshot"]
+# ------------------------------------------------------------------------------------------ the table layer's
+# What the layers below the facade need of a snapshot and its users do not: its parts and how its file list is
+# read. Functions of this module, not members, so :class:`Snapshot` shows its users their API only.
+
+
+def state(snap: Snapshot) -> VersionState:
+    """Protocol, metadata, txns and domains of ``snap``'s version, as one frozen value."""
+    return snap._state
+
+
+def tip(snap: Snapshot) -> Tip:
+    """``snap``'s version's log files as the listing it was loaded from showed them (name, size, time).
+
+    What a commit on this snapshot is attempted on top of, and what a :class:`~deltalog.log.DeltaLog` compares
+    the log with before it trusts a cached snapshot (:mod:`deltalog.core.log.reachability`).
+    """
+    return snap._tip
+
+
+def files_loaded(snap: Snapshot) -> bool:
+    """Whether ``snap``'s file list is in memory (a deferred one loads on the first call that needs it)."""
+    return snap._files.is_loaded
+
+
+def pending(snap: Snapshot) -> Pending:
+    """What loading ``snap``'s file list would replay: commits (and bytes) beyond a checkpoint or loaded list.
+
+    Zero once the files are loaded; an advanced snapshot's pending commits are bounded by
+    :func:`deltalog.table.refresh.advance`.
+    """
+    return snap._files.pending
+
+
+def reading(snap: Snapshot, call: Callable[[], T]) -> T:
+    """``call()``, a read of ``snap``'s files, run once more from a fresh load when it failed because a
+    checkpoint file it reads from was deleted (see :meth:`Snapshot._reading`)."""
+    return snap._reading(call)
+
+
+def file_state(snap: Snapshot) -> FileState:
+    """``snap``'s replayed file state (loaded now if deferred): for writers that stream it, e.g. checkpoints.
+
+    Parts of it may still be read from the checkpoint when used: run such a use through :func:`reading`.
+    """
+    return snap._reading(snap._files.get)
+
+
+def distrusted_checkpoints(snap: Snapshot) -> tuple[str, ...]:
+    """Checkpoints (file names) skipped as unreadable to build ``snap``'s file list; loads the list if deferred.
+
+    Non-empty means the files came from older checkpoints or the commits: right if those are, but a log with one
+    damaged checkpoint may be damaged elsewhere, so ``vacuum`` will not act on it.
+    """
+    return snap._reading(lambda: snap._files.get().distrusted)
+
+
+def raw_files(snap: Snapshot, stats: bool = False) -> pa.Table:
+    """``snap``'s live adds in the log's own field names and physical partition keys (for checkpoints)."""
+    return snap._raw_files(stats)
+
+
+def partition_mask(snap: Snapshot, table: pa.Table, where: Any, strict: bool = False) -> pa.Array:
+    """A boolean mask over ``table`` (rows shaped like :func:`raw_files`) keeping the files ``where`` (any filter
+    form) may match by their partition values; see :meth:`Snapshot._partition_mask`."""
+    return snap._partition_mask(table, where, strict)
+
+
+def row_filter(snap: Snapshot, where: Any, session_time_zone: str | None = None) -> RowFilter:
+    """``where`` (any filter form, or a RowFilter already) bound against ``snap``'s schema."""
+    return snap._row_filter(where, session_time_zone)
+
+
+def advance(snap: Snapshot, commits: Sequence[CommitData]) -> Snapshot:
+    """A new snapshot after ``commits`` (the next versions, in order), replaying only them; see
+    :meth:`Snapshot._advance` (how long a chain may grow is :func:`deltalog.table.refresh.advance`'s concern)."""
+    return snap._advance(commits)
+
+
+__all__ = [
+    "Snapshot",
+    "advance",
+    "distrusted_checkpoints",
+    "file_state",
+    "files_loaded",
+    "partition_mask",
+    "pending",
+    "raw_files",
+    "reading",
+    "row_filter",
+    "state",
+    "tip",
+]

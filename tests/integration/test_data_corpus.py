@@ -42,6 +42,7 @@ from deltalog.core.log.codec import decode_dv
 from deltalog.data.dv import decode_bitmap, read_deletion_vector, unframe
 from deltalog.data.read import DataFile, read_file, read_schema
 from deltalog.errors import CorruptDataError, DeltaLogError, UnsupportedFeatureError
+from deltalog.table import snapshot as snapshots
 from tests.corpus import corpus_dir, corpus_entries
 from tests.peers import duckdb_connection
 
@@ -129,7 +130,7 @@ def _descriptors(root: Path, snap: Snapshot) -> dict[str, tuple[DeletionVector, 
             for kind in ("add", "remove"):
                 if kind in action:
                     note(action[kind].get("deletionVector"), action[kind].get("stats"))
-    for row in snap.raw_files(stats=True).to_pylist() + snap.tombstones().to_pylist():
+    for row in snapshots.raw_files(snap, stats=True).to_pylist() + snap.tombstones().to_pylist():
         note(row["deletionVector"], row.get("stats"))
     return found
 

@@ -20,6 +20,7 @@ from deltalake import DeltaTable, Field, Schema
 import deltalog
 from deltalog import DeltaLog
 from deltalog.errors import ConstraintViolationError, ExpressionValueError
+from deltalog.table import snapshot as snapshots
 from tests.peers import duckdb_connection
 from tests.protocol_checker import assert_valid
 
@@ -233,7 +234,7 @@ def test_a_delete_records_the_same_read_predicate_whatever_form_it_is_written_in
     root = tmp_path / "t"
     day_table(root)
     snap = DeltaLog.for_table(root).snapshot()
-    conditions = {form: snap.row_filter(where).conditions() for form, where in DELETES.items()}
+    conditions = {form: snapshots.row_filter(snap, where).conditions() for form, where in DELETES.items()}
     assert len(set(conditions.values())) == 1, conditions
     (only,) = conditions["sql"]
     assert (only.column, only.op, only.values) == ("day", "=", ("x",))
@@ -277,12 +278,12 @@ def test_a_predicate_on_a_generated_partitions_source_prunes_and_records_it(tmp_
     deltalog.write(source_rows(range(8)), root)
     snap = DeltaLog.for_table(root).snapshot()
     where = "ts >= '2024-02-29 00:00:00' AND ts < '2024-03-01 00:00:00'"
-    chosen = snap.row_filter(where)
+    chosen = snapshots.row_filter(snap, where)
     assert {(c.column, c.op) for c in chosen.conditions()} == {("day", ">="), ("day", "<=")}
     files = snap.files(where=where)
     assert {dict(r)["day"] for r in files.column("partition_values").to_pylist()} == {"2024-02-29"}
     assert sorted(snap.to_arrow(filter=where).column("id").to_pylist()) == [0, 4]
-    exact = snap.row_filter("ts = TIMESTAMP '2024-11-03 08:30:00'")
+    exact = snapshots.row_filter(snap, "ts = TIMESTAMP '2024-11-03 08:30:00'")
     assert [(c.column, c.op, c.values) for c in exact.conditions()] == [("day", "=", (dt.date(2024, 11, 3),))]
 
 

@@ -23,6 +23,7 @@ import pytest
 import deltalog
 from deltalog import DeltaLog
 from deltalog import actions as A
+from deltalog.table import snapshot as snapshots
 from tests import compaction_checker
 from tests import foreign_compaction as fc
 from tests.integration.dml_kit import deltalog_rows, enable_deletion_vectors, hand_commit
@@ -43,7 +44,7 @@ def kernel_rs_table(root: Path) -> DeltaLog:
     log.delete("id = 6")
     log.delete("id = 5")  # the file's DV changes: a remove of the old (path, DV), an add of the new
     deltalog.write(pa.table({"id": [8], "p": ["a"]}), log, mode="overwrite", replace_where="p = 'a'")
-    before = {r["path"]: r for r in log.snapshot().raw_files().to_pylist()}
+    before = {r["path"]: r for r in snapshots.raw_files(log.snapshot()).to_pylist()}
     log.delete("p = 'b'")  # whole files removed
     back = next(r for path, r in before.items() if path.startswith("p=b/"))
     values = dict(back["partitionValues"])  # Arrow gives a map as pairs

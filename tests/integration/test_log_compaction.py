@@ -38,6 +38,7 @@ from deltalog.errors import (
     VersionNotFoundError,
 )
 from deltalog.table import listing, load
+from deltalog.table import snapshot as snapshots
 from deltalog.table.snapshot import Snapshot
 from tests import compaction_checker, protocol_checker
 from tests.corpus import corpus_entries, table_path
@@ -64,7 +65,7 @@ def state_of(snap: Snapshot) -> dict[str, Any]:
         "txns": snap.txns,
         "domains": snap.domain_metadata,
         "commit_info": snap.commit_info,
-        "files": _rows(snap.raw_files(stats=True)),
+        "files": _rows(snapshots.raw_files(snap, stats=True)),
         "tombstones": _rows(snap.tombstones()),
         "num_files": snap.num_files,
     }
@@ -406,7 +407,7 @@ def test_a_deferred_load_takes_txns_and_metadata_from_the_compaction_file(tmp_pa
     ctx = DeltaLog.for_table(root).context
     found = listing.find_segment(ctx, None)
     snap = load.load_state(ctx, found.segment, checkpoint_store=found.checkpoint_store)
-    assert not snap.files_loaded and len(snap.segment.compactions) == 1
+    assert not snapshots.files_loaded(snap) and len(snap.segment.compactions) == 1
     assert snap.app_version("job") == 4 and snap.configuration["delta.appendOnly"] == "true"
     assert state_of(snap) == state_of(DeltaLog.for_table(root).fresh_snapshot())
     compaction_checker.assert_valid(root)

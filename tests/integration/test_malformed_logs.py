@@ -29,6 +29,7 @@ from deltalog.core.log.paths import checkpoint_name, commit_name, multipart_name
 from deltalog.errors import CheckpointError, CorruptLogError, DeltaLogError, StorageError
 from deltalog.storage.faults import FaultRule, FaultyStore, transient
 from deltalog.storage.local import LocalLogStore
+from deltalog.table import snapshot as snapshots
 from tests.peers import try_deltalake, try_duckdb
 
 from .logdamage import (
@@ -71,7 +72,7 @@ def assert_falls_back(root: Path, expected: Any, caplog: pytest.LogCaptureFixtur
     assert state(snap) == expected
     warnings = skipped(caplog)
     assert len(warnings) == 1 and name in warnings[0], warnings
-    assert snap.distrusted_checkpoints == (name,)
+    assert snapshots.distrusted_checkpoints(snap) == (name,)
 
 
 def assert_names(root: Path, *words: str) -> CorruptLogError:
@@ -146,7 +147,7 @@ def test_checkpoint_without_an_add_column_holds_no_adds(tmp_path: Path, caplog: 
     rewrite_column(log_file(root, CP10), "add", lambda c: None)
     with caplog.at_level(logging.WARNING, logger="deltalog"):
         snap = fresh(root).snapshot()
-    assert not skipped(caplog) and snap.distrusted_checkpoints == ()
+    assert not skipped(caplog) and snapshots.distrusted_checkpoints(snap) == ()
     assert fresh(root).snapshot(version=10).num_files == 0
     ours = {unquote(p) for p in snap.files().column("path").to_pylist()}
     lake, duck = try_deltalake(root, rows=False), try_duckdb(root)
@@ -278,7 +279,7 @@ def test_many_torn_checkpoints_fall_back_once_in_a_bounded_number_of_requests(
     with caplog.at_level(logging.WARNING, logger="deltalog"):
         snap = DeltaLog(store, str(root), auto_checkpoint=False).snapshot()
     assert state(snap) == expected and snap.segment.checkpoint is None
-    assert len(skipped(caplog)) == 21 and len(snap.distrusted_checkpoints) == 21
+    assert len(skipped(caplog)) == 21 and len(snapshots.distrusted_checkpoints(snap)) == 21
     listings = store.calls_to("list_from")
     reads = [c.path for c in store.calls_to("read") if c.path.endswith(".json")]
     assert len(listings) <= 3, [c.path for c in listings]
@@ -308,7 +309,7 @@ def test_torn_checkpoints_under_store_faults_end_in_a_few_requests(tmp_path: Pat
     if snap is not None:
         store.disarm()
         assert state(snap) == expected and snap.segment.checkpoint.version == 10  # type: ignore[union-attr]
-        assert len(snap.distrusted_checkpoints) == 3
+        assert len(snapshots.distrusted_checkpoints(snap)) == 3
 
 
 def test_two_torn_checkpoints_without_the_commits_name_both(tmp_path: Path) -> None:
@@ -479,7 +480,7 @@ def test_vacuum_refuses_a_file_list_rebuilt_past_a_damaged_checkpoint(tmp_path: 
 
 def test_vacuum_on_a_sound_table_is_not_refused(tmp_path: Path) -> None:
     root = copy_table(BASIC, tmp_path / "t")
-    assert fresh(root).snapshot().distrusted_checkpoints == ()
+    assert snapshots.distrusted_checkpoints(fresh(root).snapshot()) == ()
     assert fresh(root).vacuum(dry_run=True).version == 14
 
 
@@ -514,7 +515,7 @@ def test_sidecar_that_is_not_a_file_falls_back(tmp_path: Path, caplog: pytest.Lo
     with caplog.at_level(logging.WARNING, logger="deltalog"):
         snap = within(20, lambda: fresh(root).snapshot())
     assert state(snap) == expected
-    assert snap.distrusted_checkpoints == (newest.files[0].name,)
+    assert snapshots.distrusted_checkpoints(snap) == (newest.files[0].name,)
 
 
 @pytest.mark.parametrize("kind", KINDS)

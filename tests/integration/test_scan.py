@@ -25,6 +25,7 @@ from deltalog.data.scan import TableDescription, file_uris, scan
 from deltalog.errors import CorruptDataError, InvalidArgumentError, UnsupportedFeatureError
 from deltalog.storage.faults import FaultyStore
 from deltalog.storage.fsspec_store import FsspecLogStore
+from deltalog.table import snapshot as snapshots
 from tests.integration.scan_kit import FileSpec, exact_stats, make_table, peer_rows
 from tests.peers import duckdb_connection
 
@@ -328,6 +329,7 @@ def test_the_data_plane_scans_any_listing_of_the_live_files(events: Events, tmp_
         predicate = (pc.field("region") == "us") & (pc.field("id") > 21)
         expected = snap.to_arrow(filter=predicate).to_pylist()
         assert [r["id"] for r in expected] == [22, 23, 24]
-        for listing in (snap.files(stats=True), snap.files(), snap.raw_files(stats=True), list(snap.add_actions())):
+        raw = snapshots.raw_files(snap, stats=True)
+        for listing in (snap.files(stats=True), snap.files(), raw, list(snap.add_actions())):
             assert scan(listing, table, filter=predicate).read_all().to_pylist() == expected
         assert file_uris(snap.files(), table) == snap.file_uris()

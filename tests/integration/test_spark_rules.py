@@ -23,6 +23,7 @@ from deltalake import DeltaTable, Field, QueryBuilder, Schema
 import deltalog.spark
 from deltalog import DeltaLog
 from deltalog.errors import ConstraintViolationError, UnsupportedExpressionError
+from deltalog.table import snapshot as snapshots
 from tests.peers import duckdb_connection, duckdb_view
 from tests.protocol_checker import assert_valid
 
@@ -60,7 +61,8 @@ def test_column_mapped_table_is_written_with_physical_names(spark: Any, tmp_path
     file_columns = pq.read_schema(root / path).names
     assert file_columns == [physical["id"], physical["Full Name"], physical["st"]]
     assert all(name.startswith("col-") for name in file_columns)
-    stats = orjson.loads(DeltaLog.for_table(root).snapshot().raw_files(stats=True).column("stats")[0].as_py())
+    raw = snapshots.raw_files(DeltaLog.for_table(root).snapshot(), stats=True)
+    stats = orjson.loads(raw.column("stats")[0].as_py())
     assert set(stats["minValues"]) == {physical["id"], physical["Full Name"], physical["st"]}
     assert_valid(root)
 

@@ -22,6 +22,7 @@ from deltalog.storage.fault_rules import FaultRule, Mode
 from deltalog.storage.faults import FaultyStore
 from deltalog.storage.local import LocalLogStore
 from deltalog.table import ddl, load, refresh
+from deltalog.table import snapshot as snapshots
 from deltalog.table.commit import Committed, Transaction
 from deltalog.table.context import TableContext
 from deltalog.table.file_list import FileList, Pending
@@ -107,7 +108,7 @@ def test_advancing_makes_a_new_snapshot_and_leaves_the_old_one_as_it_was(tmp_pat
     log.create(SCHEMA)
     append(tmp_path, "a")
     before = log.snapshot()
-    segment, state, tip = before.segment, before.state, before.tip
+    segment, state, tip = before.segment, snapshots.state(before), snapshots.tip(before)
     files_before = before.files()
     ctx = log.context
     append(tmp_path, "b")
@@ -115,8 +116,9 @@ def test_advancing_makes_a_new_snapshot_and_leaves_the_old_one_as_it_was(tmp_pat
     outcome = refresh.refresh(ctx, before)
     assert isinstance(outcome, refresh.Combined)
     after = outcome.snapshot
-    assert after is not before and after.version == 3 and after.pending == Pending(2, after.pending.bytes)
-    assert (before.segment, before.state, before.tip, before.version) == (segment, state, tip, 1)
+    pending = snapshots.pending(after)
+    assert after is not before and after.version == 3 and pending == Pending(2, pending.bytes)
+    assert (before.segment, snapshots.state(before), snapshots.tip(before), before.version) == (segment, state, tip, 1)
     assert before.files().equals(files_before)
     assert sorted(after.files().column("path").to_pylist()) == ["a.parquet", "b.parquet", "c.parquet"]
     assert isinstance(refresh.refresh(ctx, after), refresh.Unchanged)
@@ -151,7 +153,8 @@ def test_a_long_chain_is_rebuilt_from_a_newer_checkpoint(tmp_path: Path) -> None
     assert isinstance(lazy, refresh.Rebuild) and lazy.from_checkpoint
     snap = lazy.snapshot
     assert snap.version == n and snap.segment.checkpoint is not None and snap.segment.checkpoint.version == n - 3
-    assert not snap.files_loaded and snap.pending.commits == 3  # a transaction's: files still deferred
+    # a transaction's: files still deferred
+    assert not snapshots.files_loaded(snap) and snapshots.pending(snap).commits == 3
     assert snap.files().num_rows == n
     assert_peers_agree(tmp_path)
 
@@ -159,7 +162,7 @@ def test_a_long_chain_is_rebuilt_from_a_newer_checkpoint(tmp_path: Path) -> None
 def test_a_file_list_is_loaded_once_whoever_asks(tmp_path: Path) -> None:
     DeltaLog.for_table(tmp_path).create(SCHEMA)
     append(tmp_path, "a")
-    files = load.snapshot_at(context(tmp_path)).file_state()
+    files = snapshots.file_state(load.snapshot_at(context(tmp_path)))
     calls: list[int] = []
     gate = threading.Event()
 
@@ -189,7 +192,7 @@ def test_maintenance_and_checkpoints_run_on_a_context_and_a_snapshot(tmp_path: P
     day = 86_400.0
     ctx = context(tmp_path, clock=2_000_000_000.0 + 40 * day)
     snap = load.snapshot_at(ctx)
-    result = write_checkpoint(ctx.store, snap.state, snap.file_state(), ctx.now_ms())
+    result = write_checkpoint(ctx.store, snapshots.state(snap), snapshots.file_state(snap), ctx.now_ms())
     assert result.version == 2 and result.num_add_files == 2
     planned = vacuum(ctx, snap, retention=0, force=True)
     assert planned.dry_run and planned.paths == ("stray.parquet",)

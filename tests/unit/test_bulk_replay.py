@@ -18,6 +18,7 @@ from deltalog import DeltaLog
 from deltalog.core.state import CommitData, parse_bulk
 from deltalog.core.state.replay import replay
 from deltalog.errors import CorruptLogError, DeltaLogError
+from deltalog.table import snapshot as snapshots
 from tests.corpus import corpus_entries, table_path
 from tests.unit import logkit as K
 from tests.unit import logwriter as W
@@ -190,7 +191,7 @@ def test_partition_values_hold_exactly_the_partition_keys_both_ways(
     raws = []
     for threshold in (0, 1 << 62):  # the log's own keys and values, as a checkpoint is written from them
         monkeypatch.setattr(parse_bulk, "MIN_BYTES", threshold)
-        raw = DeltaLog.for_table(str(tmp_path / "t")).snapshot().raw_files()
+        raw = snapshots.raw_files(DeltaLog.for_table(str(tmp_path / "t")).snapshot())
         raws.append(dict(zip(raw.column("path").to_pylist(), raw.column("partitionValues").to_pylist(), strict=True)))
     assert (
         raws[0]
@@ -486,7 +487,7 @@ def test_a_checkpoint_after_a_parse_bulk_keeps_the_deferred_stats(
     path = _table(tmp_path, commits)
     DeltaLog.for_table(str(path)).checkpoint(version=3)
     log = DeltaLog.for_table(str(path))
-    tail = log.snapshot().file_state().tail
+    tail = snapshots.file_state(log.snapshot()).tail
     assert tail.num_rows == 12 and tail.column("stats").null_count == 12  # deferred, not parsed yet
     log.checkpoint()
     table = pq.read_table(path / "_delta_log" / f"{7:020d}.checkpoint.parquet", columns=["add"]).column("add")

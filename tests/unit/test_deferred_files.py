@@ -14,6 +14,7 @@ import pytest
 from deltalog import DeltaLog
 from deltalog.actions import Add
 from deltalog.errors import CorruptLogError
+from deltalog.table import snapshot as snapshots
 from tests.unit import logkit as K
 from tests.unit import logwriter as W
 
@@ -41,14 +42,14 @@ def test_a_blind_append_from_a_fresh_log_leaves_the_file_list_unread(tmp_path: P
     path = _table(tmp_path)
     log = DeltaLog.for_table(str(path), auto_checkpoint=False)
     txn = log.start_transaction(app_id="app", app_version=20)
-    assert not txn.snapshot.files_loaded
+    assert not snapshots.files_loaded(txn.snapshot)
     assert txn.snapshot.app_version("app") == 11  # txns from the checkpoint and the commit after it
     assert txn.snapshot.partition_columns == ["p"]
     result = txn.commit([_add("p=a/new.parquet")])
     assert result.version == 12
     latest = log.snapshot()
     assert latest.version == 12
-    assert not latest.files_loaded
+    assert not snapshots.files_loaded(latest)
     assert sorted(latest.files().column("path").to_pylist()) == _files(path)
     assert "p=a/new.parquet" in _files(path)
 
@@ -57,7 +58,7 @@ def test_a_deferred_snapshot_loads_its_files_when_the_transaction_reads(tmp_path
     path = _table(tmp_path)
     txn = DeltaLog.for_table(str(path), auto_checkpoint=False).start_transaction()
     removed = txn.remove_where({"p": "a"})
-    assert txn.snapshot.files_loaded
+    assert snapshots.files_loaded(txn.snapshot)
     assert len(removed) == 11
     txn.commit()
     assert _files(path) == []
@@ -68,19 +69,19 @@ def test_a_chain_of_deferred_advances_replays_onto_the_last_loaded_files(tmp_pat
     log = DeltaLog.for_table(str(path), auto_checkpoint=False)
     loaded = log.snapshot()
     loaded.files()
-    assert loaded.files_loaded
+    assert snapshots.files_loaded(loaded)
     for i in range(5):
         log.start_transaction().commit([_add(f"p=a/more-{i}.parquet")])
     appended = log.snapshot()
-    assert not appended.files_loaded
-    assert appended.pending.commits == 5  # one replay of the five commits, onto the loaded files
+    assert not snapshots.files_loaded(appended)
+    assert snapshots.pending(appended).commits == 5  # one replay of the five commits, onto the loaded files
     txn = log.start_transaction()
     txn.remove_files(["p=a/1.parquet"])  # reads the files: resolves the chain
-    assert appended.files_loaded
+    assert snapshots.files_loaded(appended)
     txn.commit()
     latest = log.snapshot()
     assert latest.version == loaded.version + 6
-    assert not latest.files_loaded
+    assert not snapshots.files_loaded(latest)
     assert sorted(latest.files().column("path").to_pylist()) == _files(path)
     assert latest.num_files == loaded.num_files + 4
     assert [t["path"] for t in latest.tombstones().to_pylist()] == ["p=a/1.parquet"]

@@ -91,3 +91,122 @@ def test_results_share_paths_counts_bytes_and_dry_run(cls: type) -> None:
         if isinstance(raw, property):
             returned = inspect.signature(raw.fget).return_annotation  # type: ignore[arg-type]
             assert kind.__name__ in str(returned), (cls.__name__, name, returned)
+
+
+# ---------------------------------------------------------------------------------------------- the surface, pinned
+#: what a user of deltalog calls: the facade, a version of the table, a transaction. Machinery stays out of these
+#: (the table layer's view of a snapshot is functions of deltalog.table.snapshot; the facade's cache and commit
+#: policy are deltalog.table.latest). Changing this list is changing the public API: say so in the docs.
+SURFACE: dict[str, list[str]] = {
+    "DeltaLog": [
+        "add_columns",
+        "add_constraint",
+        "changes",
+        "checkpoint",
+        "cleanup",
+        "cluster_by",
+        "commit_timeline",
+        "compact_log",
+        "create",
+        "delete",
+        "drop_constraint",
+        "earliest_version",
+        "enable_feature",
+        "for_table",
+        "fresh_snapshot",
+        "history",
+        "latest_version",
+        "list_log",
+        "load_as_version",
+        "new_files",
+        "now_ms",
+        "on_commit",
+        "read_hint",
+        "restore",
+        "segment",
+        "set_properties",
+        "snapshot",
+        "start_create",
+        "start_transaction",
+        "unset_properties",
+        "vacuum",
+        "version_at",
+    ],
+    "Snapshot": [
+        "add_actions",
+        "app_version",
+        "column_mapping_mode",
+        "commit_info",
+        "configuration",
+        "context",
+        "domain_metadata",
+        "features",
+        "file_uris",
+        "files",
+        "metadata",
+        "num_files",
+        "partition_columns",
+        "physical_names",
+        "protocol",
+        "reader_features",
+        "scan",
+        "schema",
+        "schema_json",
+        "segment",
+        "table_configuration",
+        "to_arrow",
+        "to_pandas",
+        "to_polars",
+        "to_pyarrow_dataset",
+        "tombstones",
+        "txns",
+        "version",
+    ],
+    "Transaction": [
+        "abort",
+        "app_version",
+        "check_early",
+        "commit",
+        "context",
+        "declare_intent",
+        "intent",
+        "new_table",
+        "read",
+        "read_files",
+        "read_version",
+        "remove_files",
+        "remove_where",
+        "snapshot",
+        "stage",
+    ],
+}
+
+
+@pytest.mark.parametrize("name", sorted(SURFACE))
+def test_the_public_members_are_the_pinned_surface(name: str) -> None:
+    import deltalog
+
+    cls = getattr(deltalog, name)
+    assert sorted(n for n in vars(cls) if not n.startswith("_")) == SURFACE[name]
+
+
+def test_the_package_exports_the_surface_and_every_public_error() -> None:
+    import deltalog
+    import deltalog.errors
+
+    assert [e for e in deltalog.errors.__all__ if e not in deltalog.__all__] == []
+    assert all(getattr(deltalog, e) is getattr(deltalog.errors, e) for e in deltalog.errors.__all__)
+    own = sorted(set(deltalog.__all__) - set(deltalog.errors.__all__))
+    assert own == [
+        "CommitResult",
+        "DeltaLog",
+        "HistoryEntry",
+        "RetryPolicy",
+        "Snapshot",
+        "Transaction",
+        "__version__",
+        "actions",
+        "errors",
+        "write",
+    ]
+    assert all(isinstance(getattr(deltalog.errors, e), type) for e in deltalog.errors.__all__)

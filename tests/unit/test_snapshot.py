@@ -13,6 +13,7 @@ import pytest
 from deltalog import DeltaLog, InvalidArgumentError, TableNotFoundError, VersionNotFoundError
 from deltalog.core import actions as A
 from deltalog.core.log.last_checkpoint import checksum
+from deltalog.table import snapshot as snapshots
 
 from . import logkit as K
 from . import logwriter as W
@@ -329,7 +330,7 @@ def test_column_mapping_partition_keys_are_logical(tmp_path: Path, checkpoint: b
         "n/c.parquet": {"Part Col": None},
     }
     # the log keeps physical names
-    assert {r["path"]: dict(r["partitionValues"]) for r in s.raw_files().to_pylist()}["x/a.parquet"] == {
+    assert {r["path"]: dict(r["partitionValues"]) for r in snapshots.raw_files(s).to_pylist()}["x/a.parquet"] == {
         "col-9f8e": "x"
     }
     assert sorted(s.files(where={"Part Col": "y"}).column("path").to_pylist()) == ["y/b.parquet"]

@@ -21,6 +21,7 @@ from deltalog.core.log.paths import LOG_DIR, commit_name
 from deltalog.core.log.reachability import UNLISTED, Tip
 from deltalog.core.schema import top_level_fields
 from deltalog.errors import CorruptLogError, NotFoundError
+from deltalog.table import snapshot as snapshots
 from deltalog.table.commit.new_table import NewTable
 from deltalog.table.context import TableContext
 from deltalog.table.history import commit_info
@@ -108,7 +109,7 @@ class SnapshotRead:
 
     @property
     def tip(self) -> Tip:
-        return self.snapshot.tip
+        return snapshots.tip(self.snapshot)
 
     @property
     def partition_schema(self) -> PartitionSchema:
@@ -142,7 +143,7 @@ class SnapshotRead:
             except NotFoundError:
                 info = {}
         stamped = ict.stamp_of(info)
-        mtime = snap.tip.files[0][2] if snap.tip.files else 0
+        mtime = snapshots.tip(snap).files[0][2] if snapshots.tip(snap).files else 0
         if stamped is None and mtime == UNLISTED:
             mtime = listed_mtime(ctx, snap.version)
         return ict.CommitTime(snap.version, stamped, mtime)

@@ -34,6 +34,7 @@ from deltalog.errors import (
     MetadataChangedError,
     ProtocolChangedError,
 )
+from deltalog.table import snapshot as snapshots
 from deltalog.table.commit import declared_intents
 from deltalog.table.commit.anchor import Young
 from deltalog.table.commit.attempts import Attempts
@@ -167,7 +168,9 @@ class Transaction:
         kept (a read by data columns only is thus a read of every partition).
         """
         snap = self.snapshot
-        chosen = None if where is None or (isinstance(where, Mapping) and not where) else snap.row_filter(where)
+        chosen = (
+            None if where is None or (isinstance(where, Mapping) and not where) else snapshots.row_filter(snap, where)
+        )
         files = snap.files(where=chosen)  # validates columns and values
         self._reads.add_predicate(chosen.conditions() if chosen is not None else None, self._state.partition_schema)
         self._reads.add_files(files.column("path").to_pylist())
@@ -250,7 +253,9 @@ class Transaction:
         """
         snap = self.snapshot
         partition = set(snap.partition_columns)
-        chosen = None if where is None or (isinstance(where, Mapping) and not where) else snap.row_filter(where)
+        chosen = (
+            None if where is None or (isinstance(where, Mapping) and not where) else snapshots.row_filter(snap, where)
+        )
         data_columns = sorted(c for c in (chosen.columns if chosen is not None else ()) if c not in partition)
         if data_columns or (chosen is not None and chosen.tree is None):
             raise InvalidArgumentError(
