@@ -1,13 +1,13 @@
 """What a data commit owes the table's writer features, asked before any file is written and declared at commit.
 
-The one commit path (:mod:`deltalog.table.commit.transaction`, :mod:`deltalog.core.features.commit_checks`) runs
-every rule module on what a transaction commits: deletion-vector shapes and removes naming the live vector, physical
+The one commit path (:mod:`deltalog.table.commit`, :mod:`deltalog.core.features.commit_checks`) runs every
+feature's check on what a transaction commits: deletion-vector shapes and removes naming the live vector, physical
 names under column mapping, change files on change-data-feed tables, clustering statistics, row ids and
 in-commit timestamps. What only the writer knows it declares there: that the data-file writer evaluated the
 table's CHECK constraints, invariants and generated columns on every row (``data_validated="checked"``), and
 whether new files copy rows of removed ones (a rewrite, whose ``_change_data`` files then cover every change).
-:func:`check_up_front` asks the per-operation gate before anything is written, so a table whose features
-forbid the write is refused by name with nothing to clean up.
+:func:`check_up_front` asks the features' obligations of the write's kinds before anything is written, so a
+table whose features forbid the write is refused by name with nothing to clean up.
 """
 
 from __future__ import annotations

@@ -157,8 +157,8 @@ def resolve_target(ctx: TableContext, txn: Transaction, version: int | None, tim
     """The version a restore by ``txn`` (a transaction on the latest snapshot that nothing else has used)
     goes back to: ``version``, or the version as of ``timestamp`` (exactly one of them).
 
-    The first half of a restore, before its target is loaded: the table must pass the writer-feature gate for
-    a restore (:data:`~deltalog.core.features.obligations.RESTORE`; its commit is held to the same duties), the
+    The first half of a restore, before its target is loaded: the table must meet the obligations of a restore
+    (:data:`~deltalog.core.features.obligations.RESTORE`; its commit is held to the same kind), the
     transaction reads the whole table (so any concurrent file change conflicts with the restore), and the target must be
     older than the latest version (:class:`InvalidArgumentError`).
     """

@@ -90,8 +90,8 @@ def prepare_commit(
 ) -> list[A.Action]:
     """The actions a transaction commits on top of the version it read, checked by every rule of a commit.
 
-    ``operation`` is what the commit is for the writer-feature gate (:mod:`deltalog.core.features.obligations`): a
-    caller that knows (RESTORE) is held to that operation's duties; the default, every commit's.
+    ``operation`` is the kind the commit is held to the obligations of (:mod:`deltalog.core.features.obligations`):
+    a caller that knows (RESTORE) names it; the default holds it to every commit kind's.
 
     ``read_*`` describe the read version, all ``None`` for the commit that creates the table (which must
     then hold a protocol and a metaData). A metaData is checked for what it changes (the table's own fields

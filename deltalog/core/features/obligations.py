@@ -190,7 +190,7 @@ def check_operation(
 def check_writable(protocol: Protocol, configuration: Mapping[str, str], schema: Any, source: str) -> None:
     """Refuse to write a table whose protocol asks for writer behaviour this engine does not implement.
 
-    A commit of undeclared kind: every commit operation's duties must be met (:data:`WRITE`). Callers that
+    A commit of undeclared kind: every commit kind's obligations must be met (:data:`WRITE`). Callers that
     know their operation (an append, a checkpoint) ask :func:`check_operation` instead, which blocks less.
     Reading stays allowed: the refusal is about obligations on new commits (generated values, change data
     files, row ids).

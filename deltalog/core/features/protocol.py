@@ -173,7 +173,7 @@ WRITER_FEATURES_IF_UNUSED: frozenset[str] = frozenset(
 )
 
 
-#: Features whose duties deltalog meets, so it adds them to the protocol in the commit whose metadata
+#: Features whose obligations deltalog meets, so it adds them to the protocol in the commit whose metadata
 #: needs them (a property switching them on, a column of their type), as Delta Spark does.
 #: Type widening is honoured for columns that carry type-change metadata (another engine widened them), but
 #: switching it on is refused: deltalog has no type-change operation to offer.

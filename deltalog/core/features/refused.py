@@ -48,7 +48,7 @@ def _iceberg(kind: str, table: TableConfiguration) -> Obligation:
 
 
 _CATALOG = always_refused("the table's commits are owned by a catalog, not by the file system")
-_PROPOSAL = "is a proposal (protocol_rfcs/) whose duties deltalog does not implement"
+_PROPOSAL = "is a proposal (protocol_rfcs/) whose obligations deltalog does not implement"
 
 OBLIGATIONS: Mapping[str, Rule] = {
     IDENTITY_COLUMNS: _identity,

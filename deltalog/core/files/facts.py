@@ -1,6 +1,6 @@
 """What the feature rules need to know of a data file: its statistics as numbers, and its path's last add.
 
-Several features put duties on the same few facts. Row tracking numbers rows by the *physical* record count
+Several features' checks read the same few facts. Row tracking numbers rows by the *physical* record count
 (PROTOCOL "Row Tracking"), deletion vectors need that count to be present and accurate (PROTOCOL "Writer
 Requirement for Deletion Vectors", "Per-file Statistics"), clustering needs per-column statistics (PROTOCOL
 "Clustered Table"), and re-committed adds and removes copy fields from the path's *last committed add*

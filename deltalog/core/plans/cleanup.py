@@ -83,7 +83,7 @@ def check_maintainable(
     PROTOCOL "VACUUM Protocol Check": VACUUM (and log cleanup, which deletes what readers replay) checks
     the *write* protocol, always. It is gated per operation
     (:func:`~deltalog.core.features.obligations.check_operation`), not as a commit: deleting expired log files or
-    unreferenced data files creates none of the commit-time duties of deletion vectors, change data, generated
+    unreferenced data files creates none of the commit-time obligations of deletion vectors, change data, generated
     values or clustering, so those tables are maintained even where deltalog refuses to commit to them. What must
     hold is that deltalog knows every writer feature (an unknown one may decide which files are referenced) and
     that none refuses the operation (UniForm refuses VACUUM: Iceberg's files live in the table directory).
