@@ -13,6 +13,7 @@ table's store.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -20,6 +21,7 @@ from typing import Any
 import numpy as np
 import orjson
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from deltalog.actions import Add, DeletionVector
@@ -29,7 +31,7 @@ from deltalog.core.state.columns import bool_array
 from deltalog.data.conform import Column, conform, match, plan_field
 from deltalog.data.dv import read_deletion_vector
 from deltalog.data.locate import failures_named, native_path, open_input, resolve
-from deltalog.errors import CorruptDataError, InvalidArgumentError
+from deltalog.errors import CorruptDataError, InvalidArgumentError, UnsupportedFeatureError
 from deltalog.storage.base import LogStore
 
 #: rows per batch handed out (pyarrow's own default)
@@ -42,12 +44,15 @@ class ReadSchema:
 
     ``columns`` are the projected top-level columns in output order; ``partition`` maps those that are
     partition columns to their Delta type (their values come from the log, never from the file).
+    ``row_tracking`` (see :func:`with_row_tracking`) names the materialized row-id and row-commit-version
+    columns: each row then also carries its stable row id and commit version under those names, last.
     """
 
     columns: tuple[Column, ...]
     partition: Mapping[str, Any]
     mode: str
     schema: pa.Schema
+    row_tracking: tuple[str, str] | None = None
 
 
 def read_schema(
@@ -69,21 +74,40 @@ def read_schema(
     return ReadSchema(planned, partition, mode, pa.schema([c.field for c in planned]))
 
 
+def with_row_tracking(spec: ReadSchema, row_id_column: str, commit_version_column: str) -> ReadSchema:
+    """``spec`` whose rows also carry their stable row id and row commit version (PROTOCOL "Row Tracking"):
+    the file's materialized value where it has one, else the fresh one (``baseRowId`` + the row's physical
+    position, ``defaultRowCommitVersion``), as int64 columns named as the table materializes them. What a
+    rewrite copies so that the rows keep both."""
+    extra = [pa.field(row_id_column, pa.int64()), pa.field(commit_version_column, pa.int64())]
+    schema = pa.schema([*spec.schema, *extra])
+    return dataclasses.replace(spec, schema=schema, row_tracking=(row_id_column, commit_version_column))
+
+
 @dataclass(frozen=True)
 class DataFile:
     """One live file as the log describes it: ``path`` as the log spells it (a URI reference, relative to
-    the table root or absolute), partition values keyed by physical name, its DV, and ``num_records`` from
-    its stats when known."""
+    the table root or absolute), partition values keyed by physical name, its DV, ``num_records`` from
+    its stats when known, and its row-tracking fields."""
 
     path: str
     partition_values: Mapping[str, str | None]
     deletion_vector: DeletionVector | None = None
     num_records: int | None = None
+    base_row_id: int | None = None
+    default_row_commit_version: int | None = None
 
     @classmethod
     def of(cls, add: Add) -> DataFile:
         """The file an ``add`` action names (``numRecords`` taken from its stats when they parse)."""
-        return cls(add.path, dict(add.partition_values), add.deletion_vector, _num_records(add.stats))
+        return cls(
+            add.path,
+            dict(add.partition_values),
+            add.deletion_vector,
+            _num_records(add.stats),
+            add.base_row_id,
+            add.default_row_commit_version,
+        )
 
 
 def _num_records(stats: str | None) -> int | None:
@@ -159,7 +183,8 @@ def read_batches(
         _check_rows(file, deleted, rows, source)
         wanted = [c for c in spec.columns if c.name not in partitions]
         found = {c.name: match(file_fields, c, spec.mode, source) for c in wanted}
-        selected = sorted({i for i in found.values() if i is not None})
+        tracked = _tracked_fields(spec, file, file_fields, source)
+        selected = sorted({i for i in [*found.values(), *tracked] if i is not None})
         names = [file_fields[i].name for i in selected]
         # pyarrow reads "a.b" as a nested path: with such a name, read every column and pick by position
         by_name = not any("." in n for n in names)
@@ -169,12 +194,54 @@ def read_batches(
             for batch in parquet.iter_batches(batch_size=batch_rows, columns=names if by_name else None):
                 n = batch.num_rows
                 keep = None if deleted is None else _kept(deleted, start, n)
+                ids = None if spec.row_tracking is None else _row_ids(file, batch, tracked, position, start)
                 start += n
                 if keep is not None:
                     batch = batch.filter(keep)
+                    ids = None if ids is None else [a.filter(keep) for a in ids]
                 if batch.num_rows == 0:
                     continue
-                yield _assemble(spec, batch, found, position, partitions, source)
+                yield _assemble(spec, batch, found, position, partitions, source, ids)
+
+
+def _tracked_fields(spec: ReadSchema, file: DataFile, file_fields: Sequence[pa.Field], source: str) -> list[int | None]:
+    """Where the file keeps materialized row ids and commit versions (None: not materialized); refuses a file
+    whose stable ids cannot be known (no ``baseRowId`` or ``defaultRowCommitVersion`` in its add)."""
+    if spec.row_tracking is None:
+        return []
+    if file.base_row_id is None or file.default_row_commit_version is None:
+        raise UnsupportedFeatureError(
+            f"{source}: its add has no baseRowId/defaultRowCommitVersion, so the row ids and commit versions of "
+            "its rows are unknown and cannot be kept by a rewrite",
+            feature="rowTracking",
+            path=source,
+        )
+    names = [f.name for f in file_fields]
+    return [names.index(c) if c in names else None for c in spec.row_tracking]
+
+
+def _row_ids(
+    file: DataFile,
+    batch: pa.RecordBatch,
+    tracked: Sequence[int | None],
+    position: Mapping[int, int],
+    start: int,
+) -> list[pa.Array]:
+    """The stable row ids and commit versions of a batch of the file's physical rows from ``start``."""
+    assert file.base_row_id is not None and file.default_row_commit_version is not None
+    n = batch.num_rows
+    fresh = [
+        pa.array(np.arange(file.base_row_id + start, file.base_row_id + start + n, dtype=np.int64)),
+        pa.array(np.full(n, file.default_row_commit_version, dtype=np.int64)),
+    ]
+    out = []
+    for index, default in zip(tracked, fresh, strict=True):
+        stored = None if index is None else batch.column(position[index])
+        if stored is None or stored.null_count == len(stored):
+            out.append(default)
+        else:
+            out.append(pc.coalesce(stored.cast(pa.int64()), default))
+    return out
 
 
 def _check_rows(file: DataFile, deleted: np.ndarray | None, rows: int, source: str) -> None:
@@ -199,6 +266,7 @@ def _assemble(
     position: Mapping[int, int],
     partitions: Mapping[str, pa.Scalar],
     source: str,
+    ids: Sequence[pa.Array] | None = None,
 ) -> pa.RecordBatch:
     n = batch.num_rows
     arrays = []
@@ -211,6 +279,8 @@ def _assemble(
             arrays.append(pa.nulls(n, column.type))
         else:
             arrays.append(conform(batch.column(position[i]), column, spec.mode, source))
+    if ids is not None:
+        arrays.extend(ids)
     return pa.RecordBatch.from_arrays(arrays, schema=spec.schema)
 
 
@@ -219,4 +289,13 @@ def read_file(store: LogStore, spec: ReadSchema, file: DataFile) -> pa.Table:
     return pa.Table.from_batches(list(read_batches(store, spec, file)), schema=spec.schema)
 
 
-__all__ = ["BATCH_ROWS", "DataFile", "ReadSchema", "partition_scalars", "read_batches", "read_file", "read_schema"]
+__all__ = [
+    "BATCH_ROWS",
+    "DataFile",
+    "ReadSchema",
+    "partition_scalars",
+    "read_batches",
+    "read_file",
+    "read_schema",
+    "with_row_tracking",
+]
