@@ -29,7 +29,7 @@ from deltalog.core.actions import Add
 from deltalog.data.curve import curve_order
 from deltalog.data.files import DataFileWriter, WriteTarget
 from deltalog.data.parallel import ordered
-from deltalog.data.read import DataFile, ReadSchema, read_batches
+from deltalog.data.read import BATCH_ROWS, DataFile, ReadSchema, read_batches
 from deltalog.errors import InvalidArgumentError
 from deltalog.storage.base import LogStore
 
@@ -61,13 +61,17 @@ def live_batches(
     return ordered(producers, readers)
 
 
-def _sorted(spec: ReadSchema, batches: Iterator[pa.RecordBatch], layout: Layout) -> list[pa.RecordBatch]:
+def _sorted(
+    spec: ReadSchema, batches: Iterator[pa.RecordBatch], layout: Layout, row_group_bytes: int
+) -> list[pa.RecordBatch]:
+    """The rows sorted along the curve, in batches of about a row group, so that files roll between them."""
     table = pa.Table.from_batches(list(batches), schema=spec.schema)
     missing = [c for c in layout.columns if c not in spec.schema.names]
     if missing:
         raise InvalidArgumentError(f"cannot order by {missing[0]!r}: not a column of the table")
     order = curve_order([table.column(c) for c in layout.columns], layout.curve or "")
-    return table.take(order).to_batches()
+    rows = max(1, min(BATCH_ROWS, table.num_rows * row_group_bytes // max(1, table.nbytes)))
+    return table.take(order).to_batches(max_chunksize=rows)
 
 
 def rewrite(
@@ -86,7 +90,9 @@ def rewrite(
     writer = DataFileWriter(store, target, target_file_size=target_file_size, rules_checked=True, encoders=encoders)
     try:
         batches = live_batches(store, spec, files, readers)
-        writer.write_all(batches if layout.curve is None else _sorted(spec, batches, layout))
+        if layout.curve is not None:
+            batches = iter(_sorted(spec, batches, layout, writer.row_group_bytes))
+        writer.write_all(batches)
         return writer.close()
     except BaseException:
         writer.abort()

@@ -30,7 +30,7 @@ from deltalog.data.files import WriteTarget
 from deltalog.data.prepare import BatchPreparer
 from deltalog.data.read import ReadSchema, with_row_tracking
 from deltalog.data.rearrange import KEEP_ORDER, Layout
-from deltalog.data.target import target_file_size
+from deltalog.data.target import positive, target_file_size
 from deltalog.dml import rules
 from deltalog.dml.delete import describe, target_of
 from deltalog.errors import InvalidArgumentError, UnsupportedFeatureError
@@ -186,7 +186,8 @@ def job_for(snap: Snapshot, request: Request) -> Job:
     spec = describe(snap).read_schema()
     if tracked is not None:
         spec = with_row_tracking(spec, *tracked)
-    size = target_file_size(snap.configuration, request.target_size)
+    given = None if request.target_size is None else positive(request.target_size, "target_size")
+    size = target_file_size(snap.configuration, given)
     if request.purge:
         mode, layout, zorder = optimize_plan.PURGE, KEEP_ORDER, ()
     elif clustered_by:
