@@ -54,7 +54,12 @@ def build(root: Path, kind: str, appends: int = 8, rows_per_append: int = 25) ->
         conf.update(ROW_TRACKING)
     if kind == "cdf":
         conf["delta.enableChangeDataFeed"] = "true"
-    log.create(SCHEMA, partition_columns=partition, configuration=conf, clustering_columns=["a", "id"] if kind == "clustered" else None)
+    log.create(
+        SCHEMA,
+        partition_columns=partition,
+        configuration=conf,
+        clustering_columns=["a", "id"] if kind == "clustered" else None,
+    )
     if kind == "dv":
         enable_deletion_vectors(log)
     for i in range(appends):

@@ -25,7 +25,6 @@ from deltalog.errors import CorruptDataError, InvalidArgumentError, UnsupportedF
 from tests.integration.dml_kit import commit_info, files_on_disk
 from tests.integration.optimize_kit import (
     KINDS,
-    ROW_TRACKING,
     SCHEMA,
     assert_same_rows,
     batch,

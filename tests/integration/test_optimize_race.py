@@ -139,7 +139,8 @@ def test_writers_race_optimize_and_no_row_is_lost_or_duplicated(tmp_path: Path, 
     for t in threads:
         t.start()
     store = FaultyStore(
-        LocalLogStore(str(root)), slow("put_if_absent", "_delta_log/*.json", delay_s=0, nth=1, on_fire=hold_first_commit)
+        LocalLogStore(str(root)),
+        slow("put_if_absent", "_delta_log/*.json", delay_s=0, nth=1, on_fire=hold_first_commit),
     )
     start.wait(WAIT_S)
     where = "part != 'p3'" if case == "other-partition" else None

@@ -28,8 +28,8 @@ def test_range_ids_follow_the_order_with_nulls_first(values: list[object]) -> No
     ids = curve.range_ids(pa.array(values), 4)
     assert ids.dtype == np.uint64 and ids.max() < 16
     present = [(v, int(i)) for v, i in zip(values, ids, strict=True) if v is not None]
-    for (v1, i1) in present:
-        for (v2, i2) in present:
+    for v1, i1 in present:
+        for v2, i2 in present:
             if v1 < v2:  # type: ignore[operator]
                 assert i1 <= i2
             if v1 == v2:

@@ -52,7 +52,11 @@ def test_min_file_size_decides_what_is_small() -> None:
 
 
 def test_deleted_rows_over_the_ratio_make_a_large_file_a_candidate_even_alone() -> None:
-    files = [add("few", 200 * MB, deleted=5), add("many", 200 * MB, "y", deleted=6), add("nostats", 200 * MB, "z", rows=None, deleted=1)]
+    files = [
+        add("few", 200 * MB, deleted=5),
+        add("many", 200 * MB, "y", deleted=6),
+        add("nostats", 200 * MB, "z", rows=None, deleted=1),
+    ]
     plan = P.plan(files, P.Settings(target_size=100 * MB))
     assert names(plan) == [["many"], ["nostats"]]  # 5% is not more than 0.05; no numRecords: always
 
@@ -95,6 +99,8 @@ def test_settings_are_checked() -> None:
 
 
 def test_size_metrics_are_nearest_rank_percentiles() -> None:
-    assert P.size_metrics([]) == dict.fromkeys(("minFileSize", "p25FileSize", "p50FileSize", "p75FileSize", "maxFileSize"), 0)
+    assert P.size_metrics([]) == dict.fromkeys(
+        ("minFileSize", "p25FileSize", "p50FileSize", "p75FileSize", "maxFileSize"), 0
+    )
     m = P.size_metrics([40, 10, 30, 20])
     assert m == {"minFileSize": 10, "p25FileSize": 10, "p50FileSize": 20, "p75FileSize": 30, "maxFileSize": 40}
