@@ -244,6 +244,7 @@ from deltalog.cli import (  # noqa: E402
     doctor,
     intents,
     maintenance,
+    optimize_cmd,
     scan_cmd,
     write_cmd,
 )
@@ -253,6 +254,7 @@ for _module in (
     checkpoint_cmd,
     compact_log_cmd,
     maintenance,
+    optimize_cmd,
     doctor,
     intents,
     scan_cmd,

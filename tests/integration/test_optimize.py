@@ -21,14 +21,17 @@ from deltalake import DeltaTable
 
 import deltalog
 from deltalog import DeltaLog
+from deltalog.dml import auto_compact
 from deltalog.errors import CorruptDataError, InvalidArgumentError, UnsupportedFeatureError
 from tests.integration.dml_kit import commit_info, files_on_disk
+from tests.integration.modern_kit import files_for
 from tests.integration.optimize_kit import (
     KINDS,
     SCHEMA,
     assert_same_rows,
     batch,
     build,
+    ordered,
     stable_row_ids,
     table_rows,
 )
@@ -306,3 +309,32 @@ def test_a_crash_before_the_commit_leaves_only_files_vacuum_removes(tmp_path: Pa
     DeltaLog.for_table(root).vacuum(retention=0, dry_run=False, force=True)
     assert files_on_disk(root) == before
     assert_same_rows(root, rows)
+
+
+def test_auto_compaction_runs_after_a_commit_leaves_enough_small_files(tmp_path: Path) -> None:
+    root = tmp_path / "t"
+    log = DeltaLog.for_table(root)
+    log.create(SCHEMA, partition_columns=["part"], configuration={"delta.autoOptimize.autoCompact": "true"})
+    for i in range(auto_compact.MIN_NUM_FILES - 1):
+        log.start_transaction().commit(files_for(log, batch(i * 2, 2, parts=1)))
+    assert log.snapshot().num_files == auto_compact.MIN_NUM_FILES - 1  # not yet
+    before = table_rows(root)
+    appended = log.start_transaction().commit(files_for(log, batch(1000, 2, parts=1)))
+    assert appended.version == auto_compact.MIN_NUM_FILES
+    latest = log.latest_version()
+    assert latest == appended.version + 1
+    info = commit_info(root, latest)
+    assert info["operation"] == "OPTIMIZE" and info["operationParameters"]["auto"] == "true"
+    assert log.snapshot().num_files == 1
+    assert_same_rows(root, ordered([*before, *batch(1000, 2, parts=1).to_pylist()]))
+
+
+def test_a_failing_auto_compaction_never_fails_the_commit(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    root = tmp_path / "t"
+    log = DeltaLog.for_table(root)
+    log.create(SCHEMA, configuration={"delta.autoOptimize.autoCompact": "auto"})
+    adds = [files_for(log, batch(i * 2, 2, parts=1))[0] for i in range(auto_compact.MIN_NUM_FILES)]
+    (root / adds[0].path).write_bytes(b"broken")
+    result = log.start_transaction().commit(adds)
+    assert result.version == 1 and log.latest_version() == 1
+    assert "auto compaction failed" in caplog.text
