@@ -130,9 +130,11 @@ def _run_bins(
         pool.shutdown(wait=True)
 
 
-def _planned(
+def result_of(
     job: Job, plan: optimize_plan.Plan, dry_run: bool, committed: BatchCommitter | None = None
 ) -> OptimizeResult:
+    """The result of a run that planned ``plan``: a dry run's (what it would rewrite), one that found nothing,
+    or what ``committed`` committed."""
     files = plan.files
     if committed is None:
         return OptimizeResult(
@@ -173,17 +175,10 @@ def optimize(start_transaction: Callable[[], Transaction], request: Request) -> 
     txn = start_transaction()
     committer: BatchCommitter | None = None
     try:
-        snap = txn.snapshot
-        job = job_for(snap, request)
-        selection = select(snap, request.where)
-        job = replace(job, predicate=selection.text)
-        files = selection.files
-        if request.partitions is not None:
-            files = tuple(a for a in files if optimize_plan.partition_key(a) in request.partitions)
-        plan = optimize_plan.plan(files, job.settings)
+        job, plan = plan_run(txn, request)
         if request.dry_run or not plan.bins:
             txn.abort()
-            return _planned(job, plan, request.dry_run)
+            return result_of(job, plan, request.dry_run)
         committer = BatchCommitter(job, txn, start_transaction)
         last = time.monotonic()
         store = txn.context.store
@@ -199,13 +194,29 @@ def optimize(start_transaction: Callable[[], Transaction], request: Request) -> 
         else:
             txn.abort()
         raise
-    return _planned(job, plan, False, committer)
+    return result_of(job, plan, False, committer)
 
 
-def purge(start_transaction: Callable[[], Transaction], where: object = None, **options: object) -> OptimizeResult:
-    """REORG TABLE ... APPLY (PURGE): rewrite every file with a deletion vector (in the partitions ``where``
-    names) without its deleted rows."""
-    return optimize(start_transaction, Request(where=where, purge=True, **options))  # type: ignore[arg-type]
+def plan_run(txn: Transaction, request: Request) -> tuple[Job, optimize_plan.Plan]:
+    """The job and its bins on ``txn``'s snapshot: checked, the partitions selected, planned from the log. The
+    one planning step of local and Spark runs."""
+    snap = txn.snapshot
+    job = job_for(snap, request)
+    selection = select(snap, request.where)
+    job = replace(job, predicate=selection.text)
+    files = selection.files
+    if request.partitions is not None:
+        files = tuple(a for a in files if optimize_plan.partition_key(a) in request.partitions)
+    return job, optimize_plan.plan(files, job.settings)
 
 
-__all__ = ["OPTIMIZE", "REORG", "OptimizeResult", "Request", "default_tasks", "optimize", "purge"]
+__all__ = [
+    "OPTIMIZE",
+    "REORG",
+    "OptimizeResult",
+    "Request",
+    "default_tasks",
+    "optimize",
+    "plan_run",
+    "result_of",
+]

@@ -3,8 +3,9 @@
 pyspark is imported only inside this package (and lazily: ``import deltalog.spark`` works without it; the
 functions need it). Install it with ``pip install 'deltalog[spark]'``.
 
-:func:`write`, :func:`read` and :func:`checkpoint` are the implementations in :mod:`deltalog.spark.writer`,
-:mod:`~deltalog.spark.reader` and :mod:`~deltalog.spark.distributed_checkpoint`, wrapped (on first use, so that
+:func:`write`, :func:`read`, :func:`checkpoint` and :func:`optimize` are the implementations in
+:mod:`deltalog.spark.writer`, :mod:`~deltalog.spark.reader`, :mod:`~deltalog.spark.distributed_checkpoint` and
+:mod:`~deltalog.spark.distributed_optimize`, wrapped (on first use, so that
 importing this package stays cheap) by the two checks every entry point makes: calling one without pyspark, or
 on a cluster whose executors cannot import deltalog, raises :class:`~deltalog.errors.SetupError` saying what to
 install. The wrapper carries the implementation's signature and docstring (``functools.wraps``), so ``help()``,
@@ -21,16 +22,18 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from deltalog.errors import DeltaLogError
     from deltalog.spark.distributed_checkpoint import checkpoint
+    from deltalog.spark.distributed_optimize import optimize
     from deltalog.spark.reader import read
     from deltalog.spark.writer import write
 
-__all__ = ["carried_error", "checkpoint", "read", "write"]
+__all__ = ["carried_error", "checkpoint", "optimize", "read", "write"]
 
 #: public name -> the module that implements it
 _ENTRY_POINTS = {
     "write": "deltalog.spark.writer",
     "read": "deltalog.spark.reader",
     "checkpoint": "deltalog.spark.distributed_checkpoint",
+    "optimize": "deltalog.spark.distributed_optimize",
 }
 
 
