@@ -1,11 +1,11 @@
 """Executor side of :func:`deltalog.spark.optimize`: pyarrow only (no pyspark), so it runs inside Spark tasks.
 
-Each task rewrites the bins it is handed with the one rewrite of the data plane (:func:`deltalog.data.rearrange.rewrite`:
-the table's reader, the one data-file writer) through the table's store, rebuilt on the executor from the root and
-the storage options, and sends back the adds of the files it wrote; the data never passes through the driver. A
-bin that fails deletes its own files; a task that succeeded in a job that failed elsewhere reports its files
-through the ``written`` accumulator, and the driver deletes them. A deltalog error travels to the driver typed
-(:func:`~deltalog.spark._files.carry_error`).
+Each task rewrites the bins it is handed with the one rewrite of the data plane
+(:func:`deltalog.data.rearrange.rewrite`: the table's reader, the one data-file writer) through the table's store,
+rebuilt on the executor from the root and the storage options, and sends back the adds of the files it wrote; the
+data never passes through the driver. A bin that fails deletes its own files; a task that succeeded in a job that
+failed elsewhere reports its files through the ``written`` accumulator, and the driver deletes them. A deltalog
+error travels to the driver typed (:func:`~deltalog.spark._files.carry_error`).
 """
 
 from __future__ import annotations
