@@ -16,6 +16,7 @@ Nulls sort first. Everything is vectorised with numpy over Arrow buffers; nothin
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TypeAlias
 
 import numpy as np
 import pyarrow as pa
@@ -31,7 +32,7 @@ MAX_BITS = 16
 #: values sampled per column to place the bucket boundaries
 SAMPLE = 1 << 17
 
-Column = pa.Array | pa.ChunkedArray
+Column: TypeAlias = "pa.Array | pa.ChunkedArray"
 
 
 def bits_for(columns: int) -> int:

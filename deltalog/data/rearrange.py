@@ -71,7 +71,8 @@ def _sorted(
         raise InvalidArgumentError(f"cannot order by {missing[0]!r}: not a column of the table")
     order = curve_order([table.column(c) for c in layout.columns], layout.curve or "")
     rows = max(1, min(BATCH_ROWS, table.num_rows * row_group_bytes // max(1, table.nbytes)))
-    return table.take(order).to_batches(max_chunksize=rows)
+    out: list[pa.RecordBatch] = table.take(order).to_batches(max_chunksize=rows)
+    return out
 
 
 def rewrite(

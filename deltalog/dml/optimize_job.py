@@ -63,7 +63,7 @@ class Request:
 class Shape:
     """What the rewritten files depend on: a concurrent change to any of it makes them wrong for the table."""
 
-    schema: str
+    schema: str | None
     partition_columns: tuple[str, ...]
     column_mapping_mode: str
     row_tracking: tuple[str, str] | None
@@ -180,6 +180,7 @@ def job_for(snap: Snapshot, request: Request) -> Job:
             f"{location} is a clustered table: OPTIMIZE on it takes no partition predicate (it has no partitions)"
         )
     tracked = _tracked_columns(snap)
+    zorder: tuple[str, ...] = ()
     gate = REARRANGE_KEEPING_IDS if tracked is not None else REARRANGE
     rules.check_up_front(snap, location, (gate,))
     target = dataclasses.replace(target_of(snap), row_tracking=tracked)
@@ -189,14 +190,14 @@ def job_for(snap: Snapshot, request: Request) -> Job:
     given = None if request.target_size is None else positive(request.target_size, "target_size")
     size = target_file_size(snap.configuration, given)
     if request.purge:
-        mode, layout, zorder = optimize_plan.PURGE, KEEP_ORDER, ()
+        mode, layout = optimize_plan.PURGE, KEEP_ORDER
     elif clustered_by:
-        mode, layout, zorder = optimize_plan.CLUSTER, Layout(HILBERT, clustered_by), ()
+        mode, layout = optimize_plan.CLUSTER, Layout(HILBERT, clustered_by)
     elif request.z_order_by:
         zorder = _check_zorder(snap, target, request.z_order_by)
         mode, layout = optimize_plan.ZORDER, Layout(ZORDER, zorder)
     else:
-        mode, layout, zorder = optimize_plan.COMPACT, KEEP_ORDER, ()
+        mode, layout = optimize_plan.COMPACT, KEEP_ORDER
     settings = optimize_plan.Settings(
         mode=mode,
         target_size=size,

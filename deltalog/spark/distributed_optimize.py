@@ -64,7 +64,7 @@ def optimize(
         return result_of(job, plan, dry_run)
     committer = BatchCommitter(job, txn, log.start_transaction)
     sc = spark.sparkContext
-    reported = sc.accumulator([], PathList())
+    reported: Any = sc.accumulator([], PathList())  # type: ignore[arg-type]  # PathList is duck-typed
     task = functools.partial(
         rewrite_bins, root=log.store.root, storage_options=storage_options, job=job, written=reported
     )
