@@ -155,8 +155,47 @@ def curve_keys(columns: Sequence[Column], curve: str = ZORDER) -> np.ndarray:
 
 def curve_order(columns: Sequence[Column], curve: str = ZORDER) -> pa.Array:
     """The row positions that sort ``columns`` along ``curve`` (ties keep their order), for ``take``."""
+    return sorted_by_curve(columns, curve)[0]
+
+
+def sorted_by_curve(columns: Sequence[Column], curve: str = ZORDER) -> tuple[pa.Array, np.ndarray]:
+    """The row positions that sort ``columns`` along ``curve`` (for ``take``) and the keys in that order."""
     keys = curve_keys(columns, curve)
-    return pa.array(np.argsort(keys, kind="stable").astype(np.int64))
+    order = np.argsort(keys, kind="stable")
+    return pa.array(order.astype(np.int64)), keys[order]
+
+
+def file_cuts(sorted_keys: np.ndarray, rows_per_file: int) -> list[int]:
+    """Where to start new files in rows sorted by curve key, so that every file is one aligned cell of the curve
+    holding at most ``rows_per_file`` rows.
+
+    An aligned cell (the rows whose keys share their high bits) is a box of the columns' quantile space, on both
+    curves; a file made of one cell has min/max statistics that bound that box, so a filter on the columns skips
+    every file whose box it misses. Cutting at row counts instead makes files straddle cell edges, and their
+    statistics then span both sides. So a cell with too many rows is halved (its next key bit), again and again,
+    like a k-d tree: files hold between about half and all of ``rows_per_file`` rows where the data is spread, and
+    a run of one repeated key larger than a file is split by rows. Returns the start offsets of the files after
+    the first.
+    """
+    n = len(sorted_keys)
+    cuts: list[int] = []
+    todo = [(0, n, 64)]  # (first row, end row, bits still shared below the cell's prefix)
+    while todo:
+        lo, hi, bits = todo.pop()
+        if hi == lo:
+            continue
+        if hi - lo <= rows_per_file:
+            cuts.append(lo)
+            continue
+        if bits == 0:  # one key, more rows than a file: split by rows
+            cuts.extend(range(lo, hi, rows_per_file))
+            continue
+        bit = np.uint64(1 << (bits - 1))
+        base = (sorted_keys[lo] >> np.uint64(bits)) << np.uint64(bits) if bits < 64 else np.uint64(0)
+        mid = lo + int(np.searchsorted(sorted_keys[lo:hi], base | bit, side="left"))
+        todo.append((mid, hi, bits - 1))  # popped after the lower half: offsets come out ascending
+        todo.append((lo, mid, bits - 1))
+    return [c for c in cuts if 0 < c < n]
 
 
 __all__ = [
@@ -167,7 +206,9 @@ __all__ = [
     "bits_for",
     "curve_keys",
     "curve_order",
+    "file_cuts",
     "hilbert",
     "interleave",
     "range_ids",
+    "sorted_by_curve",
 ]

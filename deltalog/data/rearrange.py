@@ -20,16 +20,18 @@ every file the bin wrote before it propagates.
 from __future__ import annotations
 
 import functools
+import itertools
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 import pyarrow as pa
 
 from deltalog.core.actions import Add
-from deltalog.data.curve import curve_order
+from deltalog.data.curve import file_cuts, sorted_by_curve
 from deltalog.data.files import DataFileWriter, WriteTarget
 from deltalog.data.parallel import ordered
 from deltalog.data.read import BATCH_ROWS, DataFile, ReadSchema, read_batches
+from deltalog.data.target import target_file_size as target_file_size_of
 from deltalog.errors import InvalidArgumentError
 from deltalog.storage.base import LogStore
 
@@ -56,23 +58,45 @@ def _file_batches(store: LogStore, spec: ReadSchema, file: DataFile) -> Iterator
 def live_batches(
     store: LogStore, spec: ReadSchema, files: Sequence[DataFile], readers: int = READERS
 ) -> Iterator[pa.RecordBatch]:
-    """The live rows of ``files`` in file order, ``readers`` files read at once."""
+    """The live rows of ``files`` in file order, ``readers`` files read at once (one: read in this thread)."""
+    if readers <= 1:
+        return (b for f in files for b in read_batches(store, spec, f))
     producers = [functools.partial(_file_batches, store, spec, f) for f in files]
     return ordered(producers, readers)
 
 
-def _sorted(
-    spec: ReadSchema, batches: Iterator[pa.RecordBatch], layout: Layout, row_group_bytes: int
-) -> list[pa.RecordBatch]:
-    """The rows sorted along the curve, in batches of about a row group, so that files roll between them."""
+def coalesced(batches: Iterator[pa.RecordBatch], schema: pa.Schema, rows: int = BATCH_ROWS) -> Iterator[pa.RecordBatch]:
+    """``batches`` joined into batches of about ``rows`` rows: the writer's cost is per batch, and small files give
+    batches of a few hundred rows each."""
+    held: list[pa.RecordBatch] = []
+    count = 0
+    for batch in batches:
+        held.append(batch)
+        count += batch.num_rows
+        if count >= rows:
+            yield pa.Table.from_batches(held, schema=schema).combine_chunks().to_batches()[0]
+            held, count = [], 0
+    if held:
+        yield pa.Table.from_batches(held, schema=schema).combine_chunks().to_batches()[0]
+
+
+def _sorted_files(
+    spec: ReadSchema, batches: Iterator[pa.RecordBatch], layout: Layout, rows_per_file: int, row_group_bytes: int
+) -> Iterator[list[pa.RecordBatch]]:
+    """The rows sorted along the curve, one list of batches (each about a row group) per file to write; files
+    end at the curve's cell boundaries (:func:`~deltalog.data.curve.file_cuts`)."""
     table = pa.Table.from_batches(list(batches), schema=spec.schema)
     missing = [c for c in layout.columns if c not in spec.schema.names]
     if missing:
         raise InvalidArgumentError(f"cannot order by {missing[0]!r}: not a column of the table")
-    order = curve_order([table.column(c) for c in layout.columns], layout.curve or "")
+    order, keys = sorted_by_curve([table.column(c) for c in layout.columns], layout.curve or "")
+    table = table.take(order)
+    del order
     rows = max(1, min(BATCH_ROWS, table.num_rows * row_group_bytes // max(1, table.nbytes)))
-    out: list[pa.RecordBatch] = table.take(order).to_batches(max_chunksize=rows)
-    return out
+    bounds = [0, *file_cuts(keys, rows_per_file), table.num_rows]
+    del keys
+    for start, end in itertools.pairwise(bounds):
+        yield table.slice(start, end - start).to_batches(max_chunksize=rows)
 
 
 def rewrite(
@@ -85,19 +109,33 @@ def rewrite(
     target_file_size: int | None = None,
     readers: int = READERS,
     encoders: int | None = None,
+    input_bytes: int | None = None,
 ) -> list[Add]:
     """Write the live rows of ``files`` (one partition's) anew, in ``layout``; the adds of the new files
-    (``dataChange`` as the writer sets it: the caller decides what the commit says)."""
-    writer = DataFileWriter(store, target, target_file_size=target_file_size, rules_checked=True, encoders=encoders)
+    (``dataChange`` as the writer sets it: the caller decides what the commit says). ``input_bytes``, the size
+    of ``files``, tells a curve layout how many rows make a file of the target size."""
+    size = target_file_size_of(target.configuration, target_file_size)
+    curved = layout.curve is not None
+    # a curve layout decides where its files end; the writer's own size roll is only the backstop
+    writer = DataFileWriter(
+        store, target, target_file_size=2 * size if curved else size, rules_checked=True, encoders=encoders
+    )
     try:
         batches = live_batches(store, spec, files, readers)
-        if layout.curve is not None:
-            batches = iter(_sorted(spec, batches, layout, writer.row_group_bytes))
-        writer.write_all(batches)
+        if not curved:
+            writer.write_all(coalesced(batches, spec.schema))
+            return writer.close()
+        rows = list(batches)
+        count = sum(b.num_rows for b in rows)
+        total = max(1, input_bytes or sum(b.nbytes for b in rows))
+        rows_per_file = max(1, count * size // total)
+        for chunk in _sorted_files(spec, iter(rows), layout, rows_per_file, writer.row_group_bytes):
+            writer.write_all(iter(chunk))
+            writer.roll()
         return writer.close()
     except BaseException:
         writer.abort()
         raise
 
 
-__all__ = ["KEEP_ORDER", "READERS", "Layout", "live_batches", "rewrite"]
+__all__ = ["KEEP_ORDER", "READERS", "Layout", "coalesced", "live_batches", "rewrite"]

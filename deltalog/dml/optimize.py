@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING
 from deltalog.core import optimize_plan
 from deltalog.data.parallel import default_workers
 from deltalog.data.read import DataFile
-from deltalog.data.rearrange import rewrite
+from deltalog.data.rearrange import READERS, rewrite
 from deltalog.data.target import positive
 from deltalog.dml.optimize_commit import BatchCommitter, Rewritten
 from deltalog.dml.optimize_job import OPTIMIZE, REORG, Job, Request, job_for
@@ -71,7 +71,7 @@ def default_tasks() -> int:
     return min(MAX_DEFAULT_TASKS, default_workers())
 
 
-def _rewrite_bin(store: LogStore, job: Job, b: optimize_plan.Bin, encoders: int | None) -> Rewritten:
+def _rewrite_bin(store: LogStore, job: Job, b: optimize_plan.Bin, encoders: int, readers: int) -> Rewritten:
     files = [DataFile.of(a) for a in b.files]
     adds = rewrite(
         store,
@@ -81,6 +81,8 @@ def _rewrite_bin(store: LogStore, job: Job, b: optimize_plan.Bin, encoders: int 
         layout=job.layout,
         target_file_size=job.settings.target_size,
         encoders=encoders,
+        readers=readers,
+        input_bytes=b.size,
     )
     return Rewritten(b, tuple(adds))
 
@@ -95,13 +97,15 @@ def _run_bins(
     waited for and handed to ``orphan``, which deletes their files.
     """
     encoders = max(1, 4 // tasks)
+    # bins in parallel keep the cores busy; a lone bin reads its files in parallel instead
+    readers = 1 if len(bins) >= tasks > 1 else READERS
     todo = iter(bins)
     pool = cf.ThreadPoolExecutor(max_workers=tasks, thread_name_prefix="deltalog-optimize")
     running: set[cf.Future[Rewritten]] = set()
 
     def start() -> None:
         for b in todo:
-            running.add(pool.submit(_rewrite_bin, store, job, b, encoders))
+            running.add(pool.submit(_rewrite_bin, store, job, b, encoders, readers))
             if len(running) >= tasks:
                 return
 

@@ -43,6 +43,7 @@ def rewrite_bins(
                 layout=job.layout,
                 target_file_size=job.settings.target_size,
                 encoders=1,  # Spark already runs a task per core
+                input_bytes=b.size,
             )
         except DeltaLogError as exc:
             raise carry_error(exc) from exc

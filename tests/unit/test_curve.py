@@ -4,6 +4,7 @@ interleaving, and the Hilbert index, whose consecutive keys are neighbouring poi
 from __future__ import annotations
 
 import datetime as dt
+import itertools
 
 import numpy as np
 import pyarrow as pa
@@ -69,3 +70,29 @@ def test_curve_order_sorts_rows_and_refuses_what_it_cannot_order() -> None:
         curve.range_ids(pa.array([[1], [2]]), 4)
     with pytest.raises(InvalidArgumentError, match="columns"):
         curve.bits_for(0)
+
+
+def test_files_end_at_the_coarsest_cell_boundaries_that_fit() -> None:
+    keys = np.arange(16, dtype=np.uint64)
+    assert curve.file_cuts(keys, 4) == [4, 8, 12]  # four aligned cells of four
+    assert curve.file_cuts(keys, 7) == [4, 8, 12]  # an 8-row cell does not fit: cells of 4, one per file
+    assert curve.file_cuts(keys, 16) == []
+    assert curve.file_cuts(np.zeros(10, np.uint64), 4) == [4, 8]  # one repeated key: split by rows
+    uneven = np.array([0, 0, 0, 1, 2, 3, 8, 9, 10, 11, 12, 13], np.uint64)
+    assert curve.file_cuts(uneven, 4) == [4, 6, 10]  # cells {0..3}, {8, 9}, {10, 11}... each a box
+
+
+def test_z_ordered_files_of_whole_cells_are_boxes_a_box_filter_skips() -> None:
+    rng = np.random.default_rng(27)
+    a, b = rng.integers(0, 1_000_000, 64_000), rng.integers(0, 1_000_000, 64_000)
+    order, keys = curve.sorted_by_curve([pa.array(a), pa.array(b)])
+    positions = order.to_numpy()
+    bounds = [0, *curve.file_cuts(keys, 4_000), len(a)]
+    kept = 0
+    for start, end in itertools.pairwise(bounds):
+        rows = positions[start:end]
+        if a[rows].min() < 250_000 and b[rows].min() < 250_000:
+            kept += len(rows)
+    matching = int(((a < 250_000) & (b < 250_000)).sum())
+    # the box's cell, and the neighbours whose edge the sampled quantiles put a little inside the box
+    assert kept < 2.5 * matching
