@@ -158,14 +158,30 @@ def _kept(deleted: np.ndarray, start: int, n: int) -> pa.Array | None:
     return bool_array(keep)
 
 
-def read_batches(
-    store: LogStore, spec: ReadSchema, file: DataFile, batch_rows: int = BATCH_ROWS
-) -> Iterator[pa.RecordBatch]:
-    """The file's live rows in ``spec``'s schema, batch by batch (deleted rows dropped, empty batches skipped).
+@dataclass(frozen=True)
+class _Plan:
+    """How one file's raw batches become the table's rows: where each column is, and the partition values."""
 
-    Every failure is typed and names the file: missing or corrupt data or DV files, a DV that disagrees
-    with the file, a partition value that is not of its column's type.
-    """
+    found: Mapping[str, int | None]
+    position: Mapping[int, int]
+    partitions: Mapping[str, pa.Scalar]
+    source: str
+
+    def key(self, file: DataFile, raw: pa.Schema) -> tuple[Any, ...]:
+        """Files whose raw batches can be joined before assembling: same columns found alike, same partition."""
+        return (
+            raw,
+            tuple(self.found.items()),
+            tuple(self.position.items()),
+            tuple(sorted(file.partition_values.items())),
+        )
+
+
+def _pieces(
+    store: LogStore, spec: ReadSchema, file: DataFile, batch_rows: int
+) -> Iterator[tuple[_Plan, pa.RecordBatch, list[pa.Array] | None]]:
+    """The file's live rows as raw batches (the file's columns, deleted rows dropped), each with how to assemble
+    it and, when ``spec`` tracks rows, its stable row ids and commit versions."""
     source = file.path
     partitions = partition_scalars(spec, file, source)
     deleted = None
@@ -190,6 +206,7 @@ def read_batches(
         # pyarrow reads "a.b" as a nested path: with such a name, read every column and pick by position
         by_name = not any("." in n for n in names)
         position = {i: (k if by_name else i) for k, i in enumerate(selected)}
+        plan = _Plan(found, position, partitions, source)
         start = 0
         with _parquet_errors(source):
             for batch in _file_batches(parquet, batch_rows, names if by_name else None):
@@ -202,7 +219,57 @@ def read_batches(
                     ids = None if ids is None else [a.filter(keep) for a in ids]
                 if batch.num_rows == 0:
                     continue
-                yield _assemble(spec, batch, found, position, partitions, source, ids)
+                yield plan, batch, ids
+
+
+def read_batches(
+    store: LogStore, spec: ReadSchema, file: DataFile, batch_rows: int = BATCH_ROWS
+) -> Iterator[pa.RecordBatch]:
+    """The file's live rows in ``spec``'s schema, batch by batch (deleted rows dropped, empty batches skipped).
+
+    Every failure is typed and names the file: missing or corrupt data or DV files, a DV that disagrees
+    with the file, a partition value that is not of its column's type.
+    """
+    for plan, batch, ids in _pieces(store, spec, file, batch_rows):
+        yield _assemble(spec, batch, plan.found, plan.position, plan.partitions, plan.source, ids)
+
+
+def read_many(
+    store: LogStore, spec: ReadSchema, files: Sequence[DataFile], batch_rows: int = BATCH_ROWS
+) -> Iterator[pa.RecordBatch]:
+    """The live rows of ``files`` in order, as :func:`read_batches` gives them, in batches of about
+    ``batch_rows``: consecutive files of one partition and one file schema have their raw rows joined before
+    they are assembled once, so many small files cost little more than their decoding (what compaction reads).
+    A failure in assembling a joined batch names its first file."""
+    held: list[pa.RecordBatch] = []
+    held_plan: _Plan | None = None
+    held_key: tuple[Any, ...] | None = None
+    count = 0
+
+    def flush() -> Iterator[pa.RecordBatch]:
+        nonlocal held, count
+        if held and held_plan is not None:
+            joined = pa.Table.from_batches(held).combine_chunks()
+            p = held_plan
+            for raw in joined.to_batches(max_chunksize=batch_rows):
+                yield _assemble(spec, raw, p.found, p.position, p.partitions, p.source)
+        held, count = [], 0
+
+    for file in files:
+        for plan, batch, ids in _pieces(store, spec, file, batch_rows):
+            if ids is not None:  # stable row ids come per batch: assembled as they are
+                yield from flush()
+                yield _assemble(spec, batch, plan.found, plan.position, plan.partitions, plan.source, ids)
+                continue
+            key = plan.key(file, batch.schema)
+            if key != held_key:
+                yield from flush()
+                held_plan, held_key = plan, key
+            held.append(batch)
+            count += batch.num_rows
+            if count >= batch_rows:
+                yield from flush()
+    yield from flush()
 
 
 def _file_batches(parquet: pq.ParquetFile, batch_rows: int, columns: list[str] | None) -> Iterator[pa.RecordBatch]:
@@ -310,6 +377,7 @@ __all__ = [
     "partition_scalars",
     "read_batches",
     "read_file",
+    "read_many",
     "read_schema",
     "with_row_tracking",
 ]

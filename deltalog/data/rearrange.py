@@ -30,7 +30,7 @@ from deltalog.core.actions import Add
 from deltalog.data.curve import file_cuts, sorted_by_curve
 from deltalog.data.files import DataFileWriter, WriteTarget
 from deltalog.data.parallel import ordered
-from deltalog.data.read import BATCH_ROWS, DataFile, ReadSchema, read_batches
+from deltalog.data.read import BATCH_ROWS, DataFile, ReadSchema, read_batches, read_many
 from deltalog.data.target import target_file_size as target_file_size_of
 from deltalog.errors import InvalidArgumentError
 from deltalog.storage.base import LogStore
@@ -60,7 +60,7 @@ def live_batches(
 ) -> Iterator[pa.RecordBatch]:
     """The live rows of ``files`` in file order, ``readers`` files read at once (one: read in this thread)."""
     if readers <= 1:
-        return (b for f in files for b in read_batches(store, spec, f))
+        return read_many(store, spec, files)
     producers = [functools.partial(_file_batches, store, spec, f) for f in files]
     return ordered(producers, readers)
 
