@@ -8,6 +8,7 @@ Each table is checked by the independent protocol checker and read by deltalog, 
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import subprocess
 import sys
@@ -21,9 +22,10 @@ from deltalake import DeltaTable
 
 import deltalog
 from deltalog import DeltaLog
+from deltalog import actions as A
 from deltalog.dml import auto_compact
 from deltalog.errors import CorruptDataError, InvalidArgumentError, UnsupportedFeatureError
-from tests.integration.dml_kit import commit_info, files_on_disk
+from tests.integration.dml_kit import commit_info, files_on_disk, hand_commit
 from tests.integration.modern_kit import files_for
 from tests.integration.optimize_kit import (
     KINDS,
@@ -338,3 +340,16 @@ def test_a_failing_auto_compaction_never_fails_the_commit(tmp_path: Path, caplog
     result = log.start_transaction().commit(adds)
     assert result.version == 1 and log.latest_version() == 1
     assert "auto compaction failed" in caplog.text
+
+
+def test_a_table_feature_deltalog_cannot_write_is_refused_before_anything_is_written(tmp_path: Path) -> None:
+    root = tmp_path / "t"
+    log = build(root, "plain", appends=3)
+    snap = log.snapshot()
+    uniform = A.Protocol(2, 7, None, ("icebergCompatV2", "columnMapping"))
+    conf = {**snap.configuration, "delta.enableIcebergCompatV2": "true", "delta.columnMapping.mode": "name"}
+    hand_commit(log, [uniform, dataclasses.replace(snap.metadata, configuration=conf)], "SET TBLPROPERTIES")
+    before, version = files_on_disk(root), log.latest_version()
+    with pytest.raises(UnsupportedFeatureError, match="icebergCompatV2"):
+        log.optimize()
+    assert files_on_disk(root) == before and log.latest_version() == version
