@@ -19,13 +19,13 @@ from __future__ import annotations
 
 import concurrent.futures as cf
 import logging
+import os
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from deltalog.core import optimize_plan
-from deltalog.data.parallel import default_workers
 from deltalog.data.read import DataFile
 from deltalog.data.rearrange import READERS, rewrite
 from deltalog.data.target import positive
@@ -39,7 +39,8 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-#: bins rewritten at once by default: two per core (parquet decoding and encoding release the GIL), at most 4
+#: bins rewritten at once by default: one per core (each bin's writer encodes on threads of its own, and every
+#: bin in flight holds a row group), at most 4
 MAX_DEFAULT_TASKS = 4
 
 
@@ -68,7 +69,7 @@ class OptimizeResult:
 
 
 def default_tasks() -> int:
-    return min(MAX_DEFAULT_TASKS, default_workers())
+    return max(1, min(MAX_DEFAULT_TASKS, os.cpu_count() or 1))
 
 
 def _rewrite_bin(store: LogStore, job: Job, b: optimize_plan.Bin, encoders: int, readers: int) -> Rewritten:
@@ -96,7 +97,7 @@ def _run_bins(
     files), and the failure propagates. When the caller stops early (its commit failed), bins still running are
     waited for and handed to ``orphan``, which deletes their files.
     """
-    encoders = max(1, 4 // tasks)
+    encoders = 1  # a bin is one partition: one lane, whose row groups encode one after another anyway
     # bins in parallel keep the cores busy; a lone bin reads its files in parallel instead
     readers = 1 if len(bins) >= tasks > 1 else READERS
     todo = iter(bins)
