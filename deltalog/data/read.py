@@ -191,7 +191,13 @@ def _pieces(
     with contextlib.ExitStack() as stack:
         with _parquet_errors(source):
             local = native_path(store, where)
-            handle: Any = local if local is not None else stack.enter_context(open_input(store, where, source))
+            # a local file opened natively (reads without the GIL); a path string would make pyarrow work out
+            # its filesystem again for every file, which costs as much as reading a small file
+            handle: Any = (
+                stack.enter_context(pa.OSFile(local))
+                if local is not None
+                else stack.enter_context(open_input(store, where, source))
+            )
             # pre-buffering coalesces ranged reads, which pays on object stores and costs on a local disk
             parquet = pq.ParquetFile(handle, coerce_int96_timestamp_unit="us", pre_buffer=local is None)
             stack.callback(parquet.close)
