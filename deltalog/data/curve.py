@@ -162,7 +162,7 @@ def sorted_by_curve(columns: Sequence[Column], curve: str = ZORDER) -> tuple[pa.
     """The row positions that sort ``columns`` along ``curve`` (for ``take``) and the keys in that order."""
     keys = curve_keys(columns, curve)
     order = np.argsort(keys, kind="stable")
-    return pa.array(order.astype(np.int64)), keys[order]
+    return pa.array(order.astype(np.int64, copy=False)), keys[order]
 
 
 def file_cuts(sorted_keys: np.ndarray, rows_per_file: int) -> list[int]:

@@ -81,22 +81,24 @@ def coalesced(batches: Iterator[pa.RecordBatch], schema: pa.Schema, rows: int = 
 
 
 def _sorted_files(
-    spec: ReadSchema, batches: Iterator[pa.RecordBatch], layout: Layout, rows_per_file: int, row_group_bytes: int
+    spec: ReadSchema, rows: list[pa.RecordBatch], layout: Layout, rows_per_file: int, row_group_bytes: int
 ) -> Iterator[list[pa.RecordBatch]]:
     """The rows sorted along the curve, one list of batches (each about a row group) per file to write; files
-    end at the curve's cell boundaries (:func:`~deltalog.data.curve.file_cuts`)."""
-    table = pa.Table.from_batches(list(batches), schema=spec.schema)
+    end at the curve's cell boundaries (:func:`~deltalog.data.curve.file_cuts`). ``rows`` is emptied: the
+    unsorted copy is let go as soon as the sorted one exists, which halves the bin's peak."""
+    table = pa.Table.from_batches(rows, schema=spec.schema)
+    rows.clear()
     missing = [c for c in layout.columns if c not in spec.schema.names]
     if missing:
         raise InvalidArgumentError(f"cannot order by {missing[0]!r}: not a column of the table")
     order, keys = sorted_by_curve([table.column(c) for c in layout.columns], layout.curve or "")
     table = table.take(order)
     del order
-    rows = max(1, min(BATCH_ROWS, table.num_rows * row_group_bytes // max(1, table.nbytes)))
+    per_batch = max(1, min(BATCH_ROWS, table.num_rows * row_group_bytes // max(1, table.nbytes)))
     bounds = [0, *file_cuts(keys, rows_per_file), table.num_rows]
     del keys
     for start, end in itertools.pairwise(bounds):
-        yield table.slice(start, end - start).to_batches(max_chunksize=rows)
+        yield table.slice(start, end - start).to_batches(max_chunksize=per_batch)
 
 
 def rewrite(
@@ -129,7 +131,7 @@ def rewrite(
         count = sum(b.num_rows for b in rows)
         total = max(1, input_bytes or sum(b.nbytes for b in rows))
         rows_per_file = max(1, count * size // total)
-        for chunk in _sorted_files(spec, iter(rows), layout, rows_per_file, writer.row_group_bytes):
+        for chunk in _sorted_files(spec, rows, layout, rows_per_file, writer.row_group_bytes):
             writer.write_all(iter(chunk))
             writer.roll()
         return writer.close()
