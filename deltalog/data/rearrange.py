@@ -125,7 +125,10 @@ def rewrite(
     try:
         batches = live_batches(store, spec, files, readers)
         if not curved:
-            writer.write_all(coalesced(batches, spec.schema))
+            # written in this thread: the bins already keep the cores busy, and a thread preparing batches
+            # ahead only contends for the GIL with them
+            for batch in coalesced(batches, spec.schema):
+                writer.write(batch)
             return writer.close()
         rows = list(batches)
         count = sum(b.num_rows for b in rows)
