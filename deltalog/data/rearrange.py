@@ -92,8 +92,12 @@ def _sorted_files(
     if missing:
         raise InvalidArgumentError(f"cannot order by {missing[0]!r}: not a column of the table")
     order, keys = sorted_by_curve([table.column(c) for c in layout.columns], layout.curve or "")
-    table = table.take(order)
-    del order
+    sorted_columns = []
+    for name in spec.schema.names:  # column by column, each original let go once its sorted copy exists
+        sorted_columns.append(table.column(name).take(order))
+        table = table.drop_columns([name])
+    table = pa.Table.from_arrays(sorted_columns, schema=spec.schema)
+    del order, sorted_columns
     per_batch = max(1, min(BATCH_ROWS, table.num_rows * row_group_bytes // max(1, table.nbytes)))
     bounds = [0, *file_cuts(keys, rows_per_file), table.num_rows]
     del keys
