@@ -9,7 +9,6 @@ file becomes actions in one place, :func:`decode_commit` (replay reads the same 
 from __future__ import annotations
 
 import dataclasses
-import functools
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
@@ -58,12 +57,18 @@ def _encode_value(value: Any) -> Any:
     return value
 
 
-@functools.cache
+_FIELD_NAMES: dict[type, tuple[tuple[str, str, bool], ...]] = {}
+
+
 def _field_names(cls: type) -> tuple[tuple[str, str, bool], ...]:
     """(attribute, JSON key, written even when empty) of each field of an action class, worked out once per class:
     encoding a commit of many file actions asked ``dataclasses.fields`` and re-camel-cased every name per action."""
-    always = issubclass(cls, (A.Add, A.Cdc))
-    return tuple((f.name, _camel(f.name), always and f.name in _ALWAYS_WRITTEN) for f in dataclasses.fields(cls))
+    found = _FIELD_NAMES.get(cls)
+    if found is None:
+        always = issubclass(cls, (A.Add, A.Cdc))
+        found = tuple((f.name, _camel(f.name), always and f.name in _ALWAYS_WRITTEN) for f in dataclasses.fields(cls))
+        _FIELD_NAMES[cls] = found
+    return found
 
 
 def _encode_fields(obj: Any) -> dict[str, Any]:
