@@ -486,7 +486,7 @@ class DeltaLog:
         request = Request(
             where=where,
             target_size=target_size,
-            z_order_by=tuple(z_order_by or ()),
+            z_order_by=(z_order_by,) if isinstance(z_order_by, str) else tuple(z_order_by or ()),
             min_file_size=min_file_size,
             max_concurrent_tasks=max_concurrent_tasks,
             dry_run=dry_run,

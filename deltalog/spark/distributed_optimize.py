@@ -48,7 +48,7 @@ def optimize(
     request = Request(
         where=where,
         target_size=target_size,
-        z_order_by=tuple(z_order_by or ()),
+        z_order_by=(z_order_by,) if isinstance(z_order_by, str) else tuple(z_order_by or ()),
         min_file_size=min_file_size,
         dry_run=dry_run,
         purge=purge,
