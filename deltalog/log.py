@@ -35,6 +35,7 @@ if TYPE_CHECKING:
 
     from deltalog.checkpoint.writer import CheckpointResult, Progress
     from deltalog.core.cleanup_plan import Retention
+    from deltalog.dml.optimize import OptimizeResult
     from deltalog.maintenance.cleanup import CleanupResult
     from deltalog.maintenance.log_compaction import LogCompactionResult
     from deltalog.maintenance.restore import RestoreResult
@@ -414,6 +415,25 @@ class DeltaLog:
             from deltalog.maintenance.log_compaction import compact_when_due
 
             compact_when_due(self.context, version, self.log_compaction_interval, self.snapshot)
+        self._auto_compact(result)
+
+    def _auto_compact(self, result: CommitResult) -> None:
+        """Auto compaction (``delta.autoOptimize.autoCompact``) of the partitions the commit wrote into; see
+        :mod:`deltalog.dml.auto_compact`. Never raises."""
+        with self._lock:
+            latest = self._latest
+        if result.version is None or latest is None:
+            return
+        from deltalog.dml import auto_compact
+
+        if not auto_compact.enabled(latest.configuration):
+            return
+        try:
+            snap = self.snapshot()
+        except Exception:
+            log.exception("auto compaction could not read version %s", result.version)
+            return
+        auto_compact.compact_when_due(self.start_transaction, snap, result.operation, result.actions)
 
     # ------------------------------------------------------------------------------------------ time
     def commit_timeline(self) -> list[tuple[int, int]]:
@@ -574,6 +594,53 @@ class DeltaLog:
     def __repr__(self) -> str:
         return f"DeltaLog({self.location!r})"
 
+    def optimize(
+        self,
+        where: Any = None,
+        target_size: int | None = None,
+        z_order_by: Sequence[str] | None = None,
+        min_file_size: int | None = None,
+        max_concurrent_tasks: int | None = None,
+        dry_run: bool = False,
+        *,
+        min_commit_interval: float | dt.timedelta | None = None,
+    ) -> OptimizeResult:
+        """OPTIMIZE: rewrite small files (and files with many rows deleted by deletion vectors) into files of about
+        ``target_size`` bytes, committed with ``dataChange: false`` so concurrent appends and deletes of other files
+        go on; see :mod:`deltalog.dml.optimize`.
+
+        ``where`` selects partitions (SQL text, a ``where`` mapping, deltalake's DNF filters or a pyarrow
+        Expression, on partition columns only). ``target_size`` defaults to ``delta.targetFileSize``, else
+        100 MiB; files under ``min_file_size`` (default: ``target_size``) are compacted. ``z_order_by`` rewrites
+        every file of the selected partitions sorted along the Z-order curve of those columns. On a clustered
+        table it clusters by the clustering columns (Hilbert curve) instead. ``min_commit_interval`` (seconds
+        or a timedelta) commits finished work in batches that far apart. ``dry_run`` reports what would be
+        rewritten and writes nothing.
+        """
+        from deltalog.dml.optimize import Request, optimize
+
+        request = Request(
+            where=where,
+            target_size=target_size,
+            z_order_by=(z_order_by,) if isinstance(z_order_by, str) else tuple(z_order_by or ()),
+            min_file_size=min_file_size,
+            max_concurrent_tasks=max_concurrent_tasks,
+            dry_run=dry_run,
+            min_commit_interval=_seconds(min_commit_interval),
+        )
+        return optimize(self.start_transaction, request)
+
+    def purge_deletion_vectors(
+        self, where: Any = None, *, max_concurrent_tasks: int | None = None, dry_run: bool = False
+    ) -> OptimizeResult:
+        """REORG TABLE ... APPLY (PURGE): rewrite every file that has a deletion vector (in the partitions
+        ``where`` selects) without its deleted rows, committed as ``REORG`` with ``dataChange: false``, so that
+        the table can drop the feature or be read by engines without deletion-vector support."""
+        from deltalog.dml.optimize import Request, optimize
+
+        request = Request(where=where, purge=True, max_concurrent_tasks=max_concurrent_tasks, dry_run=dry_run)
+        return optimize(self.start_transaction, request)
+
     def delete(self, predicate: Any = None, *, session_time_zone: str | None = None) -> CommitResult:
         """Delete the rows matching ``predicate`` (Spark SQL text, a pyarrow Expression, DNF tuples or a mapping;
         None: every row) as one commit: deletion vectors where the table enables them, else rewritten files. SQL
@@ -588,6 +655,15 @@ def _hours(hours: float) -> dt.timedelta:
     if isinstance(hours, bool) or not isinstance(hours, (int, float)) or hours != hours or hours < 0:
         raise InvalidArgumentError(f"retention_hours must be a number of hours >= 0, not {hours!r}")
     return dt.timedelta(hours=hours)
+
+
+def _seconds(interval: float | dt.timedelta | None) -> float | None:
+    if interval is None:
+        return None
+    value = interval.total_seconds() if isinstance(interval, dt.timedelta) else float(interval)
+    if value < 0:
+        raise InvalidArgumentError(f"min_commit_interval must not be negative, not {interval!r}")
+    return value
 
 
 __all__ = ["AFTER_LATEST", "DeltaLog", "Timestamp"]

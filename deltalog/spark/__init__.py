@@ -3,9 +3,10 @@
 pyspark is imported only inside this package (and lazily: ``import deltalog.spark`` works without it; the
 functions need it). Install it with ``pip install 'deltalog[spark]'``.
 
-:func:`write`, :func:`read`, :func:`read_changes` and :func:`checkpoint` are the implementations in
-:mod:`deltalog.spark.writer`, :mod:`~deltalog.spark.reader`, :mod:`~deltalog.spark.changes` and
-:mod:`~deltalog.spark.distributed_checkpoint`, wrapped (on first use, so that
+:func:`write`, :func:`read`, :func:`read_changes`, :func:`checkpoint` and :func:`optimize` are the implementations in
+:mod:`deltalog.spark.writer`, :mod:`~deltalog.spark.reader`, :mod:`~deltalog.spark.changes`,
+:mod:`~deltalog.spark.distributed_checkpoint` and :mod:`~deltalog.spark.distributed_optimize`,
+wrapped (on first use, so that
 importing this package stays cheap) by the two checks every entry point makes: calling one without pyspark, or
 on a cluster whose executors cannot import deltalog, raises :class:`~deltalog.errors.SetupError` saying what to
 install. The wrapper carries the implementation's signature and docstring (``functools.wraps``), so ``help()``,
@@ -23,10 +24,11 @@ if TYPE_CHECKING:
     from deltalog.errors import DeltaLogError
     from deltalog.spark.changes import read_changes
     from deltalog.spark.distributed_checkpoint import checkpoint
+    from deltalog.spark.distributed_optimize import optimize
     from deltalog.spark.reader import read
     from deltalog.spark.writer import write
 
-__all__ = ["carried_error", "checkpoint", "read", "read_changes", "write"]
+__all__ = ["carried_error", "checkpoint", "optimize", "read", "read_changes", "write"]
 
 #: public name -> the module that implements it
 _ENTRY_POINTS = {
@@ -34,6 +36,7 @@ _ENTRY_POINTS = {
     "read": "deltalog.spark.reader",
     "read_changes": "deltalog.spark.changes",
     "checkpoint": "deltalog.spark.distributed_checkpoint",
+    "optimize": "deltalog.spark.distributed_optimize",
 }
 
 
