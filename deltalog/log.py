@@ -210,9 +210,27 @@ class DeltaLog:
         app_id: str | None = None,
         app_version: int | None = None,
         retry: RetryPolicy | None = None,
+        version: int | None = None,
     ) -> Transaction:
-        """A transaction on the latest snapshot; with ``app_id``/``app_version`` it commits exactly once."""
+        """A transaction on the latest snapshot; with ``app_id``/``app_version`` it commits exactly once.
+
+        ``version`` makes it read that version instead, for an engine that planned its work on one snapshot and
+        commits from another process (Spark's driver plans, a Python worker commits): every commit since is
+        checked against what the transaction reads, as if it had been started when the work was planned.
+        """
         from deltalog.table.transaction import Transaction
+
+        if version is not None:
+            snap = self.snapshot(version=version)
+            return Transaction(
+                self.context,
+                snap,
+                isolation,
+                app_id=app_id,
+                app_version=app_version,
+                retry=retry,
+                on_committed=self._committed,
+            )
 
         # A blind append needs protocol, metadata and txns, not the file list: the transaction's snapshot
         # loads its files only if the transaction reads them. While our last commit is young the cached

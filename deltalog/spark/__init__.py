@@ -1,10 +1,13 @@
-"""Spark integration: distributed writes, reads and checkpoints over deltalog's transaction log.
+"""Spark integration: ``format("deltalog")`` for batch and streaming reads and writes, and checkpoints.
 
 pyspark is imported only inside this package (and lazily: ``import deltalog.spark`` works without it; the
 functions need it). Install it with ``pip install 'deltalog[spark]'``.
 
-:func:`write`, :func:`read` and :func:`checkpoint` are the implementations in :mod:`deltalog.spark.writer`,
-:mod:`~deltalog.spark.reader` and :mod:`~deltalog.spark.distributed_checkpoint`, wrapped (on first use, so that
+:func:`register` makes ``spark.read.format("deltalog")``, ``df.write.format("deltalog")`` and their streaming
+forms known to a session (:mod:`deltalog.spark.source`). :func:`write` and :func:`read` are that sink and source
+behind Python arguments, :func:`checkpoint` writes a checkpoint with Spark's executors. They are the
+implementations in :mod:`deltalog.spark.registration`, :mod:`~deltalog.spark.writer`, :mod:`~deltalog.spark.reader`
+and :mod:`~deltalog.spark.distributed_checkpoint`, wrapped (on first use, so that
 importing this package stays cheap) by the two checks every entry point makes: calling one without pyspark, or
 on a cluster whose executors cannot import deltalog, raises :class:`~deltalog.errors.SetupError` saying what to
 install. The wrapper carries the implementation's signature and docstring (``functools.wraps``), so ``help()``,
@@ -22,12 +25,14 @@ if TYPE_CHECKING:
     from deltalog.errors import DeltaLogError
     from deltalog.spark.distributed_checkpoint import checkpoint
     from deltalog.spark.reader import read
+    from deltalog.spark.registration import register
     from deltalog.spark.writer import write
 
-__all__ = ["carried_error", "checkpoint", "read", "write"]
+__all__ = ["carried_error", "checkpoint", "read", "register", "write"]
 
 #: public name -> the module that implements it
 _ENTRY_POINTS = {
+    "register": "deltalog.spark.registration",
     "write": "deltalog.spark.writer",
     "read": "deltalog.spark.reader",
     "checkpoint": "deltalog.spark.distributed_checkpoint",
@@ -67,7 +72,8 @@ def carried_error(exc: BaseException) -> DeltaLogError | None:
 
     A task cannot raise a typed error to the driver: Spark hands back its text. deltalog's executor code marks
     its errors in that text, and the entry points above re-raise them typed; an action on the DataFrame
-    :func:`read` returns runs after ``read`` has returned, so its caller rebuilds the error with this.
+    :func:`read` returns runs after ``read`` has returned, and ``format("deltalog")`` is called by Spark, not
+    by deltalog's functions, so their callers rebuild the error with this.
     """
     from deltalog.spark._files import carried_error as _carried
 

@@ -1,7 +1,8 @@
 """Executor-side half of the Spark reader: pyarrow and deltalog's stores only (no pyspark, no Hadoop).
 
 Each task gets rows describing live files (path as the log spells it, physical partition values, deletion
-vector, ``numRecords``) and reads them with the data plane's reader (:func:`deltalog.data.read.read_batches`):
+vector, ``numRecords``: a :data:`FileRow`) and reads them with the data plane's reader
+(:func:`deltalog.data.read.read_batches`):
 the same code that serves ``Snapshot.scan``, so deletion vectors are applied, column mapping resolved,
 partition values typed from the log and old files conformed to today's schema on the executors exactly as on
 the driver. The store is rebuilt from the table root and the storage options, so an ``s3://`` or ``abfs://``
@@ -33,9 +34,11 @@ FILES_SCHEMA = pa.schema(
     ]
 )
 FILES_DDL = "path string, partition_values string, deletion_vector string, num_records long"
+#: one live file as the driver describes it to a task (:data:`FILES_DDL` order)
+FileRow = tuple[str, str, str | None, int | None]
 
 
-def file_row(file: DataFile) -> tuple[str, str, str | None, int | None]:
+def file_row(file: DataFile) -> FileRow:
     """The row the driver sends for ``file`` (a tuple in :data:`FILES_DDL` order)."""
     dv = file.deletion_vector
     return (
@@ -54,6 +57,47 @@ def _data_file(row: Mapping[str, Any]) -> DataFile:
         None if dv is None else DeletionVector(**orjson.loads(dv)),
         row["num_records"],
     )
+
+
+def _row_file(row: FileRow) -> DataFile:
+    path, values, dv, records = row
+    return DataFile(path, orjson.loads(values), None if dv is None else DeletionVector(**orjson.loads(dv)), records)
+
+
+def conformed(batch: pa.RecordBatch, target: pa.Schema) -> pa.RecordBatch:
+    """``batch`` in exactly ``target``'s Arrow schema (the one Spark expects of a Python source: its own mapping of
+    the requested types, nullability included), casting columns whose Arrow type differs."""
+    if batch.schema.equals(target):
+        return batch
+    columns = [
+        column if column.type == field.type else column.cast(field.type)
+        for column, field in zip(batch.columns, target, strict=True)
+    ]
+    return pa.RecordBatch.from_arrays(columns, schema=target)
+
+
+def read_group(
+    rows: Sequence[FileRow],
+    *,
+    root: str,
+    storage_options: Mapping[str, Any] | None,
+    schema: Mapping[str, Any],
+    partition_columns: Sequence[str],
+    column_mapping: str,
+    columns: Sequence[str],
+    target: pa.Schema,
+) -> Iterator[pa.RecordBatch]:
+    """One read task of ``spark.read.format("deltalog")``: the live rows of each file in ``rows``, in
+    ``columns`` (logical names) and Spark's Arrow schema ``target``. A deltalog error (a missing or corrupt data
+    or DV file) is carried to the driver typed (:func:`deltalog.spark._files.carry_error`)."""
+    try:
+        store = store_for(root, dict(storage_options) if storage_options else None)
+        spec = read_schema(schema, partition_columns, column_mapping, columns)
+        for row in rows:
+            for batch in read_batches(store, spec, _row_file(row)):
+                yield conformed(batch, target)
+    except DeltaLogError as exc:
+        raise carry_error(exc) from exc
 
 
 def read_files(
@@ -79,4 +123,4 @@ def read_files(
         raise carry_error(exc) from exc
 
 
-__all__ = ["FILES_DDL", "FILES_SCHEMA", "file_row", "read_files"]
+__all__ = ["FILES_DDL", "FILES_SCHEMA", "FileRow", "conformed", "file_row", "read_files", "read_group"]
