@@ -11,7 +11,10 @@ user calls it), in fresh processes (:mod:`benchmarks.data_child`):
   pyarrow pruned them with deltalake's guarantees);
 * ``scan-full``: every row of that table, the same two calls without a filter;
 * ``delete``: 1% of the rows (``k = 7``, spread over every file) of a 2M-row, 20-file table with deletion
-  vectors enabled: ``DeltaLog.delete`` (deletion vectors) against ``DeltaTable.delete`` (rewrites the files).
+  vectors enabled: ``DeltaLog.delete`` (deletion vectors) against ``DeltaTable.delete`` (rewrites the files);
+* ``changes``: the change data feed of a 100-commit table (appends, deletes with and without deletion vectors,
+  updates) from version 0: ``DeltaLog.changes`` against ``DeltaTable.load_cdf``, both read whole into memory,
+  the rows compared as a multiset (every column but ``_commit_timestamp``, which the two define differently).
 
 Tables are built once per size (a marker file holds the parameters) under ``<dir>/data/``; the delete case
 works on a fresh copy per run, made before the clock starts. ``--quick`` uses small sizes.
@@ -39,10 +42,14 @@ class Sizes:
     rows_per_file: int = 100
     delete_rows: int = 2_000_000
     delete_files: int = 20
+    changes_commits: int = 100
+    changes_rows: int = 20_000  # per append
 
 
 FULL = Sizes()
-QUICK = Sizes(write_rows=200_000, scan_files=300, delete_rows=100_000, delete_files=5)
+QUICK = Sizes(
+    write_rows=200_000, scan_files=300, delete_rows=100_000, delete_files=5, changes_commits=20, changes_rows=2_000
+)
 
 
 @dataclass(frozen=True)
@@ -63,6 +70,12 @@ CASES = {
     ),
     "scan-full": DataCase("scan-full", "full scan of the 10k-file table", "scan", "reported"),
     "delete": DataCase("delete", "delete 1% of rows (deletion vectors) vs deltalake's delete", "delete", "reported"),
+    "changes": DataCase(
+        "changes",
+        "change data feed of 100 commits (appends, deletes with and without DVs, updates) vs load_cdf",
+        "changes",
+        "time <= 0.5x load_cdf, same rows",
+    ),
 }
 
 
@@ -146,11 +159,56 @@ def build_delete_table(root: str, sizes: Sizes) -> str:
     return path
 
 
+def _change_rows(i: int, rows: int) -> pa.Table:
+    ids = np.arange(i * rows, (i + 1) * rows, dtype=np.int64)
+    return pa.table(
+        {
+            "id": ids,
+            "k": ids % 100,
+            "part": pa.array([f"p{j}" for j in range(4)]).take(pa.array(ids % 4)),
+            "value": ids * 0.5,
+            "name": pa.array([f"n{j}" for j in range(997)]).take(pa.array(ids % 997)),
+        }
+    )
+
+
+def build_changes_table(root: str, sizes: Sizes) -> str:
+    """``changes_commits`` commits on a table with change data feed and deletion vectors on, four partitions:
+    appends of ``changes_rows`` rows (deltalake), and in every ten commits a delete that rewrites files with
+    change files (deltalake), a delete with deletion vectors (deltalog: deltalake's rewrites) and an update
+    (deltalake: pre- and post-images)."""
+    from deltalake import DeltaTable, write_deltalake
+
+    from deltalog import DeltaLog
+
+    path = os.path.join(root, f"changes-{sizes.changes_commits}x{sizes.changes_rows}")
+    params = {"kind": "changes", "commits": sizes.changes_commits, "rows": sizes.changes_rows}
+    if _built(path, params):
+        return path
+    shutil.rmtree(path, ignore_errors=True)
+    conf = {"delta.enableChangeDataFeed": "true", "delta.enableDeletionVectors": "true"}
+    write_deltalake(path, _change_rows(0, sizes.changes_rows), partition_by=["part"], configuration=conf)
+    for i in range(1, sizes.changes_commits):
+        if i % 10 == 3:
+            DeltaTable(path).delete(f"k = {i % 100}")
+        elif i % 10 == 6:
+            DeltaLog.for_table(path).delete(f"k = {(i + 1) % 100}")
+        elif i % 10 == 9:
+            DeltaTable(path).update({"value": "value + 1"}, predicate=f"k = {(i + 2) % 100}")
+        else:
+            write_deltalake(path, _change_rows(i, sizes.changes_rows), mode="append")
+    assert DeltaTable(path).version() == sizes.changes_commits - 1
+    _mark(path, params)
+    return path
+
+
 def build(case: DataCase, root: str, sizes: Sizes) -> str | None:
     if case.table == "scan":
         return build_scan_table(root, sizes)
     if case.table == "delete":
         return build_delete_table(root, sizes)
+    if case.table == "changes":
+        return build_changes_table(root, sizes)
     return None
 
 
@@ -162,6 +220,7 @@ __all__ = [
     "DataCase",
     "Sizes",
     "build",
+    "build_changes_table",
     "build_delete_table",
     "build_scan_table",
     "selective_range",

@@ -33,7 +33,9 @@ def _filter(spec: dict[str, Any]) -> Any:
 def _deltalog(spec: dict[str, Any]) -> tuple[Callable[[], Any], Callable[[Any], dict[str, Any]]]:
     # the modules the calls import on first use, imported before the clock starts (deltalake's are, by
     # ``from deltalake import ...``): the cases time the operation, not the import
+    import deltalog.data.changes
     import deltalog.data.scan
+    import deltalog.dml.changes
     import deltalog.dml.delete
     import deltalog.dml.write
     from deltalog import DeltaLog
@@ -62,6 +64,8 @@ def _deltalog(spec: dict[str, Any]) -> tuple[Callable[[], Any], Callable[[Any], 
         return scan, opened
     if case == "delete":
         return lambda: DeltaLog.for_table(table).delete("k = 7"), lambda _: {"rows": _rows_left(table)}
+    if case == "changes":
+        return lambda: DeltaLog.for_table(table).changes(0).read_all(), _change_rows
     raise ValueError(f"unknown case {case!r}")
 
 
@@ -88,7 +92,30 @@ def _deltalake(spec: dict[str, Any]) -> tuple[Callable[[], Any], Callable[[Any],
         return scan, opened
     if case == "delete":
         return lambda: DeltaTable(table).delete("k = 7"), lambda _: {"rows": _rows_left(table)}
+    if case == "changes":
+        return lambda: DeltaTable(table).load_cdf(starting_version=0).read_all(), _change_rows
     raise ValueError(f"unknown case {case!r}")
+
+
+def _change_rows(result: Any) -> dict[str, Any]:
+    """How many change rows, and a digest of them as a multiset: every column but ``_commit_timestamp`` (the
+    engines define it differently), in one canonical type each, sorted, hashed."""
+    import hashlib
+
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    table = pa.table(result)
+    names = sorted(n for n in table.column_names if n != "_commit_timestamp")
+    canonical = {pa.string_view(): pa.string(), pa.uint64(): pa.int64()}
+    columns = [
+        pc.cast(table.column(n), canonical.get(table.schema.field(n).type, table.schema.field(n).type)) for n in names
+    ]
+    plain = pa.table(columns, names=names).sort_by([(n, "ascending") for n in names])
+    digest = hashlib.sha256()
+    for name in names:
+        digest.update(repr(plain.column(name).to_pylist()).encode())
+    return {"rows": table.num_rows, "digest": digest.hexdigest()}
 
 
 def _rows_left(table: str) -> int:

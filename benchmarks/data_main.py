@@ -75,9 +75,10 @@ def run_case(case: DataCase, sizes: Sizes, runs: int, work: str) -> list[DataRes
                 shutil.rmtree(scratch, ignore_errors=True)
             results[engine].runs.append(out)
             print(f"  {case.name} {engine} run {i + 1}: {out['seconds']:.2f} s", flush=True)
-    rows = {e: {r["rows"] for r in res.runs} for e, res in results.items()}
-    if len({frozenset(v) for v in rows.values()}) != 1 or any(len(v) != 1 for v in rows.values()):
-        raise BenchError(f"{case.name}: the engines disagree on the rows: {rows}")
+    for key in ("rows", "digest"):  # a digest of the rows, where the case gives one
+        seen = {e: {r.get(key) for r in res.runs} for e, res in results.items()}
+        if len({frozenset(v) for v in seen.values()}) != 1 or any(len(v) != 1 for v in seen.values()):
+            raise BenchError(f"{case.name}: the engines disagree on the rows ({key}): {seen}")
     return list(results.values())
 
 

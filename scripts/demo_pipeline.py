@@ -41,7 +41,7 @@ Say = Callable[[str], None]
 
 PARTITION = "day"
 APP_ID = "daily-sales"  # the batch jobs' exactly-once id; app_version is the day as yyyymmdd
-CHECKPOINT_INTERVAL = 5
+CHECKPOINT_INTERVAL = 4  # the racing overwrite of step 3 lands on v4: its committer writes the checkpoint
 DAY1, DAY2, DAY3, DAY4 = "2026-11-01", "2026-11-02", "2026-11-03", "2026-11-04"
 BACKFILL_DAY = "2026-10-31"  # the plain-Python writer's own partition
 #: rows per batch: (day, first id, row count)
@@ -277,7 +277,10 @@ def run_pipeline(spark: SparkSession, root: Path, say: Say = print) -> Outcome:
     say(f"== 1. daily Spark batches into {root} (exactly once: {APP_ID}, app_version=yyyymmdd)")
     conf = {"delta.checkpointInterval": str(CHECKPOINT_INTERVAL)}
     day1 = daily_batch(spark, uri, DAY1, say, configuration=conf)
-    say(f"    (the first job created the table as v0, with delta.checkpointInterval={CHECKPOINT_INTERVAL})")
+    say(
+        f"    (the first job created the table with its files as v0, with "
+        f"delta.checkpointInterval={CHECKPOINT_INTERVAL})"
+    )
     day2 = daily_batch(spark, uri, DAY2, say)
     rerun = daily_batch(spark, uri, DAY2, say)
     assert day1 is not None and day2 is not None

@@ -124,6 +124,20 @@ def decode_dv(v: Any) -> A.DeletionVector | None:
     )
 
 
+def _decode_configuration(v: Any) -> dict[str, Any]:
+    """``metaData.configuration``, whose values the protocol makes strings (Delta Spark: ``Map[String, String]``).
+
+    A number or a boolean reads as its JSON text, as Delta Spark (Jackson) and delta-kernel-rs read it. An object
+    or a list, which neither reads, is kept as written: the log is corrupt for that key, yet the version still
+    loads (nothing may need the key) and ``set_properties``/``unset_properties`` can repair it; what would write
+    it again (a checkpoint, a commit of the metaData) refuses it naming the key
+    (:func:`deltalog.core.properties.check_string_values`).
+    """
+    if v is None:
+        return {}
+    return {k: orjson.dumps(x).decode() if isinstance(x, (bool, int, float)) else x for k, x in _require_obj(v).items()}
+
+
 def _decode_format(v: Any) -> A.Format:
     if v is None:
         return A.Format()
@@ -139,7 +153,7 @@ _CONVERTERS: dict[type, dict[str, Callable[[Any], Any]]] = {
     A.Metadata: {
         "format": _decode_format,
         "partition_columns": lambda v: _opt_tuple(v) or (),
-        "configuration": lambda v: v or {},
+        "configuration": _decode_configuration,
     },
     A.Protocol: {"reader_features": _opt_tuple, "writer_features": _opt_tuple},
 }

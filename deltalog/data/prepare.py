@@ -21,9 +21,9 @@ from dataclasses import dataclass
 import pyarrow as pa
 
 from deltalog.arrow.stats import indexed_column_limit, select_leaves, stats_column_names
+from deltalog.core.partitions import serialize_partition_value
 from deltalog.data.batches import group_rows
 from deltalog.data.constraints import check_rows, fill_columns, table_rules
-from deltalog.data.paths import serialize_partition_value
 from deltalog.data.target import WriteTarget, physical_path
 from deltalog.data.types import check_not_null, check_void, conform_array, match_names, plan_schema
 from deltalog.errors import InvalidArgumentError, SchemaMismatchError, UnsupportedFeatureError
@@ -51,7 +51,11 @@ class BatchPreparer:
     def __init__(self, target: WriteTarget, *, rules_checked: bool = False, change_data: bool = False) -> None:
         conf = target.configuration
         self.plans = plan_schema(target.schema, target.column_mapped)
-        self.rules = () if rules_checked or change_data else table_rules(target.schema, conf, self.plans)
+        self.rules = (
+            ()
+            if rules_checked or change_data
+            else table_rules(target.schema, conf, self.plans, target.session_time_zone)
+        )
         by_name = {p.name: p for p in self.plans}
         unknown = [c for c in target.partition_columns if c not in by_name]
         if unknown:

@@ -85,6 +85,17 @@ class DataFile:
         """The file an ``add`` action names (``numRecords`` taken from its stats when they parse)."""
         return cls(add.path, dict(add.partition_values), add.deletion_vector, _num_records(add.stats))
 
+    @classmethod
+    def described(
+        cls,
+        path: str,
+        partition_values: Mapping[str, str | None],
+        deletion_vector: DeletionVector | None,
+        stats: str | None,
+    ) -> DataFile:
+        """A file the log describes by other actions than an ``add`` (a remove, a change reader's pair)."""
+        return cls(path, dict(partition_values), deletion_vector, _num_records(stats))
+
 
 def _num_records(stats: str | None) -> int | None:
     if not stats:
@@ -124,20 +135,28 @@ def _parquet_errors(source: str) -> Iterator[None]:
             raise CorruptDataError(f"{source}: not a readable parquet file: {exc}", path=source) from None
 
 
-def _kept(deleted: np.ndarray, start: int, n: int) -> pa.Array | None:
-    """The keep-mask of rows ``[start, start + n)``; None when the DV deletes none of them."""
-    lo, hi = np.searchsorted(deleted, [start, start + n])
+def _mask(marked: np.ndarray, start: int, n: int, keep_marked: bool) -> pa.Array | None:
+    """The keep-mask of rows ``[start, start + n)``: the ``marked`` rows (sorted indexes) kept and the others
+    dropped, or the other way round; None when none of the rows is marked."""
+    lo, hi = np.searchsorted(marked, [start, start + n])
     if lo == hi:
         return None
-    keep = np.ones(n, dtype=bool)
-    keep[deleted[lo:hi] - start] = False
+    keep = np.full(n, not keep_marked, dtype=bool)
+    keep[marked[lo:hi] - start] = keep_marked
     return bool_array(keep)
 
 
 def read_batches(
-    store: LogStore, spec: ReadSchema, file: DataFile, batch_rows: int = BATCH_ROWS
+    store: LogStore,
+    spec: ReadSchema,
+    file: DataFile,
+    batch_rows: int = BATCH_ROWS,
+    rows: np.ndarray | None = None,
 ) -> Iterator[pa.RecordBatch]:
     """The file's live rows in ``spec``'s schema, batch by batch (deleted rows dropped, empty batches skipped).
+
+    ``rows`` (sorted, distinct ``int64`` physical row indexes) reads only those of the live rows: what a change
+    reader wants of a file whose deletion vector changed.
 
     Every failure is typed and names the file: missing or corrupt data or DV files, a DV that disagrees
     with the file, a partition value that is not of its column's type.
@@ -147,6 +166,10 @@ def read_batches(
     deleted = None
     if file.deletion_vector is not None:
         deleted = read_deletion_vector(store, file.deletion_vector)
+    if rows is not None:
+        rows = rows if deleted is None else np.setdiff1d(rows, deleted, assume_unique=True)
+        if not len(rows):
+            return
     where = resolve(store, file.path)
     with contextlib.ExitStack() as stack:
         with _parquet_errors(source):
@@ -154,9 +177,11 @@ def read_batches(
             handle: Any = local if local is not None else stack.enter_context(open_input(store, where, source))
             parquet = pq.ParquetFile(handle, coerce_int96_timestamp_unit="us")
             stack.callback(parquet.close)
-            rows = parquet.metadata.num_rows
+            num_rows = parquet.metadata.num_rows
             file_fields = list(parquet.schema_arrow)
-        _check_rows(file, deleted, rows, source)
+        _check_rows(file, deleted, num_rows, source)
+        if rows is not None:
+            _check_rows(file, rows, num_rows, source)
         wanted = [c for c in spec.columns if c.name not in partitions]
         found = {c.name: match(file_fields, c, spec.mode, source) for c in wanted}
         selected = sorted({i for i in found.values() if i is not None})
@@ -168,13 +193,21 @@ def read_batches(
         with _parquet_errors(source):
             for batch in parquet.iter_batches(batch_size=batch_rows, columns=names if by_name else None):
                 n = batch.num_rows
-                keep = None if deleted is None else _kept(deleted, start, n)
-                start += n
+                if rows is not None:
+                    keep = _mask(rows, start, n, keep_marked=True)
+                    start += n
+                    if keep is None:
+                        continue
+                else:
+                    keep = None if deleted is None else _mask(deleted, start, n, keep_marked=False)
+                    start += n
+                # filtered once in the table's types: pyarrow cannot filter some of a file's (string_view)
+                out = _assemble(spec, batch, found, position, partitions, source)
                 if keep is not None:
-                    batch = batch.filter(keep)
-                if batch.num_rows == 0:
+                    out = out.filter(keep)
+                if out.num_rows == 0:
                     continue
-                yield _assemble(spec, batch, found, position, partitions, source)
+                yield out
 
 
 def _check_rows(file: DataFile, deleted: np.ndarray | None, rows: int, source: str) -> None:

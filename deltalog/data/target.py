@@ -51,15 +51,20 @@ class WriteTarget:
     configuration: Mapping[str, str] = field(default_factory=dict)
     clustering_columns: tuple[tuple[str, ...], ...] = ()
     column_mapping_mode: str | None = None
+    #: the zone the row rules' timestamp functions use (generated columns like CAST(ts AS DATE)); None: UTC
+    session_time_zone: str | None = None
 
     @classmethod
-    def of(cls, table: TableLike, clustering_columns: Sequence[Sequence[str]] = ()) -> WriteTarget:
+    def of(
+        cls, table: TableLike, clustering_columns: Sequence[Sequence[str]] = (), session_time_zone: str | None = None
+    ) -> WriteTarget:
         return cls(
             table.schema_json,
             tuple(table.partition_columns),
             dict(table.configuration),
             tuple(tuple(c) for c in clustering_columns),
             table.column_mapping_mode,
+            session_time_zone,
         )
 
     @property

@@ -2,8 +2,8 @@
 ``replace_where`` (or a whole-table overwrite) removes, and the check that every written row lies inside it.
 
 Both writers use these (:func:`deltalog.write` for Arrow data, the Spark sink for DataFrames), so an overwrite
-means the same whichever wrote it: a partition predicate in the ``where`` form removes whole files and records
-its partitions as read (a concurrent append into them is a conflict); any other predicate removes the matching
+means the same whichever wrote it: a predicate on partition columns only removes whole files and records its
+partitions as read (a concurrent append into them is a conflict); any other predicate removes the matching
 rows of the files holding any, by deletion vectors where the table enables them, else by rewriting those files
 (:mod:`deltalog.dml.removal`).
 """
@@ -60,8 +60,10 @@ def merged_metadata(snap: Snapshot, data: pa.Schema) -> A.Metadata | None:
 
 
 # ---------------------------------------------------------------------------------------------- replace_where
-def _partition_only(where: Any, snap: Snapshot) -> bool:
-    return isinstance(where, Mapping) and bool(where) and all(k in snap.partition_columns for k in where)
+def _partition_only(where: RowFilter) -> bool:
+    """Whether ``where`` decides whole files: it reads partition columns only (an Expression pyarrow evaluates
+    must be read back as a tree first)."""
+    return where.exact_partition and where.partition is not None and (where.arrow is None or where.tree is not None)
 
 
 def _matching_names(batch: pa.RecordBatch, schema: Mapping[str, Any]) -> pa.RecordBatch:
@@ -86,12 +88,13 @@ def check_inside(batch: pa.RecordBatch, where: RowFilter, schema: Mapping[str, A
     )
 
 
-def whole_files(txn: Transaction, snap: Snapshot, where: Mapping[str, Any] | None, now_ms: int) -> Removal:
-    """Removes of every live file, or of the files of the partitions ``where`` selects, read as an overwrite
-    reads them (a concurrent append into those partitions is a conflict)."""
+def whole_files(txn: Transaction, snap: Snapshot, where: Any, now_ms: int) -> Removal:
+    """Removes of every live file, or of the files of the partitions ``where`` (a RowFilter, or any filter form,
+    on partition columns only) selects, read as an overwrite reads them (a concurrent append into those
+    partitions is a conflict)."""
     txn.read(where)
     removal = Removal()
-    for add in snap.add_actions(where):
+    for add in snap.add_actions(where, exact=True):
         removal.actions.append(add.remove(now_ms, True))
         removal.touched.append(add)
         removal.removed_files += 1
@@ -100,18 +103,23 @@ def whole_files(txn: Transaction, snap: Snapshot, where: Mapping[str, Any] | Non
 
 
 def replaced(
-    store: LogStore, txn: Transaction, snap: Snapshot, where: Any, rewriter_for: Any, now_ms: int
+    store: LogStore,
+    txn: Transaction,
+    snap: Snapshot,
+    where: Any,
+    rewriter_for: Any,
+    now_ms: int,
+    tz: str | None = None,
 ) -> tuple[Removal, RowFilter | None, Rewriter]:
     """What an overwrite removes (every file, the files of matching partitions, or the matching rows by
     deletion vectors or rewrites) and the writer its new rows go through: ``rewriter_for(changes)`` makes it,
     ``changes`` saying whether it writes change files for the rows it copies. ``where`` is ``replace_where``
-    (None: the whole table) in any form :func:`~deltalog.data.predicate.row_filter` takes."""
+    (None: the whole table) in any filter form; ``tz`` the session time zone its text is read in."""
     check_removable(snap, "an overwrite")
-    if where is None or _partition_only(where, snap):
-        chosen = None if where is None else row_filter(where, snap.schema_json, snap.partition_columns)
-        return whole_files(txn, snap, where, now_ms), chosen, rewriter_for(False)
-    chosen = row_filter(where, snap.schema_json, snap.partition_columns)
-    txn.read(chosen.where)
+    chosen = None if where is None else row_filter(where, snap.schema_json, snap.partition_columns, tz)
+    if chosen is None or _partition_only(chosen):
+        return whole_files(txn, snap, chosen, now_ms), chosen, rewriter_for(False)
+    txn.read(chosen)
     matches = find_matches(store, list(snap.add_actions()), describe(snap), chosen)
     if deletion_vectors.new_dvs_allowed(snap.protocol, snap.configuration):
         return with_deletion_vectors(store, matches.files, now_ms), chosen, rewriter_for(False)

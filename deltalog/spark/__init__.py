@@ -4,10 +4,11 @@ pyspark is imported only inside this package (and lazily: ``import deltalog.spar
 functions need it). Install it with ``pip install 'deltalog[spark]'``.
 
 :func:`register` makes ``spark.read.format("deltalog")``, ``df.write.format("deltalog")`` and their streaming
-forms known to a session (:mod:`deltalog.spark.source`). :func:`write` and :func:`read` are that sink and source
-behind Python arguments, :func:`checkpoint` writes a checkpoint with Spark's executors. They are the
-implementations in :mod:`deltalog.spark.registration`, :mod:`~deltalog.spark.writer`, :mod:`~deltalog.spark.reader`
-and :mod:`~deltalog.spark.distributed_checkpoint`, wrapped (on first use, so that
+forms known to a session (:mod:`deltalog.spark.source`). :func:`write`, :func:`read` and :func:`read_changes` are
+that sink and source behind Python arguments, :func:`checkpoint` writes a checkpoint with Spark's executors.
+They are the implementations in :mod:`deltalog.spark.registration`, :mod:`~deltalog.spark.writer`,
+:mod:`~deltalog.spark.reader`, :mod:`~deltalog.spark.changes` and :mod:`~deltalog.spark.distributed_checkpoint`,
+wrapped (on first use, so that
 importing this package stays cheap) by the two checks every entry point makes: calling one without pyspark, or
 on a cluster whose executors cannot import deltalog, raises :class:`~deltalog.errors.SetupError` saying what to
 install. The wrapper carries the implementation's signature and docstring (``functools.wraps``), so ``help()``,
@@ -23,18 +24,20 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from deltalog.errors import DeltaLogError
+    from deltalog.spark.changes import read_changes
     from deltalog.spark.distributed_checkpoint import checkpoint
     from deltalog.spark.reader import read
     from deltalog.spark.registration import register
     from deltalog.spark.writer import write
 
-__all__ = ["carried_error", "checkpoint", "read", "register", "write"]
+__all__ = ["carried_error", "checkpoint", "read", "read_changes", "register", "write"]
 
 #: public name -> the module that implements it
 _ENTRY_POINTS = {
     "register": "deltalog.spark.registration",
     "write": "deltalog.spark.writer",
     "read": "deltalog.spark.reader",
+    "read_changes": "deltalog.spark.changes",
     "checkpoint": "deltalog.spark.distributed_checkpoint",
 }
 

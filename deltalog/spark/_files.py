@@ -115,12 +115,14 @@ def raise_carried(exc: BaseException) -> None:
 
 @dataclass(frozen=True)
 class TaskFiles:
-    """What one write task hands the driver: the ``add`` of each file it wrote, the rows it wrote, and the table
-    version the job was planned against (so the commit checks everything committed since)."""
+    """What one write task hands the driver: the ``add`` of each file it wrote, the rows it wrote, and what the
+    job was planned against: the table version (so the commit checks everything committed since), or the table
+    the commit creates (``NewTable``: its files were written with that table's physical names)."""
 
     adds: tuple[Add, ...]
     rows: int
     read_version: int
+    new_table: Any = None
 
 
 def write_task(
@@ -130,6 +132,7 @@ def write_task(
     storage_options: Mapping[str, Any] | None,
     target: WriteTarget,
     read_version: int,
+    new_table: Any = None,
     checks: Sequence[RowCheck] = (),
     inside: Callable[[pa.RecordBatch, int], None] | None = None,
     max_rows_per_file: int | None = None,
@@ -164,7 +167,7 @@ def write_task(
         )
     except DeltaLogError as exc:
         raise carry_error(exc) from exc
-    return TaskFiles(tuple(adds), counted[0], read_version)
+    return TaskFiles(tuple(adds), counted[0], read_version, new_table)
 
 
 __all__ = [

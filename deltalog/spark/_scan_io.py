@@ -12,7 +12,8 @@ table is read through fsspec without any Hadoop connector on the cluster.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import orjson
@@ -22,6 +23,7 @@ from deltalog.actions import DeletionVector
 from deltalog.data.read import DataFile, read_batches, read_schema
 from deltalog.errors import DeltaLogError
 from deltalog.spark._files import carry_error
+from deltalog.storage.base import LogStore
 from deltalog.storage.uri import store_for
 
 #: one row per live file, built by the driver
@@ -59,6 +61,32 @@ def _data_file(row: Mapping[str, Any]) -> DataFile:
     )
 
 
+@dataclass(frozen=True)
+class TableTask:
+    """What every executor task reading one table version needs: where the table is (root and storage options,
+    to rebuild its store) and how to read it (schema JSON, partition columns, column-mapping mode, the columns
+    to output, logical names)."""
+
+    root: str
+    storage_options: Mapping[str, Any] | None
+    schema: Mapping[str, Any]
+    partition_columns: tuple[str, ...]
+    column_mapping: str
+    columns: tuple[str, ...]
+
+    def store(self) -> LogStore:
+        return store_for(self.root, dict(self.storage_options) if self.storage_options else None)
+
+
+def read_files(batches: Iterator[pa.RecordBatch], task: TableTask) -> Iterator[pa.RecordBatch]:
+    """``mapInArrow`` body over :data:`FILES_SCHEMA` rows: the live rows of each file, in the task's columns.
+    A deltalog error (a missing or corrupt data or DV file) is carried to the driver typed
+    (:func:`deltalog.spark._files.carry_error`)."""
+    store = task.store()
+    spec = read_schema(task.schema, task.partition_columns, task.column_mapping, task.columns)
+    return each_row(batches, lambda row: read_batches(store, spec, _data_file(row)))
+
+
 def _row_file(row: FileRow) -> DataFile:
     path, values, dv, records = row
     return DataFile(path, orjson.loads(values), None if dv is None else DeletionVector(**orjson.loads(dv)), records)
@@ -76,23 +104,13 @@ def conformed(batch: pa.RecordBatch, target: pa.Schema) -> pa.RecordBatch:
     return pa.RecordBatch.from_arrays(columns, schema=target)
 
 
-def read_group(
-    rows: Sequence[FileRow],
-    *,
-    root: str,
-    storage_options: Mapping[str, Any] | None,
-    schema: Mapping[str, Any],
-    partition_columns: Sequence[str],
-    column_mapping: str,
-    columns: Sequence[str],
-    target: pa.Schema,
-) -> Iterator[pa.RecordBatch]:
-    """One read task of ``spark.read.format("deltalog")``: the live rows of each file in ``rows``, in
-    ``columns`` (logical names) and Spark's Arrow schema ``target``. A deltalog error (a missing or corrupt data
-    or DV file) is carried to the driver typed (:func:`deltalog.spark._files.carry_error`)."""
+def read_group(rows: Sequence[FileRow], task: TableTask, target: pa.Schema) -> Iterator[pa.RecordBatch]:
+    """One read task of ``spark.read.format("deltalog")``: the live rows of each file in ``rows``, in the task's
+    columns and Spark's Arrow schema ``target``. A deltalog error (a missing or corrupt data or DV file) is
+    carried to the driver typed (:func:`deltalog.spark._files.carry_error`)."""
     try:
-        store = store_for(root, dict(storage_options) if storage_options else None)
-        spec = read_schema(schema, partition_columns, column_mapping, columns)
+        store = task.store()
+        spec = read_schema(task.schema, task.partition_columns, task.column_mapping, task.columns)
         for row in rows:
             for batch in read_batches(store, spec, _row_file(row)):
                 yield conformed(batch, target)
@@ -100,27 +118,27 @@ def read_group(
         raise carry_error(exc) from exc
 
 
-def read_files(
-    batches: Iterator[pa.RecordBatch],
-    *,
-    root: str,
-    storage_options: Mapping[str, Any] | None,
-    schema: Mapping[str, Any],
-    partition_columns: Sequence[str],
-    column_mapping: str,
-    columns: Sequence[str] | None,
+def each_row(
+    batches: Iterator[pa.RecordBatch], read: Callable[[Mapping[str, Any]], Iterator[pa.RecordBatch]]
 ) -> Iterator[pa.RecordBatch]:
-    """``mapInArrow`` body over :data:`FILES_SCHEMA` rows: the live rows of each file, in the table's columns
-    (logical names, ``columns`` when given). A deltalog error (a missing or corrupt data or DV file) is carried
-    to the driver typed (:func:`deltalog.spark._files.carry_error`)."""
-    store = store_for(root, dict(storage_options) if storage_options else None)
-    spec = read_schema(schema, partition_columns, column_mapping, columns)
+    """The batches ``read`` gives for each row of a task's input, in order; a deltalog error (a missing or
+    corrupt file) is carried to the driver typed (:func:`deltalog.spark._files.carry_error`)."""
     try:
         for batch in batches:
             for row in batch.to_pylist():
-                yield from read_batches(store, spec, _data_file(row))
+                yield from read(row)
     except DeltaLogError as exc:
         raise carry_error(exc) from exc
 
 
-__all__ = ["FILES_DDL", "FILES_SCHEMA", "FileRow", "conformed", "file_row", "read_files", "read_group"]
+__all__ = [
+    "FILES_DDL",
+    "FILES_SCHEMA",
+    "FileRow",
+    "TableTask",
+    "conformed",
+    "each_row",
+    "file_row",
+    "read_files",
+    "read_group",
+]

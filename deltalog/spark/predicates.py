@@ -1,10 +1,9 @@
 """Predicates Spark hands deltalog: a ``replaceWhere`` string, and the filters Spark pushes into a scan.
 
-One door (:func:`table_predicate`) turns any predicate a caller writes (SQL text, a pyarrow Expression, a
-``where`` mapping) into a checked :class:`~deltalog.data.predicate.RowFilter` against a table's schema: what
-decides rows and which files can hold a match. Today that is the data plane's predicate layer
-(:func:`deltalog.data.predicate.row_filter`, a SQL subset evaluated with Spark's semantics); the Spark SQL
-expression layer takes its place behind the same function, so the sink and the source change together.
+One door (:func:`table_predicate`) turns any predicate a caller writes (Spark SQL text, a pyarrow Expression,
+DNF tuples, a mapping) into a checked :class:`~deltalog.data.predicate.RowFilter` against a table's schema:
+what decides rows, which files can hold a match and which partitions the write reads (the one filter language
+of :mod:`deltalog.data.filters` over the Spark SQL expression layer, :mod:`deltalog.expr`).
 
 Pushed filters (``pyspark.sql.datasource.Filter``: ``EqualTo``, ``GreaterThan``, ``In``, ``IsNull``, ``Not``,
 ``StringStartsWith``, ...) become a pyarrow expression that every row Spark keeps satisfies
@@ -40,11 +39,17 @@ _COMPARISONS = {
 _MAX_CODE_POINT = 0x10FFFF
 
 
-def table_predicate(predicate: Any, schema: Mapping[str, Any], partition_columns: Sequence[str] = ()) -> RowFilter:
-    """``predicate`` (SQL text such as ``"day = '2026-11-01'"``, a pyarrow Expression or a ``where`` mapping)
-    checked against the table's Delta ``schema``; an unknown column, text that is not an expression deltalog
-    evaluates, or a value of the wrong type is an :class:`~deltalog.errors.InvalidArgumentError` naming it."""
-    return row_filter(predicate, schema, partition_columns)
+def table_predicate(
+    predicate: Any,
+    schema: Mapping[str, Any],
+    partition_columns: Sequence[str] = (),
+    session_time_zone: str | None = None,
+) -> RowFilter:
+    """``predicate`` (Spark SQL text such as ``"day = '2026-11-01'"``, a pyarrow Expression, DNF tuples or a
+    mapping) checked against the table's Delta ``schema``, its text read in ``session_time_zone`` (UTC by
+    default); an unknown column, text that does not parse or a value of the wrong type is an
+    :class:`~deltalog.errors.InvalidArgumentError` naming it."""
+    return row_filter(predicate, schema, partition_columns, session_time_zone)
 
 
 def _field_type(schema: pa.Schema, path: Sequence[str]) -> pa.DataType | None:

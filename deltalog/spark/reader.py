@@ -42,7 +42,8 @@ def timestamp_text(timestamp: Timestamp) -> str:
     return str(timestamp)
 
 
-def _reader(spark: SparkSession, storage_options: Mapping[str, Any] | None) -> DataFrameReader:
+def source_reader(spark: SparkSession, storage_options: Mapping[str, Any] | None) -> DataFrameReader:
+    """``spark.read.format("deltalog")`` with the storage options (the source registered first)."""
     register(spark)
     reader = spark.read.format(NAME)
     for key, value in (storage_options or {}).items():
@@ -73,7 +74,7 @@ def read(
 
     if isinstance(columns, str):
         raise InvalidArgumentError(f"columns must be a list of names, not the string {columns!r}")
-    reader = _reader(spark, storage_options)
+    reader = source_reader(spark, storage_options)
     if version is not None:
         reader = reader.option("versionAsOf", str(version))
     if timestamp is not None:
@@ -95,4 +96,4 @@ def read(
         raise
 
 
-__all__ = ["read", "timestamp_text"]
+__all__ = ["read", "source_reader", "timestamp_text"]

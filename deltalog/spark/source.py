@@ -33,17 +33,40 @@ from pyspark.sql.datasource import (
     DataSourceArrowWriter,
     DataSourceReader,
     DataSourceStreamArrowWriter,
+    DataSourceStreamReader,
     InputPartition,
     WriterCommitMessage,
 )
 from pyspark.sql.pandas.types import to_arrow_schema
+from pyspark.sql.streaming.datasource import (
+    ReadAllAvailable,
+    ReadLimit,
+    ReadMaxBytes,
+    ReadMaxFiles,
+    SupportsTriggerAvailableNow,
+)
 from pyspark.sql.types import StructType
 
-from deltalog.errors import DeltaLogError
+from deltalog.data.changes import with_change_columns
+from deltalog.dml.changes import Bounds
+from deltalog.errors import DeltaLogError, InvalidArgumentError
 from deltalog.spark import options as O
+from deltalog.spark._changes_io import read_change_group
 from deltalog.spark._files import TaskFiles, carry_error, write_task
-from deltalog.spark._scan_io import FileRow, read_group
-from deltalog.spark.read_plan import TableRead, open_read, plan_groups, requested_columns
+from deltalog.spark._scan_io import read_group
+from deltalog.spark.read_plan import (
+    ChangeRead,
+    TableRead,
+    change_columns,
+    change_read,
+    grouped,
+    open_changes,
+    open_read,
+    plan_change_groups,
+    plan_groups,
+    requested_columns,
+)
+from deltalog.spark.stream_read import StreamOptions, StreamPlanner
 from deltalog.spark.stream_write import app_id
 from deltalog.spark.write_plan import Control, SinkResult, WritePlan, abort_write, commit_write, plan_write
 
@@ -89,9 +112,9 @@ def encode_control(control: Control) -> str:
 
 # ---------------------------------------------------------------------------------------------- reading
 class FileGroup(InputPartition):
-    """One read task: the live files it reads (:data:`~deltalog.spark._scan_io.FileRow`)."""
+    """One read task: the files it reads (:data:`~deltalog.spark._scan_io.FileRow`, or change rows)."""
 
-    def __init__(self, files: Sequence[FileRow]) -> None:
+    def __init__(self, files: Sequence[Any]) -> None:
         super().__init__(None)
         self.files = tuple(files)
 
@@ -116,16 +139,79 @@ class DeltaLogReader(DataSourceReader):
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         t = self.table
-        yield from read_group(
-            getattr(partition, "files", ()),
-            root=t.root,
-            storage_options=t.storage_options,
-            schema=t.schema,
-            partition_columns=t.partition_columns,
-            column_mapping=t.column_mapping,
-            columns=t.columns,
-            target=self.target,
-        )
+        yield from read_group(getattr(partition, "files", ()), t.task(), self.target)
+
+
+class ChangesReader(DataSourceReader):
+    """A batch read of the change data feed: the range planned and checked on the driver, files read on the
+    executors with the data plane's change reader."""
+
+    def __init__(self, read: ChangeRead, planned: list[list[Any]] | None, target: pa.Schema) -> None:
+        self.changes = read
+        self.planned = planned
+        self.target = target
+
+    def partitions(self) -> list[InputPartition]:
+        with carried():
+            planned = self.planned if self.planned is not None else plan_change_groups(self.changes)
+        return [FileGroup(g) for g in planned]
+
+    def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
+        yield from read_change_group(getattr(partition, "files", ()), self.changes.table.task(), self.target)
+
+
+class DeltaLogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
+    """A streaming read: offsets and batches planned on the driver (:class:`StreamPlanner`, which lives as
+    long as the query), files read on the executors as a batch read reads them."""
+
+    def __init__(self, planner: StreamPlanner, target: pa.Schema) -> None:
+        self.planner = planner
+        self.target = target
+
+    def initialOffset(self) -> dict[str, Any]:
+        with carried():
+            return self.planner.initial_offset()
+
+    def getDefaultReadLimit(self) -> ReadLimit:
+        files, size = self.planner.options.default_limit()
+        if files is not None:
+            return ReadMaxFiles(files)  # with maxBytesPerTrigger too, latestOffset applies both
+        assert size is not None
+        return ReadMaxBytes(size)
+
+    def latestOffset(self, start: dict[str, Any], limit: ReadLimit) -> dict[str, Any]:
+        with carried():
+            return self.planner.latest_offset(start, self._budget(limit))
+
+    def _budget(self, limit: ReadLimit) -> tuple[int | None, int | None] | None:
+        if isinstance(limit, ReadAllAvailable):
+            return None
+        if isinstance(limit, ReadMaxFiles):
+            return limit.max_files, self.planner.options.max_bytes
+        if isinstance(limit, ReadMaxBytes):
+            return None, limit.max_bytes
+        raise carry_error(InvalidArgumentError(f"the deltalog source has no way to honour the read limit {limit!r}"))
+
+    def prepareForTriggerAvailableNow(self) -> None:
+        with carried():
+            self.planner.prepare_available_now()
+
+    def partitions(self, start: dict[str, Any], end: dict[str, Any]) -> list[InputPartition]:
+        with carried():
+            rows = self.planner.rows(start, end)
+        return [FileGroup(g) for g in grouped(rows)]
+
+    def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
+        files = getattr(partition, "files", ())
+        task = self.planner.table.task()
+        if self.planner.options.change_feed:
+            yield from read_change_group(files, task, self.target)
+        else:
+            yield from read_group(files, task, self.target)
+
+    def commit(self, end: dict[str, Any]) -> None:
+        with carried():
+            self.planner.committed(end)
 
 
 # ---------------------------------------------------------------------------------------------- writing
@@ -138,13 +224,14 @@ class Written(WriterCommitMessage):
 
 def _write(plan: WritePlan, batches: Iterator[pa.RecordBatch]) -> Written:
     if plan.skip:  # the table holds this exactly-once batch: its rows are not even computed
-        return Written(TaskFiles((), 0, plan.read_version))
+        return Written(TaskFiles((), 0, plan.read_version, plan.new_table))
     files = write_task(
         batches,
         root=plan.root,
         storage_options=plan.storage_options,
         target=plan.target,
         read_version=plan.read_version,
+        new_table=plan.new_table,
         checks=plan.checks,
         inside=plan.inside(),
         max_rows_per_file=plan.max_rows_per_file,
@@ -216,20 +303,47 @@ class DeltaLogDataSource(DataSource):
         return O.parse(self.options, context)
 
     def schema(self) -> StructType:
-        """The schema of the version read (pinned here, so the files planned later belong to it)."""
+        """The schema of the version read (pinned here, so the files planned later belong to it). A batch read
+        of the change data feed plans its range here too: a range Delta Spark refuses fails at ``load()``."""
         with carried():
             # Spark does not say whether the read is a stream's: options only a stream takes tell
             streaming = any(str(k).lower() in _STREAM_ONLY for k in self.options)
-            read = open_read(self._parsed(O.STREAM_READ if streaming else O.READ))
+            parsed = self._parsed(O.STREAM_READ if streaming else O.READ)
+            if change_read(parsed) and not streaming:
+                changes = open_changes(parsed)
+                self._planned = plan_change_groups(changes)
+                self._version = changes.table.version
+                return StructType.fromJson(changes.schema())
+            read = open_read(parsed)
         self._version = read.version
+        if change_read(parsed):  # a stream of the change data feed
+            return StructType.fromJson(with_change_columns(read.schema))
         return StructType.fromJson(dict(read.schema))
 
     def reader(self, schema: StructType) -> DataSourceReader:
+        requested = orjson.loads(schema.json())
+        target = to_arrow_schema(schema, timezone="UTC")
         with carried():
             parsed = self._parsed(O.READ)
+            if change_read(parsed):
+                changes = change_columns(open_changes(parsed, getattr(self, "_version", None)), requested)
+                return ChangesReader(changes, getattr(self, "_planned", None), target)
             read = open_read(parsed, getattr(self, "_version", None))
-            read = requested_columns(read, orjson.loads(schema.json()))
-        return DeltaLogReader(read, to_arrow_schema(schema, timezone="UTC"))
+            read = requested_columns(read, requested)
+        return DeltaLogReader(read, target)
+
+    def streamReader(self, schema: StructType) -> DataSourceStreamReader:
+        requested = orjson.loads(schema.json())
+        target = to_arrow_schema(schema, timezone="UTC")
+        with carried():
+            parsed = self._parsed(O.STREAM_READ)
+            options = StreamOptions.of(parsed)
+            read = open_read(parsed, getattr(self, "_version", None))
+            if options.change_feed:
+                read = change_columns(ChangeRead(read, Bounds()), requested).table
+            else:
+                read = requested_columns(read, requested)
+        return DeltaLogStreamReader(StreamPlanner(read, read.table_id, options), target)
 
     def writer(self, schema: StructType, overwrite: bool) -> DeltaLogWriter:
         with carried():
@@ -261,9 +375,11 @@ def result_file() -> str:
 
 __all__ = [
     "NAME",
+    "ChangesReader",
     "DeltaAsDataSource",
     "DeltaLogDataSource",
     "DeltaLogReader",
+    "DeltaLogStreamReader",
     "DeltaLogStreamWriter",
     "DeltaLogWriter",
     "FileGroup",

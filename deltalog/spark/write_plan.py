@@ -12,8 +12,9 @@ against the write as if one process had done it all.
 1. options: ``mergeSchema``, ``overwriteSchema``, ``replaceWhere``, ``partitionOverwriteMode``, ``partitionBy``,
    ``txnAppId``/``txnVersion``, ``userMetadata``, ``maxRecordsPerFile``, ``compression``, ``delta.*`` table
    properties (:mod:`deltalog.spark.options`), and their combinations as Delta Spark allows them;
-2. the table is opened, or created from the DataFrame's schema, ``partitionBy`` and the ``delta.*`` options
-   (:mod:`deltalog.dml.tables`, as :func:`deltalog.write` creates it);
+2. the table is opened, or when missing planned from the DataFrame's schema, ``partitionBy`` and the ``delta.*``
+   options, to be created by the write's own commit (version 0 holds the table and its first files, so a job
+   that fails leaves no table; :mod:`deltalog.dml.tables`, as :func:`deltalog.write` decides it);
 3. an exactly-once batch the table holds is planned as a skip: tasks write nothing, the commit commits nothing;
 4. the DataFrame's schema is checked against the table's (``mergeSchema`` adds new columns in the write's
    commit; ``overwriteSchema`` replaces schema and partitioning), the table's features are asked whether the
@@ -50,7 +51,7 @@ from deltalog.dml.delete import target_of
 from deltalog.dml.overwrite import check_inside, merged_metadata, replaced, whole_files
 from deltalog.dml.removal import Removal, Rewriter, finish
 from deltalog.dml.rules import Declared, check_up_front
-from deltalog.dml.tables import check_partition_by, check_partitions, create_if_missing, landed
+from deltalog.dml.tables import begin_write, check_partition_by, check_partitions, landed, open_table
 from deltalog.errors import ConcurrentModificationError, InvalidArgumentError, SchemaMismatchError
 from deltalog.log import DeltaLog
 from deltalog.spark._files import RowCheck, TaskFiles
@@ -64,6 +65,8 @@ from deltalog.spark.options import (
 from deltalog.spark.predicates import table_predicate
 from deltalog.spark.row_rules import computed_columns
 from deltalog.table.commit_loop import CommitResult
+from deltalog.table.new_table import NewTable
+from deltalog.table.snapshot import Snapshot
 
 logger = logging.getLogger(__name__)
 
@@ -75,13 +78,15 @@ _STRUCTURAL = ("nullable", "containsNull", "valueContainsNull", "metadata")
 @dataclass(frozen=True)
 class Control:
     """What :func:`deltalog.spark.write` tells its sink beyond Delta's options (one internal option, pickled):
-    the rule columns it had Spark SQL evaluate, ``replace_where`` in the ``where`` form (partition conditions
-    are then recorded as such), a hook run just before the commit, and where to leave the result."""
+    the rule columns it had Spark SQL evaluate, ``replace_where`` in a form other than text (a mapping, an
+    Expression, DNF tuples), a hook run just before the commit, where to leave the result, and the session's
+    time zone (a Python data source is not told it)."""
 
     checks: tuple[RowCheck, ...] = ()
-    replace_where: Mapping[str, Any] | None = None
+    replace_where: Any = None
     before_commit: Callable[[], None] | None = None
     result_path: str | None = None
+    session_time_zone: str | None = None
 
 
 @dataclass(frozen=True)
@@ -92,10 +97,11 @@ class WritePlan:
     uri: str
     storage_options: Mapping[str, Any] | None
     root: str
-    read_version: int
+    read_version: int  # -1: the write creates the table (``new_table``)
     target: WriteTarget
     mode: str  # append or overwrite
     operation: str
+    new_table: NewTable | None = None
     skip: bool = False
     app_id: str | None = None
     app_version: int | None = None
@@ -115,7 +121,8 @@ class WritePlan:
         if self.replace_where is None:
             return None
         schema = self.target.schema
-        where = table_predicate(self.replace_where, schema, self.target.partition_columns)
+        tz = self.target.session_time_zone
+        where = table_predicate(self.replace_where, schema, self.target.partition_columns, tz)
 
         def check(batch: Any, seen: int) -> None:
             check_inside(batch, where, schema, seen)
@@ -263,9 +270,9 @@ def _asked(parsed: Parsed, overwrite: bool, control: Control | None) -> _Asked:
     )
 
 
-def _check_properties(snap: Any, properties: Mapping[str, str], created: bool) -> None:
+def _check_properties(snap: Snapshot | NewTable, properties: Mapping[str, str], creates: bool) -> None:
     """``delta.*`` options shape the table a write creates; on an existing table they must say what it says."""
-    if created or not properties:
+    if creates or not properties:
         return
     differing = {k: v for k, v in properties.items() if snap.configuration.get(k) != v}
     if differing:
@@ -291,19 +298,39 @@ def plan_write(
     data = dict(data_schema)
     data["fields"] = [f for f in top_level_fields(data_schema) if f["name"] not in rule_columns]
     log = DeltaLog.for_table(parsed.path, parsed.storage_options)
-    snap, created = create_if_missing(log, data, asked.partition_by, parsed.properties or None)
-    _check_properties(snap, parsed.properties, created)
+    existing = open_table(log)
+    app = app_id if app_id is not None else asked.app_id
+    version = asked.app_version if app is not None else None
+    configuration = parsed.properties or None
+    txn, table, done = begin_write(
+        log,
+        existing,
+        data,
+        asked.partition_by,
+        configuration,
+        app_id=app if version is not None else None,
+        app_version=version,
+        operation=OPERATION,
+    )
+    txn.abort()  # the commit starts its own, in the process Spark commits from, at the version read here
+    skip = done is not None
+    if skip:
+        logger.info("the table holds batch %s of application %s: nothing is written", version, app)
+    new_table = table if isinstance(table, NewTable) else None
+    snap = table
+    _check_properties(snap, parsed.properties, new_table is not None)
     metadata: A.Metadata | None = None
-    if asked.overwrite_schema:
+    if asked.overwrite_schema and isinstance(snap, Snapshot):
         metadata = _replaced_metadata(snap, data, asked.partition_by)
     else:
         check_partition_by(asked.partition_by, snap)
         check_schema(snap.schema_json, data, merge=asked.merge_schema)
-        if asked.merge_schema:
+        if asked.merge_schema and isinstance(snap, Snapshot):
             metadata = merged_metadata(snap, to_arrow_schema(data))
     operations = {OVERWRITE if overwrite else APPEND} | ({METADATA} if metadata is not None else set())
     check_up_front(snap, log.location, sorted(operations))
-    target = target_of(snap)
+    tz = control.session_time_zone if control is not None else None
+    target = dataclasses.replace(target_of(snap), session_time_zone=tz)
     if metadata is not None:
         assert metadata.schema_string is not None, "a planned metadata carries its schema"
         target = dataclasses.replace(
@@ -311,15 +338,8 @@ def plan_write(
         )
     if asked.compression is not None:
         target = dataclasses.replace(target, configuration={**target.configuration, CODEC: asked.compression})
-    if asked.replace_where is not None:
-        table_predicate(asked.replace_where, target.schema, target.partition_columns)  # refused here if bad
-    app = app_id if app_id is not None else asked.app_id
-    skip = False
-    if app is not None and asked.app_version is not None:
-        held = snap.app_version(app)
-        skip = held is not None and held >= asked.app_version
-        if skip:
-            logger.info("the table holds batch %s of application %s: nothing is written", asked.app_version, app)
+    if asked.replace_where is not None:  # refused here if it is not a predicate over the table
+        table_predicate(asked.replace_where, target.schema, target.partition_columns, tz)
     streaming = parsed.context == STREAM_WRITE
     mode = "overwrite" if overwrite else "append"
     parameters: dict[str, Any]
@@ -328,15 +348,17 @@ def plan_write(
     else:
         parameters = {"mode": mode.capitalize(), "partitionBy": list(target.partition_columns)}
         if asked.replace_where is not None:
-            parameters["predicate"] = table_predicate(asked.replace_where, target.schema, target.partition_columns).text
+            where = table_predicate(asked.replace_where, target.schema, target.partition_columns, tz)
+            parameters["predicate"] = where.text
     return WritePlan(
         parsed.path,
         parsed.storage_options,
         log.store.root,
-        snap.version,
+        -1 if new_table is not None else snap.version,
         target,
         mode,
         STREAMING_OPERATION if streaming else OPERATION,
+        new_table=new_table,
         skip=skip,
         app_id=app,
         app_version=asked.app_version,
@@ -380,9 +402,9 @@ def _partition_wheres(adds: Sequence[A.Add], snap: Any) -> list[dict[str, str | 
 
 def _removal(log: DeltaLog, txn: Any, plan: WritePlan, adds: Sequence[A.Add], now: int) -> Removal:
     """What an overwrite takes out of the version the write read (nothing for an append)."""
-    snap = txn.snapshot
     if plan.mode != "overwrite":
         return Removal()
+    snap = txn.snapshot
     if plan.overwrite_schema:
         return whole_files(txn, snap, None, now)
     if plan.dynamic:
@@ -400,7 +422,8 @@ def _removal(log: DeltaLog, txn: Any, plan: WritePlan, adds: Sequence[A.Add], no
     def rewriter_for(changes: bool) -> Rewriter:
         return Rewriter(log.store, plan.target, changes, None)
 
-    removal, _, rewriter = replaced(log.store, txn, snap, plan.replace_where, rewriter_for, now)
+    tz = plan.target.session_time_zone
+    removal, _, rewriter = replaced(log.store, txn, snap, plan.replace_where, rewriter_for, now, tz)
     try:
         finish(removal, rewriter)
     except BaseException:
@@ -434,11 +457,17 @@ def commit_write(plan: WritePlan, tasks: Sequence[TaskFiles | None], app_version
     written = written_keys(log, tasks)
     version = app_version if app_version is not None else plan.app_version
     app_id = plan.app_id if version is not None else None
-    read_version = max([plan.read_version, *(t.read_version for t in tasks if t is not None)])
     if plan.skip:
         discard(log.context, written)
         return skipped_result()
-    txn = log.start_transaction(app_id=app_id, app_version=version, version=read_version)
+    # what the tasks were planned against (a streaming sink plans again for its commit: the tasks' plan counts)
+    done = [t for t in tasks if t is not None]
+    new_table = next((t.new_table for t in done if t.new_table is not None), None) if done else plan.new_table
+    read_version = max(t.read_version for t in done) if done else plan.read_version
+    if new_table is not None:  # the commit creates the table: version 0 holds it and its first files
+        txn = log.start_planned_create(new_table, app_id=app_id, app_version=version)
+    else:
+        txn = log.start_transaction(app_id=app_id, app_version=version, version=read_version)
 
     def batch_landed() -> bool:
         return landed(log, app_id, version)
@@ -450,7 +479,7 @@ def commit_write(plan: WritePlan, tasks: Sequence[TaskFiles | None], app_version
         return skipped_result()
     removal = Removal()
     try:
-        removal = _removal(log, txn, plan, adds, log.now_ms())
+        removal = Removal() if new_table is not None else _removal(log, txn, plan, adds, log.now_ms())
         txn.read_files(a.path for a in removal.touched)
         if plan.before_commit is not None:
             plan.before_commit()

@@ -95,11 +95,11 @@ def _options(
     return writer
 
 
-def _early_check(log: DeltaLog, where: Any) -> Transaction:
+def _early_check(log: DeltaLog, where: Any, session_time_zone: str | None) -> Transaction:
     """An overwrite's intent, declared for the whole job, after checking that nothing already dooms it."""
     txn = log.start_transaction()
     try:
-        txn.declare_intent(where=dict(where) if isinstance(where, Mapping) else None)
+        txn.declare_intent(where=None if where is None else txn.snapshot.row_filter(where, session_time_zone))
         txn.check_early()  # before any file is written
     except BaseException:
         txn.abort()
@@ -126,7 +126,7 @@ def write(
     table_uri: str,
     mode: str = "append",
     partition_by: Sequence[str] | None = None,
-    replace_where: Mapping[str, Any] | str | None = None,
+    replace_where: Any = None,
     app_id: str | None = None,
     app_version: int | None = None,
     storage_options: dict[str, Any] | None = None,
@@ -139,9 +139,9 @@ def write(
     """Write ``df`` to the Delta table at ``table_uri`` as one commit: ``df.write.format("deltalog")`` with these
     arguments as its options.
 
-    ``mode="overwrite"`` replaces the whole table, or with ``replace_where`` (a ``where`` mapping in
-    :meth:`deltalog.Snapshot.files`' form, or SQL text as the ``replaceWhere`` option takes it) only the rows it
-    matches; the written rows must fall inside it. ``app_id``/``app_version`` make the write exactly once.
+    ``mode="overwrite"`` replaces the whole table, or with ``replace_where`` (any filter form: Spark SQL text as
+    the ``replaceWhere`` option takes it, a mapping, DNF tuples, a pyarrow Expression) only the rows it matches;
+    the written rows must fall inside it. ``app_id``/``app_version`` make the write exactly once.
     ``configuration`` sets table properties when the table is created. ``before_commit`` runs after the files
     are written, just before the commit, in the process where Spark commits (a Python worker beside the driver:
     it is pickled there, so it must be picklable and coordinate across processes). An overwrite declares an
@@ -170,13 +170,16 @@ def write(
         except Exception as exc:
             raise_rule_failure(exc, probes)  # a rule that cannot be evaluated on a row (ANSI arithmetic)
             raise
-    intent = _early_check(log, replace_where) if early_conflicts and mode == "overwrite" and snap is not None else None
+    tz = df.sparkSession.conf.get("spark.sql.session.timeZone", None)
+    early = early_conflicts and mode == "overwrite" and snap is not None
+    intent = _early_check(log, replace_where, tz) if early else None
     path = result_file()
     control = Control(
         checks=tuple(checks),
-        replace_where=dict(replace_where) if isinstance(replace_where, Mapping) else None,
+        replace_where=None if isinstance(replace_where, str) else replace_where,
         before_commit=before_commit,
         result_path=path,
+        session_time_zone=tz,
     )
     writer = frame.write.format(NAME).mode(mode).option(CONTROL, encode_control(control))
     writer = _options(

@@ -11,6 +11,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any, cast
 
 from fsspec.asyn import sync
+from fsspec.exceptions import FSTimeoutError
 
 from deltalog.errors import DeltaLogError, StorageError
 from deltalog.storage.base import Capabilities, FileInfo, LogStore, confined
@@ -18,7 +19,7 @@ from deltalog.storage.bulk import DEFAULT_CONCURRENCY, fan_out, settle
 from deltalog.storage.cloud_errors import no_container, where
 from deltalog.storage.options import secrets_of
 from deltalog.storage.redaction import redact_in_logs
-from deltalog.storage.retry import DEFAULT_BUDGET, RetryBudget, missing, with_retries
+from deltalog.storage.retry import DEFAULT_BUDGET, RetryBudget, missing, remaining, with_retries
 
 #: calls that can be repeated without changing the outcome (a conditional put cannot: the committer resolves it)
 _IDEMPOTENT = frozenset({"read", "open", "exists", "list", "walk", "delete", "put"})
@@ -82,7 +83,26 @@ class BucketPaths(LogStore):
 
     def _run(self, op: str, path: str, coro: Callable[..., Any], *args: Any) -> Any:
         """``coro(*args)`` run to completion on :meth:`_loop` from synchronous code, through :meth:`_guard`."""
-        return self._guard(op, path, lambda: sync(self._loop(), coro, *args))
+        return self._guard(op, path, lambda: self._sync(op, path, coro, *args))
+
+    def _sync(self, op: str, path: str, coro: Callable[..., Any], *args: Any) -> Any:
+        """``coro(*args)`` on :meth:`_loop`, cancelled when the deadline of the call it serves passes
+        (:func:`deltalog.storage.retry.remaining`; the budget's whole deadline outside a retried call): the
+        client's own retries never outlast it."""
+        left = remaining()
+        timeout = self.retry.deadline_s if left is None else left
+        at = where(op, self._display, path)
+        if timeout <= 0:
+            raise StorageError(f"{at}: no time left before the deadline", path=path, retryable=True)
+        try:
+            return sync(self._loop(), coro, *args, timeout=timeout)
+        except FSTimeoutError as exc:
+            raise StorageError(
+                f"{at}: no answer within {timeout:.1f}s (the store did not respond; deltalog gave up at its "
+                f"{self.retry.deadline_s:.0f}s deadline)",
+                path=path,
+                retryable=True,
+            ) from exc
 
     def read(self, path: str) -> bytes:
         confined(path)
@@ -96,8 +116,8 @@ class BucketPaths(LogStore):
         calls = [functools.partial(self._get, p) for p in paths]
         try:
             self._connect()
-            results = sync(self._loop(), fan_out, calls, self._concurrency)
-        except Exception:  # the loop itself failed: each read on its own says why, typed
+            results = sync(self._loop(), fan_out, calls, self._concurrency, timeout=self.retry.deadline_s)
+        except Exception:  # the loop itself failed, or the deadline passed: each read on its own says why, typed
             results = [RuntimeError()] * len(paths)
         return settle(paths, results, self.read)
 

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 
 from deltalog.core.engine_safety import EngineRisk
 from deltalog.storage.base import LogStore
+from deltalog.storage.typed import typed
 
 log = logging.getLogger(__name__)
 
@@ -60,13 +61,21 @@ class WarnOnce:
 
 @dataclass(frozen=True)
 class TableContext:
-    """A table's store, its location (for messages) and the clock its retention and timestamps use."""
+    """A table's store, its location (for messages) and the clock its retention and timestamps use.
+
+    The store is held wrapped (:func:`deltalog.storage.typed.typed`): this is where the table layer's reads
+    and writes enter storage, so whatever a caller's store raises reaches the layers above as a
+    :class:`~deltalog.errors.DeltaLogError`, never as a builtin ``TimeoutError`` or ``OSError``.
+    """
 
     store: LogStore
     location: str
     clock: Callable[[], float] = time.time
     #: where engine risks and refused compaction files found while reading the log are reported, once per context
     warnings: WarnOnce = field(default_factory=WarnOnce, compare=False, repr=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "store", typed(self.store))
 
     @classmethod
     def of(cls, store: LogStore, clock: Callable[[], float] = time.time) -> TableContext:

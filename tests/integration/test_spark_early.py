@@ -72,10 +72,10 @@ def test_an_overwrite_whose_partition_changes_while_it_writes_fails_and_cleans_u
     b.join(timeout=300)
     assert len(live) == 1  # B's intent was live during its job
     assert len(failed) == 1 and isinstance(failed[0], ConcurrentAppendError), failed
-    assert failed[0].winning_version == version == 3
+    assert failed[0].winning_version == version == 2
     assert data_files(table) == before  # B's written files were deleted
     assert intents(table) == []
-    assert DeltaLog.for_table(table).latest_version() == 3
+    assert DeltaLog.for_table(table).latest_version() == 2
 
 
 def test_a_live_intent_with_priority_stops_the_job_before_any_file_is_written(spark: Any, tmp_path: Path) -> None:
@@ -90,7 +90,7 @@ def test_a_live_intent_with_priority_stops_the_job_before_any_file_is_written(sp
 
     # another partition is unaffected by the intent on P
     other = write(batch(spark, Q, 200, 3), str(table), mode="overwrite", replace_where={"day": Q})
-    assert other.version == 3 and other.num_rows == 3 and other.num_removed > 0
+    assert other.version == 2 and other.num_rows == 3 and other.num_removed > 0
     holder.abort()
     assert intents(table) == []
 
@@ -103,5 +103,5 @@ def test_a_dead_writers_expired_intent_blocks_no_spark_job(spark: Any, tmp_path:
     past = time.time() - 61
     os.utime(table / handle.path, (past, past))
     result = write(batch(spark, P, 300, 5), str(table), mode="overwrite", replace_where={"day": P})
-    assert result.version == 3 and result.num_rows == 5
+    assert result.version == 2 and result.num_rows == 5
     assert intents(table) == [f"{dead.txn_id}.json"]  # left for cleanup

@@ -28,7 +28,9 @@ ROWS: dict[str, int] = {
     "deltalog.core": 1,
     "deltalog.storage": 1,
     "deltalog.actions": 2,  # the public name of core's actions
+    "deltalog.expr": 2,  # Spark SQL expressions: the typed tree, its parser and binder (pure)
     "deltalog.arrow": 3,
+    "deltalog.compute": 3,  # bound expressions evaluated on Arrow batches
     "deltalog.checkpoint": 4,
     "deltalog.data": 4,
     "deltalog.table": 5,
@@ -49,8 +51,9 @@ ISOLATED_ROWS = {1}
 THIRD_PARTY: dict[str, set[str]] = {
     "deltalog.core": {"orjson"},
     "deltalog.core.state": {"orjson", "pyarrow", "numpy"},
+    "deltalog.expr": {"sqlglot"},
 }
-ONLY_IN = {"pyspark": "deltalog.spark", "click": "deltalog.cli", "rich": "deltalog.cli"}
+ONLY_IN = {"pyspark": "deltalog.spark", "click": "deltalog.cli", "rich": "deltalog.cli", "sqlglot": "deltalog.expr"}
 #: modules only the type checker reads (typeshed ships them; no dependency installs them): anywhere, but only
 #: under ``if TYPE_CHECKING:``
 TYPE_ONLY = {"typing_extensions"}
