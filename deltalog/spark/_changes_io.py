@@ -23,10 +23,17 @@ from deltalog.errors import DeltaLogError
 from deltalog.spark._files import carry_error
 from deltalog.spark._scan_io import TableTask, conformed
 
-#: one row per file to read, built by the driver
-CHANGES_DDL = (
-    "path string, partition_values string, change_type string, deletion_vector string, selected_by string, "
-    "stats string, size long, version long, timestamp long"
+#: what the driver says of each file to read, in order
+CHANGE_FIELDS = (
+    "path",
+    "partition_values",
+    "change_type",
+    "deletion_vector",
+    "selected_by",
+    "stats",
+    "size",
+    "version",
+    "timestamp",
 )
 
 
@@ -42,7 +49,7 @@ def _dv(text: str | None) -> DeletionVector | None:
 
 
 def change_row(file: ChangeFile, version: int, timestamp: int) -> tuple[Any, ...]:
-    """The row the driver sends for ``file`` of ``version`` (committed at ``timestamp`` ms), in DDL order."""
+    """The row the driver sends for ``file`` of ``version`` (committed at ``timestamp`` ms): a :data:`ChangeRow`."""
     return (
         file.path,
         orjson.dumps(dict(file.partition_values)).decode(),
@@ -68,9 +75,8 @@ def _file(row: Mapping[str, Any]) -> ChangeFile:
     )
 
 
-#: one file to read, as the driver describes it to a task (:data:`CHANGES_DDL` order)
+#: one file to read, as the driver describes it to a task (:data:`CHANGE_FIELDS` order)
 ChangeRow = tuple[Any, ...]
-_FIELDS = [f.split()[0] for f in CHANGES_DDL.split(", ")]
 
 
 def read_change_group(rows: Sequence[ChangeRow], task: TableTask, target: pa.Schema) -> Iterator[pa.RecordBatch]:
@@ -81,11 +87,11 @@ def read_change_group(rows: Sequence[ChangeRow], task: TableTask, target: pa.Sch
         store = task.store()
         spec = change_schema(task.schema, task.partition_columns, task.column_mapping, task.columns)
         for values in rows:
-            row = dict(zip(_FIELDS, values, strict=True))
+            row = dict(zip(CHANGE_FIELDS, values, strict=True))
             for batch in read_change_file(store, spec, _file(row), row["version"], row["timestamp"]):
                 yield conformed(batch, target)
     except DeltaLogError as exc:
         raise carry_error(exc) from exc
 
 
-__all__ = ["CHANGES_DDL", "ChangeRow", "change_row", "read_change_group"]
+__all__ = ["CHANGE_FIELDS", "ChangeRow", "change_row", "read_change_group"]

@@ -12,7 +12,7 @@ table is read through fsspec without any Hadoop connector on the cluster.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -26,38 +26,19 @@ from deltalog.spark._files import carry_error
 from deltalog.storage.base import LogStore
 from deltalog.storage.uri import store_for
 
-#: one row per live file, built by the driver
-FILES_SCHEMA = pa.schema(
-    [
-        pa.field("path", pa.string()),  # as in the log: URI-encoded, relative to the root or absolute
-        pa.field("partition_values", pa.string()),  # JSON object: physical column -> serialized value or null
-        pa.field("deletion_vector", pa.string()),  # JSON of the descriptor's fields, or null
-        pa.field("num_records", pa.int64()),
-    ]
-)
-FILES_DDL = "path string, partition_values string, deletion_vector string, num_records long"
-#: one live file as the driver describes it to a task (:data:`FILES_DDL` order)
+#: one live file as the driver describes it to a task: path as in the log, partition values (JSON object,
+#: physical keys), deletion vector (JSON of its fields, or None), numRecords (or None)
 FileRow = tuple[str, str, str | None, int | None]
 
 
 def file_row(file: DataFile) -> FileRow:
-    """The row the driver sends for ``file`` (a tuple in :data:`FILES_DDL` order)."""
+    """The row the driver sends for ``file`` (a :data:`FileRow`)."""
     dv = file.deletion_vector
     return (
         file.path,
         orjson.dumps(dict(file.partition_values)).decode(),
         None if dv is None else orjson.dumps(dataclasses.asdict(dv)).decode(),
         file.num_records,
-    )
-
-
-def _data_file(row: Mapping[str, Any]) -> DataFile:
-    dv = row["deletion_vector"]
-    return DataFile(
-        row["path"],
-        orjson.loads(row["partition_values"]),
-        None if dv is None else DeletionVector(**orjson.loads(dv)),
-        row["num_records"],
     )
 
 
@@ -76,15 +57,6 @@ class TableTask:
 
     def store(self) -> LogStore:
         return store_for(self.root, dict(self.storage_options) if self.storage_options else None)
-
-
-def read_files(batches: Iterator[pa.RecordBatch], task: TableTask) -> Iterator[pa.RecordBatch]:
-    """``mapInArrow`` body over :data:`FILES_SCHEMA` rows: the live rows of each file, in the task's columns.
-    A deltalog error (a missing or corrupt data or DV file) is carried to the driver typed
-    (:func:`deltalog.spark._files.carry_error`)."""
-    store = task.store()
-    spec = read_schema(task.schema, task.partition_columns, task.column_mapping, task.columns)
-    return each_row(batches, lambda row: read_batches(store, spec, _data_file(row)))
 
 
 def _row_file(row: FileRow) -> DataFile:
@@ -118,27 +90,4 @@ def read_group(rows: Sequence[FileRow], task: TableTask, target: pa.Schema) -> I
         raise carry_error(exc) from exc
 
 
-def each_row(
-    batches: Iterator[pa.RecordBatch], read: Callable[[Mapping[str, Any]], Iterator[pa.RecordBatch]]
-) -> Iterator[pa.RecordBatch]:
-    """The batches ``read`` gives for each row of a task's input, in order; a deltalog error (a missing or
-    corrupt file) is carried to the driver typed (:func:`deltalog.spark._files.carry_error`)."""
-    try:
-        for batch in batches:
-            for row in batch.to_pylist():
-                yield from read(row)
-    except DeltaLogError as exc:
-        raise carry_error(exc) from exc
-
-
-__all__ = [
-    "FILES_DDL",
-    "FILES_SCHEMA",
-    "FileRow",
-    "TableTask",
-    "conformed",
-    "each_row",
-    "file_row",
-    "read_files",
-    "read_group",
-]
+__all__ = ["FileRow", "TableTask", "conformed", "file_row", "read_group"]

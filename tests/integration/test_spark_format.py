@@ -107,6 +107,7 @@ def test_time_travel_options_and_a_schema_that_reads_fewer_columns(spark: Any, t
     assert rows(narrow) == [("2026-11-01", i) for i in range(4)] + [("2026-11-02", i) for i in range(4, 6)]
     bad = carried(lambda: spark.read.format("deltalog").schema("nope long").load(str(root)).collect())
     assert isinstance(bad, SchemaMismatchError) and bad.column == "nope"
+    peers_agree(root, 6)
 
 
 def test_reading_a_path_that_is_not_a_table_is_a_typed_error(spark: Any, tmp_path: Path) -> None:

@@ -114,6 +114,7 @@ def test_a_version_that_deletes_rows_fails_the_stream_typed_unless_skipped(spark
     done = run(spark, src, tmp_path / "sink2", tmp_path / "ck2", startingVersion=1, skipChangeCommits="true")
     assert done.exception() is None
     assert ids(spark, tmp_path / "sink2") == [100, 101, 102, 500, 501, 502]
+    assert deltalake_view(tmp_path / "sink2").rows == duckdb_view(tmp_path / "sink2").rows == 6
 
 
 def test_a_recreated_source_table_fails_the_restarted_query_typed(spark: Any, tmp_path: Path) -> None:
@@ -124,6 +125,11 @@ def test_a_recreated_source_table_fails_the_restarted_query_typed(spark: Any, tm
     error = deltalog.spark.carried_error(run(spark, src, sink, ck).exception())
     assert isinstance(error, SourceTableChangedError)
     assert error.table_id == DeltaLog.for_table(src).snapshot().metadata.id != error.checkpoint_table_id
+    # the checkpoint taken by a query of another table: the same refusal
+    other = source(tmp_path / "other", 1)
+    reused = deltalog.spark.carried_error(run(spark, other, tmp_path / "sink2", ck).exception())
+    assert isinstance(reused, SourceTableChangedError) and reused.checkpoint_table_id == error.checkpoint_table_id
+    assert deltalake_view(sink).rows == duckdb_view(sink).rows == 6
 
 
 def test_the_sink_needs_a_checkpoint_location_or_an_app_id_and_complete_mode_replaces(
@@ -166,6 +172,7 @@ def test_the_change_data_feed_as_a_stream(spark: Any, tmp_path: Path) -> None:
         (r.id, r._change_type, r._commit_version) for r in spark.read.format("deltalog").load(str(sink)).collect()
     )
     assert rows == [(100, "insert", 1), (101, "delete", 2), (101, "insert", 1), (102, "insert", 1)]
+    assert deltalake_view(sink).rows == duckdb_view(sink).rows == 4
 
 
 def test_the_planner_reads_each_version_once(tmp_path: Path) -> None:
