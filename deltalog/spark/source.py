@@ -73,6 +73,8 @@ from deltalog.spark.write_plan import Control, SinkResult, WritePlan, abort_writ
 logger = logging.getLogger(__name__)
 
 NAME = O.NAME
+#: the options of a range of versions: a batch read takes them only with readChangeFeed
+_RANGE_OPTIONS = ("startingVersion", "startingTimestamp", "endingVersion", "endingTimestamp")
 #: options only a streaming read takes
 _STREAM_ONLY = frozenset(s.name.lower() for s in O.SPECS if O.STREAM_READ in s.contexts and O.READ not in s.contexts)
 
@@ -328,6 +330,12 @@ class DeltaLogDataSource(DataSource):
             if change_read(parsed):
                 changes = change_columns(open_changes(parsed, getattr(self, "_version", None)), requested)
                 return ChangesReader(changes, getattr(self, "_planned", None), target)
+            ranged = [n for n in _RANGE_OPTIONS if parsed.get(n) is not None]
+            if ranged:
+                raise InvalidArgumentError(
+                    f"option {ranged[0]} applies to a batch read of the change data feed (readChangeFeed) or to a "
+                    "streaming read; to read the table as of a version, use versionAsOf or timestampAsOf"
+                )
             read = open_read(parsed, getattr(self, "_version", None))
             read = requested_columns(read, requested)
         return DeltaLogReader(read, target)

@@ -276,10 +276,10 @@ def _check_properties(snap: Snapshot | NewTable, properties: Mapping[str, str], 
         return
     differing = {k: v for k, v in properties.items() if snap.configuration.get(k) != v}
     if differing:
+        held = {k: snap.configuration.get(k) for k in differing}
         raise InvalidArgumentError(
             f"table properties {sorted(differing)} are options of a write that creates the table; the table "
-            f"exists with { ({k: snap.configuration.get(k) for k in differing}) }: change them with "
-            "DeltaLog.set_properties"
+            f"exists with {held}: change them with DeltaLog.set_properties"
         )
 
 

@@ -113,6 +113,12 @@ def test_time_travel_options_and_a_schema_that_reads_fewer_columns(spark: Any, t
 def test_reading_a_path_that_is_not_a_table_is_a_typed_error(spark: Any, tmp_path: Path) -> None:
     error = carried(lambda: spark.read.format("deltalog").load(str(tmp_path / "nothing")))
     assert isinstance(error, TableNotFoundError)
+    root = tmp_path / "t"
+    frame(spark, "2026-11-01", 0, 1).write.format("deltalog").mode("append").save(str(root))
+    ranged = spark.read.format("deltalog").option("startingVersion", 0).load(str(root))
+    misplaced = carried(ranged.collect)
+    assert isinstance(misplaced, InvalidArgumentError) and "readChangeFeed" in str(misplaced)
+    peers_agree(root, 1)
 
 
 # ---------------------------------------------------------------------------------------------- writing
