@@ -42,6 +42,7 @@ if TYPE_CHECKING:
     from deltalog.maintenance.vacuum import VacuumProgress, VacuumResult
     from deltalog.table.commit_loop import RetryPolicy, Young
     from deltalog.table.history import HistoryEntry
+    from deltalog.table.new_table import NewTable
     from deltalog.table.transaction import CommitResult, Committed, Transaction
 
 log = logging.getLogger(__name__)
@@ -276,6 +277,32 @@ class DeltaLog:
             on_committed=self._committed,
         )
 
+    def start_planned_create(
+        self,
+        table: NewTable,
+        *,
+        app_id: str | None = None,
+        app_version: int | None = None,
+        retry: RetryPolicy | None = None,
+    ) -> Transaction:
+        """The transaction that creates ``table``, a create planned by :meth:`start_create` (``txn.new_table``) in
+        another process: an engine plans the table and writes its files on one machine and commits on another
+        (Spark's driver and its Python workers). It commits exactly the planned protocol and metadata (the
+        physical names its files were written with); :meth:`start_create`'s rules apply."""
+        from deltalog.table.transaction import Transaction
+
+        if table.location != self.location:
+            raise InvalidArgumentError(f"the planned table is at {table.location}, not {self.location}")
+        return Transaction(
+            self.context,
+            None,
+            new_table=table,
+            app_id=app_id,
+            app_version=app_version,
+            retry=retry,
+            on_committed=self._committed,
+        )
+
     def start_transaction(
         self,
         isolation: str | None = None,
@@ -283,9 +310,27 @@ class DeltaLog:
         app_id: str | None = None,
         app_version: int | None = None,
         retry: RetryPolicy | None = None,
+        version: int | None = None,
     ) -> Transaction:
-        """A transaction on the latest snapshot; with ``app_id``/``app_version`` it commits exactly once."""
+        """A transaction on the latest snapshot; with ``app_id``/``app_version`` it commits exactly once.
+
+        ``version`` makes it read that version instead, for an engine that planned its work on one snapshot and
+        commits from another process (Spark's driver plans, a Python worker commits): every commit since is
+        checked against what the transaction reads, as if it had been started when the work was planned.
+        """
         from deltalog.table.transaction import Transaction
+
+        if version is not None:
+            snap = self.snapshot(version=version)
+            return Transaction(
+                self.context,
+                snap,
+                isolation,
+                app_id=app_id,
+                app_version=app_version,
+                retry=retry,
+                on_committed=self._committed,
+            )
 
         # A blind append needs protocol, metadata and txns, not the file list: the transaction's snapshot
         # loads its files only if the transaction reads them. While our last commit is young the cached

@@ -51,7 +51,7 @@ def test_spark_refuses_a_bad_range_before_any_job_and_carries_file_errors(spark:
     log = cdf_table(root, 1, 2)
     victim = next(a.path for a in log.snapshot().add_actions())
     (root / victim).unlink()
-    df = read_changes(spark, str(root), 0)
+    df = read_changes(spark, str(root), 0)  # version 0 created the table with its rows
     with pytest.raises(Exception) as failed:
         df.collect()
     error = carried_error(failed.value)
