@@ -23,6 +23,18 @@ from deltalog.spark._files import carry_error
 from deltalog.storage.uri import store_for
 
 
+class PathList:
+    """A Spark ``AccumulatorParam`` (duck-typed: this module stays free of pyspark) collecting the paths of
+    files written by tasks that succeeded: Spark merges their updates on the driver even when the job fails,
+    which is the one way the driver learns what to delete then."""
+
+    def zero(self, value: list[str]) -> list[str]:
+        return []
+
+    def addInPlace(self, value1: list[str], value2: list[str]) -> list[str]:
+        return [*value1, *value2]
+
+
 def rewrite_bins(
     bins: Iterator[Bin],
     *,
@@ -52,4 +64,4 @@ def rewrite_bins(
         yield Rewritten(b, tuple(adds))
 
 
-__all__ = ["rewrite_bins"]
+__all__ = ["PathList", "rewrite_bins"]

@@ -22,8 +22,8 @@ from deltalog.dml.optimize import OptimizeResult, Request, plan_run, result_of
 from deltalog.dml.optimize_commit import BatchCommitter, Rewritten
 from deltalog.errors import DeltaLogError
 from deltalog.log import DeltaLog
-from deltalog.spark._files import PathList, raise_carried
-from deltalog.spark._optimize_io import rewrite_bins
+from deltalog.spark._files import raise_carried
+from deltalog.spark._optimize_io import PathList, rewrite_bins
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
