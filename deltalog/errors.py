@@ -353,6 +353,18 @@ class DataChangedError(ChangeReadError):
     are read with ``changes()``, or such versions skipped with ``skip_change_commits=True``."""
 
 
+class SourceTableChangedError(DeltaLogError):
+    """A streaming query's checkpoint holds offsets of another table than the one now at its source's location
+    (``table_id``): the table was deleted and created again, or the checkpoint belongs to a query that read
+    another table (Delta Spark's ``differentDeltaTableReadByStreamingSource``). Start the query with a new
+    checkpoint location."""
+
+    def __init__(self, message: str, *, table_id: str | None = None, checkpoint_table_id: str | None = None) -> None:
+        super().__init__(message)
+        self.table_id = table_id
+        self.checkpoint_table_id = checkpoint_table_id
+
+
 class SetupError(DeltaLogError):
     """This machine lacks what the call needs: an optional package, Java for Spark, deltalog on Spark's
     executors. Nothing is wrong with the table; the message says what to install or configure."""
@@ -394,6 +406,7 @@ __all__ = [
     "SchemaError",
     "SchemaMismatchError",
     "SetupError",
+    "SourceTableChangedError",
     "StorageError",
     "TableAlreadyExistsError",
     "TableNotFoundError",

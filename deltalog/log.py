@@ -37,11 +37,12 @@ if TYPE_CHECKING:
 
     from deltalog.checkpoint.writer import CheckpointResult, Progress
     from deltalog.core.plans.cleanup import Retention
+    from deltalog.dml.optimize import OptimizeResult
     from deltalog.maintenance.cleanup import CleanupResult
     from deltalog.maintenance.log_compaction import LogCompactionResult
     from deltalog.maintenance.restore import RestoreResult
     from deltalog.maintenance.vacuum import VacuumProgress, VacuumResult
-    from deltalog.table.commit import CommitResult, Committed, RetryPolicy, Transaction
+    from deltalog.table.commit import CommitResult, Committed, NewTable, RetryPolicy, Transaction
     from deltalog.table.history import HistoryEntry
 
 log = logging.getLogger(__name__)
@@ -261,6 +262,31 @@ class DeltaLog:
             on_committed=self._committed,
         )
 
+    def start_planned_create(
+        self,
+        table: NewTable,
+        *,
+        app_id: str | None = None,
+        app_version: int | None = None,
+        retry: RetryPolicy | None = None,
+    ) -> Transaction:
+        """The transaction that creates ``table``, a create planned by :meth:`start_create` (``txn.new_table``) in
+        another process: an engine plans the table and writes its files on one machine and commits on another
+        (Spark's driver and its Python workers). It commits exactly the planned protocol and metadata (the
+        physical names its files were written with); :meth:`start_create`'s rules apply."""
+        from deltalog.table.commit import Transaction
+
+        if table.location != self.location:
+            raise InvalidArgumentError(f"the planned table is at {table.location}, not {self.location}")
+        return Transaction(
+            self.context,
+            table,
+            app_id=app_id,
+            app_version=app_version,
+            retry=retry,
+            on_committed=self._committed,
+        )
+
     def start_transaction(
         self,
         isolation: str | None = None,
@@ -268,9 +294,27 @@ class DeltaLog:
         app_id: str | None = None,
         app_version: int | None = None,
         retry: RetryPolicy | None = None,
+        version: int | None = None,
     ) -> Transaction:
-        """A transaction on the latest snapshot; with ``app_id``/``app_version`` it commits exactly once."""
+        """A transaction on the latest snapshot; with ``app_id``/``app_version`` it commits exactly once.
+
+        ``version`` makes it read that version instead, for an engine that planned its work on one snapshot and
+        commits from another process (Spark's driver plans, a Python worker commits): every commit since is
+        checked against what the transaction reads, as if it had been started when the work was planned.
+        """
         from deltalog.table.commit import Transaction
+
+        if version is not None:
+            snap = self.snapshot(version=version)
+            return Transaction(
+                self.context,
+                snap,
+                isolation,
+                app_id=app_id,
+                app_version=app_version,
+                retry=retry,
+                on_committed=self._committed,
+            )
 
         # A blind append needs protocol, metadata and txns, not the file list: the transaction's snapshot
         # loads its files only if the transaction reads them. While our last commit is young the cached
@@ -391,6 +435,24 @@ class DeltaLog:
             from deltalog.maintenance.log_compaction import compact_when_due
 
             compact_when_due(self.context, version, self.log_compaction_interval, self.snapshot)
+        self._auto_compact(result)
+
+    def _auto_compact(self, result: CommitResult) -> None:
+        """Auto compaction (``delta.autoOptimize.autoCompact``) of the partitions the commit wrote into; see
+        :mod:`deltalog.dml.auto_compact`. Never raises."""
+        latest = self._table.cached
+        if result.version is None or latest is None:
+            return
+        from deltalog.dml import auto_compact
+
+        if not auto_compact.enabled(latest.configuration):
+            return
+        try:
+            snap = self.snapshot()
+        except Exception:
+            log.exception("auto compaction could not read version %s", result.version)
+            return
+        auto_compact.compact_when_due(self.start_transaction, snap, result.operation, result.actions)
 
     # ------------------------------------------------------------------------------------------ time
     def commit_timeline(self) -> list[tuple[int, int]]:
@@ -551,6 +613,53 @@ class DeltaLog:
     def __repr__(self) -> str:
         return f"DeltaLog({self.location!r})"
 
+    def optimize(
+        self,
+        where: Any = None,
+        target_size: int | None = None,
+        z_order_by: Sequence[str] | None = None,
+        min_file_size: int | None = None,
+        max_concurrent_tasks: int | None = None,
+        dry_run: bool = False,
+        *,
+        min_commit_interval: float | dt.timedelta | None = None,
+    ) -> OptimizeResult:
+        """OPTIMIZE: rewrite small files (and files with many rows deleted by deletion vectors) into files of about
+        ``target_size`` bytes, committed with ``dataChange: false`` so concurrent appends and deletes of other files
+        go on; see :mod:`deltalog.dml.optimize`.
+
+        ``where`` selects partitions (SQL text, a ``where`` mapping, deltalake's DNF filters or a pyarrow
+        Expression, on partition columns only). ``target_size`` defaults to ``delta.targetFileSize``, else
+        100 MiB; files under ``min_file_size`` (default: ``target_size``) are compacted. ``z_order_by`` rewrites
+        every file of the selected partitions sorted along the Z-order curve of those columns. On a clustered
+        table it clusters by the clustering columns (Hilbert curve) instead. ``min_commit_interval`` (seconds
+        or a timedelta) commits finished work in batches that far apart. ``dry_run`` reports what would be
+        rewritten and writes nothing.
+        """
+        from deltalog.dml.optimize import Request, optimize
+
+        request = Request(
+            where=where,
+            target_size=target_size,
+            z_order_by=(z_order_by,) if isinstance(z_order_by, str) else tuple(z_order_by or ()),
+            min_file_size=min_file_size,
+            max_concurrent_tasks=max_concurrent_tasks,
+            dry_run=dry_run,
+            min_commit_interval=_seconds(min_commit_interval),
+        )
+        return optimize(self.start_transaction, request)
+
+    def purge_deletion_vectors(
+        self, where: Any = None, *, max_concurrent_tasks: int | None = None, dry_run: bool = False
+    ) -> OptimizeResult:
+        """REORG TABLE ... APPLY (PURGE): rewrite every file that has a deletion vector (in the partitions
+        ``where`` selects) without its deleted rows, committed as ``REORG`` with ``dataChange: false``, so that
+        the table can drop the feature or be read by engines without deletion-vector support."""
+        from deltalog.dml.optimize import Request, optimize
+
+        request = Request(where=where, purge=True, max_concurrent_tasks=max_concurrent_tasks, dry_run=dry_run)
+        return optimize(self.start_transaction, request)
+
     def delete(self, predicate: Any = None, *, session_time_zone: str | None = None) -> CommitResult:
         """Delete the rows matching ``predicate`` (Spark SQL text, a pyarrow Expression, DNF tuples or a mapping;
         None: every row) as one commit: deletion vectors where the table enables them, else rewritten files. SQL
@@ -565,6 +674,15 @@ def _hours(hours: float) -> dt.timedelta:
     if isinstance(hours, bool) or not isinstance(hours, (int, float)) or hours != hours or hours < 0:
         raise InvalidArgumentError(f"retention_hours must be a number of hours >= 0, not {hours!r}")
     return dt.timedelta(hours=hours)
+
+
+def _seconds(interval: float | dt.timedelta | None) -> float | None:
+    if interval is None:
+        return None
+    value = interval.total_seconds() if isinstance(interval, dt.timedelta) else float(interval)
+    if value < 0:
+        raise InvalidArgumentError(f"min_commit_interval must not be negative, not {interval!r}")
+    return value
 
 
 __all__ = ["AFTER_LATEST", "DeltaLog", "Timestamp"]

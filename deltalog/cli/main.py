@@ -112,6 +112,12 @@ VERBS: dict[str, Verb] = {
         "compact_log_cmd",
         "Write the log compaction file of a range of commits (Delta Spark reads it instead of the commits).",
     ),
+    "optimize": Verb(
+        "deltalog.cli.optimize_cmd",
+        "optimize_cmd",
+        "Compact small files into larger ones (or Z-order, cluster, purge deletion vectors) as one commit with "
+        "dataChange=false: concurrent appends are not disturbed.",
+    ),
     "cleanup": Verb(
         "deltalog.cli.maintenance",
         "cleanup_cmd",

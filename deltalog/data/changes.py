@@ -26,7 +26,6 @@ from dataclasses import dataclass
 from typing import Any
 
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from deltalog.arrow.schema import arrow_type
 from deltalog.core.features.change_feed import (
@@ -41,6 +40,7 @@ from deltalog.core.features.change_feed import (
 from deltalog.core.schema import top_level_fields
 from deltalog.data.dv import read_deletion_vector
 from deltalog.data.parallel import ordered
+from deltalog.data.predicate import row_filter
 from deltalog.data.read import BATCH_ROWS, DataFile, ReadSchema, read_batches, read_schema
 from deltalog.data.skipping import Candidate, FilterPlan
 from deltalog.errors import InvalidArgumentError
@@ -112,22 +112,27 @@ def change_schema(
 
 # ---------------------------------------------------------------------------------------------- the filter
 class ChangeFilter:
-    """A filter on change rows (a pyarrow Expression on the table's logical columns and the change columns),
-    checked once: which files it prunes, which table columns it reads, which rows it keeps."""
+    """A filter on change rows in any form a scan takes (SQL text, a pyarrow Expression, DNF tuples, a mapping)
+    over the table's logical columns and the change columns, checked once: which files it prunes, which table
+    columns it reads, which rows it keeps."""
 
     def __init__(self, schema: Mapping[str, Any], partition_columns: Sequence[str], mode: str, filter: Any) -> None:
-        self._plan = FilterPlan(with_change_columns(schema), partition_columns, mode, filter)
-        self.expression: pc.Expression = self._plan.filter
+        scope = with_change_columns(schema)
+        self._rows = row_filter(filter, scope, partition_columns)
+        pruning = self._rows.pruning
+        self._plan = FilterPlan(scope, partition_columns, mode, pruning) if pruning is not None else None
         #: the table columns (logical names) the filter reads
-        self.columns = tuple(c for c in self._plan.columns if c not in CHANGE_COLUMNS)
+        self.columns = tuple(c for c in self._rows.columns if c not in CHANGE_COLUMNS)
 
     def surviving(self, files: Sequence[ChangeFile]) -> list[ChangeFile]:
         """The files whose partition values and statistics allow a matching row."""
+        if self._plan is None:
+            return list(files)
         kept = self._plan.surviving([Candidate(f.path, f.partition_values, f.stats) for f in files])
         return [files[i] for i in kept]
 
     def rows(self, batch: pa.RecordBatch) -> pa.RecordBatch:
-        return batch.filter(self.expression)
+        return self._rows.filter(batch)
 
 
 # ---------------------------------------------------------------------------------------------- reading

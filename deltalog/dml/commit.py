@@ -82,16 +82,18 @@ def commit_files(
     metrics: Mapping[str, str] | None = None,
     declared: Declared = NOTHING_DECLARED,
     landed: Callable[[], bool] | None = None,
+    user_metadata: str | None = None,
 ) -> CommitResult:
     """Commit ``actions`` in ``txn``; ``written`` are the store keys of the files they add (data, change and
     deletion-vector files), deleted when the commit is refused. An exactly-once transaction refused because
-    its batch landed meanwhile returns a skipped result."""
+    its batch landed meanwhile returns a skipped result. ``user_metadata`` goes into ``commitInfo``."""
     try:
         return txn.commit(
             actions,
             operation=operation,
             operation_parameters=parameters,
             operation_metrics=metrics,
+            user_metadata=user_metadata,
             **declared.as_kwargs(),
         )
     except (*REFUSED, TableAlreadyExistsError) as exc:

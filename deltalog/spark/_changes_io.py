@@ -10,7 +10,7 @@ executor that reads the file.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 import orjson
@@ -19,12 +19,21 @@ import pyarrow as pa
 from deltalog.actions import DeletionVector
 from deltalog.core.features.change_feed import ChangeFile
 from deltalog.data.changes import change_schema, read_change_file
-from deltalog.spark._scan_io import TableTask, each_row
+from deltalog.errors import DeltaLogError
+from deltalog.spark._files import carry_error
+from deltalog.spark._scan_io import TableTask, conformed
 
-#: one row per file to read, built by the driver
-CHANGES_DDL = (
-    "path string, partition_values string, change_type string, deletion_vector string, selected_by string, "
-    "stats string, size long, version long, timestamp long"
+#: what the driver says of each file to read, in order
+CHANGE_FIELDS = (
+    "path",
+    "partition_values",
+    "change_type",
+    "deletion_vector",
+    "selected_by",
+    "stats",
+    "size",
+    "version",
+    "timestamp",
 )
 
 
@@ -40,7 +49,7 @@ def _dv(text: str | None) -> DeletionVector | None:
 
 
 def change_row(file: ChangeFile, version: int, timestamp: int) -> tuple[Any, ...]:
-    """The row the driver sends for ``file`` of ``version`` (committed at ``timestamp`` ms), in DDL order."""
+    """The row the driver sends for ``file`` of ``version`` (committed at ``timestamp`` ms): a :data:`ChangeRow`."""
     return (
         file.path,
         orjson.dumps(dict(file.partition_values)).decode(),
@@ -66,13 +75,23 @@ def _file(row: Mapping[str, Any]) -> ChangeFile:
     )
 
 
-def read_change_files(batches: Iterator[pa.RecordBatch], task: TableTask) -> Iterator[pa.RecordBatch]:
-    """``mapInArrow`` body over :data:`CHANGES_DDL` rows: each file's change rows in the task's columns and the
-    three change columns. A deltalog error (a missing data, change or DV file) is carried to the driver typed
-    (:func:`deltalog.spark._files.carry_error`)."""
-    store = task.store()
-    spec = change_schema(task.schema, task.partition_columns, task.column_mapping, task.columns)
-    return each_row(batches, lambda row: read_change_file(store, spec, _file(row), row["version"], row["timestamp"]))
+#: one file to read, as the driver describes it to a task (:data:`CHANGE_FIELDS` order)
+ChangeRow = tuple[Any, ...]
 
 
-__all__ = ["CHANGES_DDL", "change_row", "read_change_files"]
+def read_change_group(rows: Sequence[ChangeRow], task: TableTask, target: pa.Schema) -> Iterator[pa.RecordBatch]:
+    """One read task of ``format("deltalog")`` with ``readChangeFeed``: each file's change rows in the task's
+    columns and the three change columns, in Spark's Arrow schema ``target``. A deltalog error (a missing data,
+    change or DV file) is carried to the driver typed (:func:`deltalog.spark._files.carry_error`)."""
+    try:
+        store = task.store()
+        spec = change_schema(task.schema, task.partition_columns, task.column_mapping, task.columns)
+        for values in rows:
+            row = dict(zip(CHANGE_FIELDS, values, strict=True))
+            for batch in read_change_file(store, spec, _file(row), row["version"], row["timestamp"]):
+                yield conformed(batch, target)
+    except DeltaLogError as exc:
+        raise carry_error(exc) from exc
+
+
+__all__ = ["CHANGE_FIELDS", "ChangeRow", "change_row", "read_change_group"]

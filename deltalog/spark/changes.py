@@ -1,26 +1,27 @@
-"""What changed in a range of versions (change data feed) as a Spark DataFrame: the driver walks the log,
-executors read the files.
+"""What changed in a range of versions (change data feed) as a Spark DataFrame: ``spark.read.format("deltalog")
+.option("readChangeFeed", "true")`` behind a function.
 
-The driver plans the range exactly as :meth:`deltalog.DeltaLog.changes` does (:func:`deltalog.dml.changes.
+The source plans the range exactly as :meth:`deltalog.DeltaLog.changes` does (:func:`deltalog.dml.changes.
 plan_changes`: the bounds, cleaned-up versions, change data feed on over the range, schema changes Delta Spark
-refuses), so a bad range fails here, typed, before any job. It hands Spark one small row per file to read, and
-executors read them inside ``mapInArrow`` with the data plane's change reader through deltalog's stores
-(:mod:`deltalog.spark._changes_io`): change files, added and removed files, and the rows whose deletion-vector
-mark changed, with ``_change_type``, ``_commit_version`` and ``_commit_timestamp``. No Hadoop connector is needed
-on object stores; ``storage_options`` travel with the tasks. The data never passes through the driver.
+refuses) when the DataFrame is made, so a bad range fails here, typed, before any job. Executors read the files
+with the data plane's change reader through deltalog's stores (:mod:`deltalog.spark._changes_io`): change files,
+added and removed files, and the rows whose deletion-vector mark changed, with ``_change_type``,
+``_commit_version`` and ``_commit_timestamp``. No Hadoop connector is needed on object stores;
+``storage_options`` travel with the tasks. The data never passes through the driver.
 """
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from deltalog.core.features.change_feed import CHANGE_COLUMNS, CHANGE_TYPE, COMMIT_TIMESTAMP, COMMIT_VERSION
-from deltalog.dml.changes import Bounds, plan_changes
+from deltalog.core.features.change_feed import CHANGE_COLUMNS
+from deltalog.data.changes import with_change_columns
+from deltalog.dml.changes import Bounds
+from deltalog.errors import InvalidArgumentError
 from deltalog.log import DeltaLog, Timestamp
-from deltalog.spark._changes_io import CHANGES_DDL, change_row, read_change_files
-from deltalog.spark.reader import distributed, table_task
+from deltalog.spark._files import raise_carried
+from deltalog.spark.reader import source_reader, timestamp_text
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -46,19 +47,41 @@ def read_changes(
     data, change or DV file (vacuumed) fails the Spark action that reads it (the DataFrame is lazy) with the
     deltalog error marked in the message; :func:`deltalog.spark.carried_error` rebuilds it.
     """
-    from pyspark.sql.types import LongType, StringType, StructField, StructType, TimestampType
+    from pyspark.sql.types import StructType
 
-    log = DeltaLog.for_table(table_uri, storage_options)
-    latest = log.snapshot()
-    bounds = Bounds(starting_version, ending_version, starting_timestamp, ending_timestamp, allow_out_of_range)
-    plan = plan_changes(log.context, latest, bounds, columns)
-    table_schema = StructType.fromJson(latest.schema_json)
-    names = [n for n in plan.spec.schema.names if n not in CHANGE_COLUMNS]
-    spark_types = {CHANGE_TYPE: StringType(), COMMIT_VERSION: LongType(), COMMIT_TIMESTAMP: TimestampType()}
-    schema = StructType([table_schema[n] for n in names] + [StructField(n, spark_types[n]) for n in CHANGE_COLUMNS])
-    rows = [change_row(f, v.version, v.timestamp) for v in plan.versions for f in v.files]
-    task = table_task(log, latest, names, storage_options)
-    return distributed(spark, rows, CHANGES_DDL, functools.partial(read_change_files, task=task), schema)
+    if isinstance(columns, str):
+        raise InvalidArgumentError(f"columns must be a list of names, not the string {columns!r}")
+    reader = source_reader(spark, storage_options).option("readChangeFeed", "true")
+    if starting_timestamp is not None:
+        reader = reader.option("startingTimestamp", timestamp_text(starting_timestamp))
+    else:
+        reader = reader.option("startingVersion", str(starting_version or 0))
+    if ending_timestamp is not None:
+        reader = reader.option("endingTimestamp", timestamp_text(ending_timestamp))
+    elif ending_version is not None:
+        reader = reader.option("endingVersion", str(ending_version))
+    try:
+        if allow_out_of_range:
+            log = DeltaLog.for_table(table_uri, storage_options)
+            bounds = Bounds(starting_version, ending_version, starting_timestamp, ending_timestamp, True)
+            latest = log.snapshot()
+            if bounds.resolve(log.context, latest) is None:  # out of range: no changes
+                empty = spark.createDataFrame([], StructType.fromJson(with_change_columns(latest.schema_json)))
+                return empty if columns is None else empty.select(*columns, *CHANGE_COLUMNS)
+        frame = reader.load(table_uri)
+        if columns is None:
+            return frame
+        fields = {f.name: f for f in frame.schema.fields}
+        unknown = [c for c in columns if c not in fields or c in CHANGE_COLUMNS]
+        if unknown:
+            raise InvalidArgumentError(f"unknown column {unknown[0]!r}; the table has {sorted(fields)}")
+        chosen = [fields[c] for c in [*columns, *CHANGE_COLUMNS]]
+        return reader.schema(StructType(chosen)).load(table_uri)
+    except InvalidArgumentError:
+        raise
+    except Exception as exc:
+        raise_carried(exc)
+        raise
 
 
 __all__ = ["read_changes"]

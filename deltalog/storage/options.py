@@ -307,6 +307,29 @@ def parse_options(scheme: str, options: Mapping[str, Any] | None) -> StoreOption
     return StoreOptions(kwargs, allow_unsafe, secrets_of(kwargs), concurrency, backend)
 
 
+def is_storage_option(key: str) -> bool:
+    """Whether ``key`` (any case) is a storage option :func:`parse_options` knows by name: deltalake's S3, Azure
+    and GCS keys (those it translates and those it accepts and ignores) and deltalog's own. For callers that must
+    tell storage options apart from their other options (Spark's ``format("deltalog")``); fsspec's own keyword
+    arguments pass through :func:`parse_options` unnamed and are not counted here."""
+    low = key.lower()
+    return (
+        low in _DELTALOG_OPTIONS
+        or low in _S3_NAMES
+        or low in _S3_REGION
+        or low in _S3_IGNORED
+        or low in _S3_LOCKING
+        or low in ("aws_virtual_hosted_style_request", "virtual_hosted_style_request")
+        or low in _AZURE_NAMES
+        or low in _AZURE_EMULATOR
+        or low in _AZURE_ENDPOINT
+        or low in _AZURE_IGNORED
+        or low in _GCS_TOKEN_FILE
+        or low in _GCS_TOKEN_JSON
+        or low in _GCS_ENDPOINT
+    )
+
+
 def scrub(text: str, secrets: tuple[str, ...] | list[str]) -> str:
     """``text`` with every secret value replaced by ``***`` (longest first, so no secret leaks in part)."""
     return mask(text, sorted((s for s in secrets if len(s) >= MIN_SECRET_LEN), key=len, reverse=True))
@@ -338,6 +361,7 @@ __all__ = [
     "backend_choice",
     "emulator_connection_string",
     "environment_options",
+    "is_storage_option",
     "parse_options",
     "scrub",
     "secrets_of",

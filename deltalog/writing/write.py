@@ -33,26 +33,22 @@ from typing import Any
 import orjson
 import pyarrow as pa
 
-from deltalog.arrow.schema import delta_field
 from deltalog.core import actions as A
-from deltalog.core.features import column_mapping, deletion_vectors
-from deltalog.core.features.cdf import enabled as change_data_feed
 from deltalog.core.features.obligations import APPEND, METADATA, OVERWRITE
 from deltalog.core.schema import top_level_fields
 from deltalog.data.batches import batches
 from deltalog.data.files import DataFileWriter, WriteTarget
 from deltalog.data.frames import frame_to_arrow, is_pandas_frame, looks_like_index
-from deltalog.data.predicate import RowFilter, row_filter
+from deltalog.data.predicate import row_filter
 from deltalog.dml import rules
 from deltalog.dml.commit import commit_files, discard, skipped
-from deltalog.dml.delete import check_removable, describe, target_of
-from deltalog.dml.matching import find_matches
-from deltalog.dml.removal import Removal, Rewriter, by_rewriting, finish, with_deletion_vectors
+from deltalog.dml.delete import target_of
+from deltalog.dml.overwrite import check_inside, merged_metadata, replaced, schema_of
+from deltalog.dml.removal import Removal, Rewriter, finish
 from deltalog.errors import (
     InvalidArgumentError,
     SchemaMismatchError,
     TableAlreadyExistsError,
-    UnsupportedFeatureError,
 )
 from deltalog.log import DeltaLog
 from deltalog.storage.base import LogStore
@@ -85,33 +81,7 @@ def input_stream(data: Any, preserve_index: bool | None = None) -> tuple[pa.Sche
     return first.schema, itertools.chain([first], stream)
 
 
-def schema_of(schema: pa.Schema) -> dict[str, Any]:
-    """The Delta schema of new columns from the data (types mapped by :func:`~deltalog.arrow.schema.delta_type`),
-    a type Delta cannot hold refused naming its column."""
-    fields = []
-    for f in schema:
-        try:
-            fields.append(delta_field(f))
-        except UnsupportedFeatureError as exc:
-            raise UnsupportedFeatureError(f"column {f.name}: {exc}", feature=exc.feature) from None
-    return {"type": "struct", "fields": fields}
-
-
 # ---------------------------------------------------------------------------------------------- the schema
-def merged_metadata(snap: Snapshot, data: pa.Schema) -> A.Metadata | None:
-    """The table's metadata with the data's new top-level columns appended (nullable: existing files have no
-    values for them), as Spark's ``mergeSchema`` does; None when the data brings none. New nested fields and
-    type changes are not merged: the data-file writer refuses them, naming the column."""
-    existing = {f["name"].lower() for f in top_level_fields(snap.schema_json)}
-    new = [f.with_nullable(True) for f in data if f.name.lower() not in existing]
-    if not new:
-        return None
-    schema = dict(snap.schema_json)
-    schema["fields"] = [*top_level_fields(snap.schema_json), *schema_of(pa.schema(new))["fields"]]
-    metadata = dataclasses.replace(snap.metadata, schema_string=orjson.dumps(schema).decode())
-    return column_mapping.mapped_metadata(snap.metadata, metadata, snap.protocol)
-
-
 def _precheck(store: LogStore, target: WriteTarget, schema: pa.Schema) -> None:
     """The data's columns against the table's, before a file is written: an empty batch goes through every
     name and type check of the writer (values are checked as they come)."""
@@ -132,75 +102,6 @@ def _precheck(store: LogStore, target: WriteTarget, schema: pa.Schema) -> None:
             column=extra[0],
         )
     DataFileWriter(store, target).write(pa.RecordBatch.from_pylist([], schema=schema))
-
-
-# ---------------------------------------------------------------------------------------------- replace_where
-def _partition_only(where: RowFilter) -> bool:
-    """Whether ``where`` decides whole files: it reads partition columns only (an Expression pyarrow evaluates
-    must be read back as a tree first)."""
-    return where.exact_partition and where.partition is not None and (where.arrow is None or where.tree is not None)
-
-
-def _matching_names(batch: pa.RecordBatch, snap: Snapshot | NewTable) -> pa.RecordBatch:
-    """``batch`` with its columns named as the table names them (Spark matches names regardless of case)."""
-    names = {f["name"].lower(): f["name"] for f in top_level_fields(snap.schema_json)}
-    renamed = [names.get(n.lower(), n) for n in batch.schema.names]
-    return batch if renamed == batch.schema.names else batch.rename_columns(renamed)
-
-
-def _check_rows(batch: pa.RecordBatch, where: RowFilter, snap: Snapshot | NewTable, seen: int) -> None:
-    """Every row an overwrite writes must lie inside ``replace_where``: otherwise the table would hold rows the
-    replaced range did not ask for (Delta Spark: "Written data does not conform to partial table overwrite")."""
-    hits = where.positions(_matching_names(batch, snap))
-    if len(hits) == batch.num_rows:
-        return
-    inside = set(hits.tolist())
-    first = next(i for i in range(batch.num_rows) if i not in inside)
-    raise InvalidArgumentError(
-        f"row {seen + first} of the data does not satisfy replace_where ({where.text}): an overwrite of part of "
-        "the table may only write rows inside it; nothing was committed"
-    )
-
-
-def _whole_files(txn: Transaction, snap: Snapshot, where: RowFilter | None, now_ms: int) -> Removal:
-    """Removes of every live file, or of the files of the partitions ``where`` selects, read as an overwrite
-    reads them (a concurrent append into those partitions is a conflict)."""
-    txn.read(where)
-    removal = Removal()
-    for add in snap.add_actions(where, exact=True):
-        removal.actions.append(add.remove(now_ms, True))
-        removal.touched.append(add)
-        removal.removed_files += 1
-        removal.removed_bytes += add.size
-    return removal
-
-
-def _replace(
-    log: DeltaLog,
-    txn: Transaction,
-    snap: Snapshot,
-    where: Any,
-    rewriter_for: Any,
-    now_ms: int,
-    tz: str | None = None,
-) -> tuple[Removal, RowFilter | None, Rewriter]:
-    """What an overwrite removes (every file, the files of matching partitions, or the matching rows by
-    deletion vectors or rewrites) and the writer its new rows go through."""
-    check_removable(snap, "an overwrite")
-    chosen = None if where is None else row_filter(where, snap.schema_json, snap.partition_columns, tz)
-    if chosen is None or _partition_only(chosen):
-        return _whole_files(txn, snap, chosen, now_ms), chosen, rewriter_for(False)
-    txn.read(chosen)
-    matches = find_matches(log.store, list(snap.add_actions()), describe(snap), chosen)
-    if deletion_vectors.new_dvs_allowed(snap.protocol, snap.configuration):
-        return with_deletion_vectors(log.store, matches.files, now_ms), chosen, rewriter_for(False)
-    copies = any(not m.all_gone for m in matches.files)
-    rewriter = rewriter_for(copies and change_data_feed(snap.protocol, snap.configuration))
-    try:
-        return by_rewriting(rewriter, describe(snap), matches.files, chosen, now_ms), chosen, rewriter
-    except BaseException:
-        rewriter.abort()
-        raise
 
 
 # ---------------------------------------------------------------------------------------------- write
@@ -331,7 +232,9 @@ def _write(
                 where = row_filter(replace_where, snap.schema_json, snap.partition_columns, session_time_zone)
             rewriter = rewriter_for(False)
         elif overwrite and isinstance(snap, Snapshot):
-            removal, where, rewriter = _replace(log, txn, snap, replace_where, rewriter_for, now, session_time_zone)
+            removal, where, rewriter = replaced(
+                log.store, txn, snap, replace_where, rewriter_for, now, session_time_zone
+            )
             operations |= removal.operations
             rules.check_up_front(snap, log.location, sorted(operations))
         else:
@@ -341,7 +244,7 @@ def _write(
         def checked() -> Iterator[pa.RecordBatch]:
             for batch in stream:
                 if where is not None:
-                    _check_rows(batch, where, snap, counted[0])
+                    check_inside(batch, where, snap.schema_json, counted[0])
                 counted[0] += batch.num_rows
                 yield batch
 

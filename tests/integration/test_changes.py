@@ -76,41 +76,41 @@ def agreed(root: Path, start: int = 0) -> None:
 
 def test_appends_rewrites_whole_file_deletes_and_overwrites_read_back_as_their_change_types(tmp_path: Path) -> None:
     root = tmp_path / "t"
-    log = cdf_table(root, 1, 2, 3, 4)  # v0 creates the table, v1 inserts
-    deltalog.write(numbers(5, 6), root)  # v2: inserts
-    rewrite = log.delete("id = 3")  # v3: a rewrite, with change files holding the deleted row
-    assert rewrite.version == 3 and any(isinstance(a, A.Cdc) for a in rewrite.actions)
-    whole = log.delete("p = 'b'")  # v4: whole files removed, no change files
-    assert whole.version == 4 and not any(isinstance(a, A.Cdc) for a in whole.actions)
-    deltalog.write(numbers(7, 8, part="a"), root, mode="overwrite", replace_where={"p": "a"})  # v5
+    log = cdf_table(root, 1, 2, 3, 4)  # v0 creates the table with its first rows: inserts
+    deltalog.write(numbers(5, 6), root)  # v1: inserts
+    rewrite = log.delete("id = 3")  # v2: a rewrite, with change files holding the deleted row
+    assert rewrite.version == 2 and any(isinstance(a, A.Cdc) for a in rewrite.actions)
+    whole = log.delete("p = 'b'")  # v3: whole files removed, no change files
+    assert whole.version == 3 and not any(isinstance(a, A.Cdc) for a in whole.actions)
+    deltalog.write(numbers(7, 8, part="a"), root, mode="overwrite", replace_where={"p": "a"})  # v4
     assert types_by_version(root) == {
-        1: [("insert", 1), ("insert", 2), ("insert", 3), ("insert", 4)],
-        2: [("insert", 5), ("insert", 6)],
-        3: [("delete", 3)],
-        4: [("delete", 2), ("delete", 4), ("delete", 6)],
-        5: [("delete", 1), ("delete", 5), ("insert", 7), ("insert", 8)],
+        0: [("insert", 1), ("insert", 2), ("insert", 3), ("insert", 4)],
+        1: [("insert", 5), ("insert", 6)],
+        2: [("delete", 3)],
+        3: [("delete", 2), ("delete", 4), ("delete", 6)],
+        4: [("delete", 1), ("delete", 5), ("insert", 7), ("insert", 8)],
     }
     agreed(root)
-    assert ours(root, 3, 4) == lake(root, 3, 4)
+    assert ours(root, 2, 3) == lake(root, 2, 3)
     (change_file,) = [a.path for a in rewrite.actions if isinstance(a, A.Cdc)]
     (root / change_file).unlink()  # vacuumed
     with pytest.raises(CorruptDataError, match=change_file.rsplit("/", 1)[-1]) as missing:
-        log.changes(3, 3).read_all()
+        log.changes(2, 2).read_all()
     assert missing.value.path == change_file
 
 
 def test_deletion_vector_deletes_read_back_as_the_rows_each_delete_newly_marked(tmp_path: Path) -> None:
     root = tmp_path / "t"
-    log = dv_cdf_table(root, *range(10))  # v0 create, v1 write, v2 properties
+    log = dv_cdf_table(root, *range(10))  # v0 creates the table with its rows, v1 properties
     first = log.delete("id IN (2, 3)")
     second = log.delete("id >= 7 OR id = 2")  # the file's vector grows; id 2 was deleted already
-    assert (first.version, second.version) == (3, 4)
+    assert (first.version, second.version) == (2, 3)
     assert not any(isinstance(a, A.Cdc) for a in [*first.actions, *second.actions])
     dvs = [a.deletion_vector for a in second.actions if isinstance(a, A.Add)]
     assert dvs and all(dv is not None and dv.cardinality == 5 for dv in dvs)
-    assert types_by_version(root, 3) == {
-        3: [("delete", 2), ("delete", 3)],
-        4: [("delete", 7), ("delete", 8), ("delete", 9)],
+    assert types_by_version(root, 2) == {
+        2: [("delete", 2), ("delete", 3)],
+        3: [("delete", 7), ("delete", 8), ("delete", 9)],
     }
     agreed(root)
 
@@ -121,13 +121,13 @@ def test_restore_of_a_deletion_vector_table_reads_the_rows_it_unmasks_as_inserts
     with a smaller DV2)."""
     root = tmp_path / "t"
     log = dv_cdf_table(root, *range(10))
-    log.delete("id IN (2, 3)")  # v3
-    log.delete("id >= 7")  # v4
-    restored = log.restore(version=3)  # v5: the file again with the vector of {2, 3}
-    assert restored.version == 5
-    assert types_by_version(root, 5) == {5: [("insert", 7), ("insert", 8), ("insert", 9)]}
-    log.restore(version=2)  # v6: the file without a vector
-    assert types_by_version(root, 6) == {6: [("insert", 2), ("insert", 3)]}
+    log.delete("id IN (2, 3)")  # v2
+    log.delete("id >= 7")  # v3
+    restored = log.restore(version=2)  # v4: the file again with the vector of {2, 3}
+    assert restored.version == 4
+    assert types_by_version(root, 4) == {4: [("insert", 7), ("insert", 8), ("insert", 9)]}
+    log.restore(version=1)  # v5: the file without a vector
+    assert types_by_version(root, 5) == {5: [("insert", 2), ("insert", 3)]}
     agreed(root)
 
 
@@ -136,27 +136,27 @@ def test_a_shrunk_deletion_vector_as_delta_spark_restore_writes_it_reads_back_as
     with the target's smaller one (or none), dataChange=true, no change files."""
     root = tmp_path / "t"
     log = dv_cdf_table(root, *range(10))
-    target = log.delete("id IN (2, 3)").version  # v3
-    log.delete("id >= 7")  # v4
-    assert target is not None
+    target = log.delete("id IN (2, 3)").version  # v2
+    log.delete("id >= 7")  # v3
+    assert target == 2
     now = {a.path: a for a in log.snapshot().add_actions()}
     then = {a.path: a for a in log.snapshot(version=target).add_actions()}
-    hand_commit(log, [*(now[p].remove(1, data_change=True) for p in now), *then.values()], "RESTORE")  # v5
-    before = {a.path: a for a in log.snapshot(version=1).add_actions()}
-    hand_commit(log, [*(then[p].remove(1, data_change=True) for p in then), *before.values()], "RESTORE")  # v6
-    assert types_by_version(root, 5) == {
-        5: [("insert", 7), ("insert", 8), ("insert", 9)],
-        6: [("insert", 2), ("insert", 3)],
+    hand_commit(log, [*(now[p].remove(1, data_change=True) for p in now), *then.values()], "RESTORE")  # v4
+    before = {a.path: a for a in log.snapshot(version=0).add_actions()}
+    hand_commit(log, [*(then[p].remove(1, data_change=True) for p in then), *before.values()], "RESTORE")  # v5
+    assert types_by_version(root, 4) == {
+        4: [("insert", 7), ("insert", 8), ("insert", 9)],
+        5: [("insert", 2), ("insert", 3)],
     }
     agreed(root)
 
 
 def test_columns_and_filter_prune_files_by_partition_and_statistics(tmp_path: Path) -> None:
     root = tmp_path / "t"
-    log = cdf_table(root, 1, 2, 3, 4)  # v1: one file per partition
-    deltalog.write(numbers(11, 12), root)  # v2
-    deltalog.write(numbers(21, 23), root)  # v3
-    log.delete("id = 3")  # v4: change files
+    log = cdf_table(root, 1, 2, 3, 4)  # v0: one file per partition
+    deltalog.write(numbers(11, 12), root)  # v1
+    deltalog.write(numbers(21, 23), root)  # v2
+    log.delete("id = 3")  # v3: change files
     table = log.changes(columns=["id"], filter=pc.field("p") == "a").read_all()
     assert table.schema.names == ["id", "_change_type", "_commit_version", "_commit_timestamp"]
     assert sorted(zip(table.column("id").to_pylist(), table.column("_change_type").to_pylist(), strict=True)) == [
@@ -170,18 +170,18 @@ def test_columns_and_filter_prune_files_by_partition_and_statistics(tmp_path: Pa
     deletes = log.changes(filter=pc.field("_change_type") == "delete").read_all()
     assert deletes.column("id").to_pylist() == [3]
     # files the filter rules out are never opened: gone from storage, they fail only an unfiltered read
-    b_files = [a.path for a in log.snapshot(version=3).add_actions() if a.path.startswith("p=b")]
+    b_files = [a.path for a in log.snapshot(version=2).add_actions() if a.path.startswith("p=b")]
     for path in b_files:
         (root / path).unlink()
-    assert log.changes(1, 3, filter=pc.field("p") == "a").read_all().num_rows == 5
+    assert log.changes(0, 2, filter=pc.field("p") == "a").read_all().num_rows == 5
     with pytest.raises(CorruptDataError):
-        log.changes(1, 3).read_all()
+        log.changes(0, 2).read_all()
     # statistics: ids 21..23 are in one file, the other a-files' ranges exclude 22
-    a_files = sorted(a.path for a in log.snapshot(version=3).add_actions() if a.path.startswith("p=a"))
+    a_files = sorted(a.path for a in log.snapshot(version=2).add_actions() if a.path.startswith("p=a"))
     for path in a_files:
         if set(pq.read_table(root / path).column("id").to_pylist()) != {21, 23}:
             (root / path).unlink()
-    assert log.changes(1, 3, filter=pc.field("id") == 23).read_all().column("id").to_pylist() == [23]
+    assert log.changes(0, 2, filter=pc.field("id") == 23).read_all().column("id").to_pylist() == [23]
     with pytest.raises(InvalidArgumentError, match="'nope'"):
         log.changes(filter=pc.field("nope") == 1)
     with pytest.raises(InvalidArgumentError, match="'nope'"):

@@ -35,9 +35,9 @@ def rows(*ids: int) -> pa.Table:
 
 
 def five_versions(root: Path, **conf: str) -> DeltaLog:
-    """v0 creates the table, v1..v4 append ids 1..4 (one each)."""
-    deltalog.write(rows(1), root, partition_by=["p"], configuration={**CDF_ON, **conf})
-    for i in (2, 3, 4):
+    """v0 creates the table with id 0, v1..v4 append ids 1..4 (one each): version ``v`` inserts id ``v``."""
+    deltalog.write(rows(0), root, partition_by=["p"], configuration={**CDF_ON, **conf})
+    for i in (1, 2, 3, 4):
         deltalog.write(rows(i), root)
     return DeltaLog.for_table(root)
 
@@ -55,7 +55,7 @@ def ids(reader: pa.RecordBatchReader) -> list[tuple[int, int]]:
 def test_bounds_by_version_end_clipped_and_out_of_range(tmp_path: Path) -> None:
     root = tmp_path / "t"
     log = five_versions(root)
-    assert ids(log.changes()) == [(1, 1), (2, 2), (3, 3), (4, 4)]
+    assert ids(log.changes()) == [(0, 0), (1, 1), (2, 2), (3, 3), (4, 4)]
     assert ids(log.changes(2, 3)) == [(2, 2), (3, 3)]
     assert ids(log.changes(3, 99)) == ids(log.changes(3)) == [(3, 3), (4, 4)]  # the end is clipped
     with pytest.raises(VersionNotFoundError, match="starting version 5 is after the latest version 4") as found:
@@ -95,7 +95,8 @@ def test_bounds_by_time_resolve_as_time_travel_does_and_rows_carry_its_times(tmp
     assert ids(log.changes(starting_timestamp=T0 + 10_001)) == [(2, 2), (3, 3), (4, 4)]
     assert ids(log.changes(starting_timestamp=T0 + 10_002, ending_timestamp=T0 + 30_000)) == [(3, 3)]
     assert log.snapshot(timestamp=T0 + 30_000).version == 3  # time travel agrees on the end
-    assert ids(log.changes(starting_timestamp=T0 - 1, ending_timestamp=T0 + 10_000)) == [(1, 1)]
+    assert ids(log.changes(starting_timestamp=T0 - 1, ending_timestamp=T0 + 10_000)) == [(0, 0), (1, 1)]
+    assert ids(log.changes(starting_timestamp=T0 + 1, ending_timestamp=T0 + 10_000)) == [(1, 1)]
     assert ids(log.changes(starting_timestamp="2026-01-01T00:00:30Z")) == [(3, 3), (4, 4)]
     assert ids(log.changes(2, ending_timestamp=T0 + 10**9)) == [(2, 2), (3, 3), (4, 4)]  # clipped too
     # both between the same two commits: nothing changed there
@@ -134,22 +135,22 @@ def test_in_commit_timestamps_are_the_rows_times(tmp_path: Path) -> None:
 
 def test_change_data_feed_must_be_on_over_the_whole_range(tmp_path: Path) -> None:
     root = tmp_path / "t"
-    deltalog.write(rows(1), root, partition_by=["p"])  # v0 create, v1: no change data feed
+    deltalog.write(rows(1), root, partition_by=["p"])  # v0: the table and its rows, no change data feed
     log = DeltaLog.for_table(root)
-    log.set_properties(CDF_ON)  # v2
-    deltalog.write(rows(2), root)  # v3
-    log.set_properties({"delta.enableChangeDataFeed": "false"})  # v4
-    deltalog.write(rows(3), root)  # v5
-    log.set_properties(CDF_ON)  # v6
-    deltalog.write(rows(4), root)  # v7
+    log.set_properties(CDF_ON)  # v1
+    deltalog.write(rows(2), root)  # v2
+    log.set_properties({"delta.enableChangeDataFeed": "false"})  # v3
+    deltalog.write(rows(3), root)  # v4
+    log.set_properties(CDF_ON)  # v5
+    deltalog.write(rows(4), root)  # v6
     with pytest.raises(ChangeDataNotRecordedError, match="not enabled at version 0") as off:
         log.changes()
     assert off.value.version == 0
-    with pytest.raises(ChangeDataNotRecordedError, match="not enabled at version 4") as later:
-        log.changes(2)
-    assert later.value.version == 4
-    assert ids(log.changes(2, 3)) == [(3, 2)]
-    assert ids(log.changes(6)) == [(7, 4)]
+    with pytest.raises(ChangeDataNotRecordedError, match="not enabled at version 3") as later:
+        log.changes(1)
+    assert later.value.version == 3
+    assert ids(log.changes(1, 2)) == [(2, 2)]
+    assert ids(log.changes(5)) == [(6, 4)]
     assert_everyone_reads(root, log.snapshot().to_arrow())
 
 
@@ -157,6 +158,7 @@ def test_versions_log_cleanup_removed_and_vacuumed_files_are_refused_by_name(tmp
     root = tmp_path / "t"
     log = five_versions(root)
     assert_everyone_reads(root, log.snapshot().to_arrow())
+    created = {a.path for a in log.snapshot(version=0).add_actions()}
     log.checkpoint(2)
     for v in (0, 1):
         (root / "_delta_log" / f"{v:020d}.json").unlink()  # what log cleanup leaves: the checkpoint at 2 on
@@ -165,8 +167,8 @@ def test_versions_log_cleanup_removed_and_vacuumed_files_are_refused_by_name(tmp
         log.changes(1)
     assert gone.value.earliest == 2
     assert ids(log.changes(2)) == [(2, 2), (3, 3), (4, 4)]  # from the checkpoint's version on
-    added = [a.path for a in log.snapshot().add_actions() if "part" in a.path]
-    victim = next(p for p in added if p.startswith("p=b"))
+    added = [a.path for a in log.snapshot().add_actions() if "part" in a.path and a.path not in created]
+    victim = next(p for p in added if p.startswith("p=b"))  # a file of the range read (v0's is before it)
     (root / victim).unlink()  # vacuumed
     with pytest.raises(CorruptDataError, match=victim.split("/")[-1]) as missing:
         log.changes(2).read_all()
@@ -183,23 +185,23 @@ def _rename(log: DeltaLog, old: str, new: str) -> None:
 
 def test_schema_changes_delta_spark_refuses_are_refused_by_name(tmp_path: Path) -> None:
     root = tmp_path / "mapped"
-    deltalog.write(rows(1), root, configuration={**CDF_ON, "delta.columnMapping.mode": "name"})  # v0, v1
+    deltalog.write(rows(1), root, configuration={**CDF_ON, "delta.columnMapping.mode": "name"})  # v0
     log = DeltaLog.for_table(root)
-    _rename(log, "id", "key")  # v2
-    deltalog.write(pa.table({"key": pa.array([2], pa.int64()), "p": ["b"]}), root)  # v3
+    _rename(log, "id", "key")  # v1
+    deltalog.write(pa.table({"key": pa.array([2], pa.int64()), "p": ["b"]}), root)  # v2
     log = DeltaLog.for_table(root)
     with pytest.raises(IncompatibleSchemaChangeError, match="column 'id' was renamed to 'key'") as renamed:
         log.changes()
     assert renamed.value.version == 0
-    assert log.changes(2).read_all().column("key").to_pylist() == [2]  # after the rename: readable
+    assert log.changes(1).read_all().column("key").to_pylist() == [2]  # after the rename: readable
 
     plain = tmp_path / "plain"
-    deltalog.write(rows(1), plain)  # v0, v1
+    deltalog.write(rows(1), plain)  # v0
     log = DeltaLog.for_table(plain)
-    log.set_properties(CDF_ON)  # v2
-    log.add_columns([pa.field("extra", pa.string())])  # v3: an added column is readable across
-    deltalog.write(pa.table({"id": pa.array([2], pa.int64()), "p": ["b"], "extra": ["x"]}), plain)  # v4
-    assert log.changes(2).read_all().select(["id", "extra"]).to_pylist() == [{"id": 2, "extra": "x"}]
+    log.set_properties(CDF_ON)  # v1
+    log.add_columns([pa.field("extra", pa.string())])  # v2: an added column is readable across
+    deltalog.write(pa.table({"id": pa.array([2], pa.int64()), "p": ["b"], "extra": ["x"]}), plain)  # v3
+    assert log.changes(1).read_all().select(["id", "extra"]).to_pylist() == [{"id": 2, "extra": "x"}]
     snap = log.snapshot()
     narrowed = json.dumps(
         {
@@ -207,10 +209,10 @@ def test_schema_changes_delta_spark_refuses_are_refused_by_name(tmp_path: Path) 
             "fields": [{**f, "type": "integer"} if f["name"] == "id" else f for f in snap.schema_json["fields"]],
         }
     )
-    hand_commit(log, [dataclasses.replace(snap.metadata, schema_string=narrowed)], "CHANGE COLUMN")  # v5
+    hand_commit(log, [dataclasses.replace(snap.metadata, schema_string=narrowed)], "CHANGE COLUMN")  # v4
     with pytest.raises(IncompatibleSchemaChangeError, match="column 'id' changed type from long to integer") as typed:
-        DeltaLog.for_table(plain).changes(2)
-    assert typed.value.version == 3  # the first schema of the range the latest cannot read
+        DeltaLog.for_table(plain).changes(1)
+    assert typed.value.version == 2  # the first schema of the range the latest cannot read
     assert_everyone_reads(root, DeltaLog.for_table(root).snapshot().to_arrow())
 
 
@@ -222,6 +224,6 @@ def test_rows_stream_version_by_version(tmp_path: Path) -> None:
         versions = set(batch.column("_commit_version").to_pylist())
         assert len(versions) == 1  # a batch never mixes versions
         seen.append(versions.pop())
-    assert seen == sorted(seen) and set(seen) == {1, 2, 3, 4}
-    assert per_version(DeltaLog.for_table(root).changes().read_all()).keys() == {1, 2, 3, 4}
+    assert seen == sorted(seen) and set(seen) == {0, 1, 2, 3, 4}
+    assert per_version(DeltaLog.for_table(root).changes().read_all()).keys() == {0, 1, 2, 3, 4}
     assert_everyone_reads(root, DeltaLog.for_table(root).snapshot().to_arrow())

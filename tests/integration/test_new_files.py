@@ -28,32 +28,32 @@ def appended(reader: pa.RecordBatchReader) -> list[tuple[int, int]]:
 
 def test_appends_after_a_version_without_change_data_feed(tmp_path: Path) -> None:
     root = tmp_path / "t"
-    deltalog.write(rows(1, 2), root, partition_by=["p"])  # v0 create, v1
-    deltalog.write(rows(3), root)  # v2
-    deltalog.write(rows(4, 5), root)  # v3
+    deltalog.write(rows(1, 2), root, partition_by=["p"])  # v0: the table and its first rows
+    deltalog.write(rows(3), root)  # v1
+    deltalog.write(rows(4, 5), root)  # v2
     log = DeltaLog.for_table(root)
-    reader = log.new_files(1)
+    reader = log.new_files(0)
     assert reader.schema.names == ["id", "p", "_commit_version", "_commit_timestamp"]
-    assert appended(reader) == [(2, 3), (3, 4), (3, 5)]
-    assert appended(log.new_files(-1)) == [(1, 1), (1, 2), (2, 3), (3, 4), (3, 5)]
-    assert appended(log.new_files(1, 2)) == [(2, 3)]
-    assert appended(log.new_files(3)) == []  # nothing new yet
-    assert appended(log.new_files(2, 99)) == [(3, 4), (3, 5)]
-    with pytest.raises(VersionNotFoundError, match="since_version 4 is after the latest version 3"):
-        log.new_files(4)
-    with pytest.raises(InvalidArgumentError, match="until_version 1 is before since_version 2"):
-        log.new_files(2, 1)
+    assert appended(reader) == [(1, 3), (2, 4), (2, 5)]
+    assert appended(log.new_files(-1)) == [(0, 1), (0, 2), (1, 3), (2, 4), (2, 5)]
+    assert appended(log.new_files(0, 1)) == [(1, 3)]
+    assert appended(log.new_files(2)) == []  # nothing new yet
+    assert appended(log.new_files(1, 99)) == [(2, 4), (2, 5)]
+    with pytest.raises(VersionNotFoundError, match="since_version 3 is after the latest version 2"):
+        log.new_files(3)
+    with pytest.raises(InvalidArgumentError, match="until_version 0 is before since_version 1"):
+        log.new_files(1, 0)
     assert_everyone_reads(root, log.snapshot().to_arrow())
 
 
 def test_versions_that_remove_rows_are_refused_or_skipped(tmp_path: Path) -> None:
     root = tmp_path / "t"
-    deltalog.write(rows(1, 2), root, partition_by=["p"])  # v0, v1
+    deltalog.write(rows(1, 2), root, partition_by=["p"])  # v0
     log = DeltaLog.for_table(root)
-    log.delete("id = 2")  # v2: a whole file removed
-    deltalog.write(rows(3), root)  # v3
-    deltalog.write(rows(5), root, mode="overwrite", replace_where={"p": "a"})  # v4: removes and adds
-    deltalog.write(rows(7), root)  # v5
+    log.delete("id = 2")  # v1: a whole file removed
+    deltalog.write(rows(3), root)  # v2
+    deltalog.write(rows(5), root, mode="overwrite", replace_where={"p": "a"})  # v3: removes and adds
+    deltalog.write(rows(7), root)  # v4
     snap = log.snapshot()
     moved = [a.remove(1, data_change=False) for a in snap.add_actions()]
     again = []
@@ -61,10 +61,10 @@ def test_versions_that_remove_rows_are_refused_or_skipped(tmp_path: Path) -> Non
         copy = f"{a.path.rsplit('/', 1)[0]}/compacted-{i}.parquet"
         shutil.copyfile(root / a.path, root / copy)
         again.append(dataclasses.replace(a, path=copy, data_change=False))
-    hand_commit(log, [*moved, *again], "OPTIMIZE")  # v6: a rearrangement
-    with pytest.raises(DataChangedError, match="version 2 removes or changes rows") as refused:
-        log.new_files(1)
-    assert refused.value.version == 2
-    assert appended(log.new_files(1, skip_change_commits=True)) == [(3, 3), (5, 7)]
-    assert appended(log.new_files(4)) == [(5, 7)]
+    hand_commit(log, [*moved, *again], "OPTIMIZE")  # v5: a rearrangement
+    with pytest.raises(DataChangedError, match="version 1 removes or changes rows") as refused:
+        log.new_files(0)
+    assert refused.value.version == 1
+    assert appended(log.new_files(0, skip_change_commits=True)) == [(2, 3), (4, 7)]
+    assert appended(log.new_files(3)) == [(4, 7)]
     assert_everyone_reads(root, log.snapshot().to_arrow())

@@ -1,4 +1,9 @@
-"""Spark writes through deltalog: batch appends, partition overwrites, exactly-once reruns, conflicts, refusals."""
+"""Spark writes through deltalog: batch appends, partition overwrites, exactly-once reruns, conflicts, refusals.
+
+``write`` is ``df.write.format("deltalog")`` behind Python arguments and ``read`` is
+``spark.read.format("deltalog")``; the commit runs in Spark's Python worker beside the driver, so a test that
+must act between a job's files and its commit waits for it at a cross-process gate (:mod:`deltalog.spark.gate`).
+"""
 
 from __future__ import annotations
 
@@ -14,6 +19,7 @@ from pyspark.sql import functions as F
 
 from deltalog import ConcurrentModificationError, DeltaLog, InvalidArgumentError
 from deltalog.errors import NotNullViolationError, VersionNotFoundError
+from deltalog.spark.gate import Gate
 from deltalog.spark.reader import read
 from deltalog.spark.writer import SchemaMismatchError, WriteResult, write
 from tests.peers import deltalake_view, duckdb_connection, duckdb_view
@@ -191,32 +197,38 @@ def test_executors_enforce_not_null_and_the_driver_gets_the_typed_error(spark: A
     assert DeltaLog.for_table(table).latest_version() == 1
 
 
+def test_replace_where_on_a_data_column_replaces_the_matching_rows(spark: Any, tmp_path: Path) -> None:
+    """As in Delta Spark, replaceWhere may name data columns: the matching rows are removed (whole files, or
+    rows by deletion vectors or rewritten files) and the new rows must match too."""
+    table = tmp_path / "rw"
+    write(batch(spark, "2026-11-01", 0, 3), str(table), partition_by=["day"])
+    write(batch(spark, "2026-11-01", 3, 2, city="Lima"), str(table))
+    result = write(batch(spark, "2026-11-01", 10, 1), str(table), mode="overwrite", replace_where={"city": "Oslo"})
+    assert result.version == 2 and result.num_removed >= 1
+    want = sorted(expected("2026-11-01", 3, 2, "Lima") + expected("2026-11-01", 10, 1))
+    assert rows_at(spark, table) == want
+    assert deltalake_view(table).rows == duckdb_view(table).rows == len(want)
+
+
 def test_replace_where_refusals(spark: Any, tmp_path: Path) -> None:
     table = tmp_path / "rw"
     write(batch(spark, "2026-11-01", 0, 3), str(table), partition_by=["day"])
     before = data_files(table)
-    with pytest.raises(InvalidArgumentError, match=r"only name partition columns \['day'\], not \['city'\]"):
-        write(batch(spark, "2026-11-01", 0, 1), str(table), mode="overwrite", replace_where={"city": "Oslo"})
+    with pytest.raises(InvalidArgumentError, match="unknown column 'nope'"):
+        write(batch(spark, "2026-11-01", 0, 1), str(table), mode="overwrite", replace_where={"nope": "x"})
     assert data_files(table) == before
     # rows outside the predicate: refused, and the files just written are deleted
-    with pytest.raises(InvalidArgumentError, match="does not match replace_where"):
+    with pytest.raises(InvalidArgumentError, match="does not satisfy replace_where"):
         write(batch(spark, "2026-11-09", 0, 1), str(table), mode="overwrite", replace_where={"day": "2026-11-01"})
     assert data_files(table) == before
     assert DeltaLog.for_table(table).latest_version() == 0
-
-
-def _barrier_hook(barrier: threading.Barrier) -> Callable[[], None]:
-    def hook() -> None:
-        barrier.wait(timeout=120)
-
-    return hook
 
 
 def test_concurrent_jobs_on_disjoint_partitions_both_commit(spark: Any, tmp_path: Path) -> None:
     table = tmp_path / "concurrent"
     write(batch(spark, "2026-11-01", 0, 2), str(table), partition_by=["day"])
     write(batch(spark, "2026-11-02", 2, 2), str(table))
-    barrier = threading.Barrier(2)  # both jobs have written their files before either commits
+    gate = Gate()  # both jobs have written their files before either commits
     results: dict[str, WriteResult] = {}
     errors: list[BaseException] = []
 
@@ -227,7 +239,7 @@ def test_concurrent_jobs_on_disjoint_partitions_both_commit(spark: Any, tmp_path
                 str(table),
                 mode="overwrite",
                 replace_where={"day": day},
-                before_commit=_barrier_hook(barrier),
+                before_commit=gate.hook,
             )
         except BaseException as exc:  # reported below
             errors.append(exc)
@@ -235,6 +247,10 @@ def test_concurrent_jobs_on_disjoint_partitions_both_commit(spark: Any, tmp_path
     threads = [threading.Thread(target=job, args=a) for a in (("2026-11-01", 10), ("2026-11-02", 20))]
     for t in threads:
         t.start()
+    try:
+        gate.arrivals(2, alive=lambda: all(t.is_alive() for t in threads))
+    finally:
+        gate.close()
     for t in threads:
         t.join(timeout=300)
     assert not errors, errors
@@ -244,53 +260,72 @@ def test_concurrent_jobs_on_disjoint_partitions_both_commit(spark: Any, tmp_path
     )
 
 
+def _in_background(call: Callable[[], Any]) -> tuple[threading.Thread, list[Any], list[BaseException]]:
+    done: list[Any] = []
+    failed: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            done.append(call())
+        except BaseException as exc:  # reported by the caller
+            failed.append(exc)
+
+    thread = threading.Thread(target=run)
+    thread.start()
+    return thread, done, failed
+
+
 def test_overwrites_of_one_partition_conflict_and_loser_files_are_deleted(spark: Any, tmp_path: Path) -> None:
     table = tmp_path / "conflict"
     write(batch(spark, "2026-11-01", 0, 2), str(table), partition_by=["day"])
-    winner: list[WriteResult] = []
-
-    def rival() -> None:  # commits while the first job sits between writing its files and committing
-        # Nested inside the first job, the rival declared later and would yield to its intent at once; this
-        # test is about the commit protocol's own conflict, so the rival opts out of early checks.
-        winner.append(
-            write(
-                batch(spark, "2026-11-01", 50, 2),
-                str(table),
-                mode="overwrite",
-                replace_where={"day": "2026-11-01"},
-                early_conflicts=False,
-            )
-        )
-
     before = data_files(table)
-    with pytest.raises(ConcurrentModificationError) as info:
-        write(
+    gate = Gate()
+    first, _, failed = _in_background(
+        lambda: write(
             batch(spark, "2026-11-01", 90, 2),
             str(table),
             mode="overwrite",
             replace_where={"day": "2026-11-01"},
-            before_commit=rival,
+            before_commit=gate.hook,
         )
-    assert info.value.winning_version == 1
-    files = data_files(table)
-    winner_files = {unquote(p) for p in winner[0].paths}
-    assert files == before | winner_files  # the loser's files are gone, the winner's stay
+    )
+    try:
+        gate.arrivals(1, alive=first.is_alive)  # the first job sits between writing its files and committing
+        # The first job declared an intent for the whole job; this rival opts out of early checks, since this
+        # test is about the commit protocol's own conflict.
+        winner = write(
+            batch(spark, "2026-11-01", 50, 2),
+            str(table),
+            mode="overwrite",
+            replace_where={"day": "2026-11-01"},
+            early_conflicts=False,
+        )
+    finally:
+        gate.close()
+    first.join(timeout=300)
+    assert len(failed) == 1 and isinstance(failed[0], ConcurrentModificationError), failed
+    assert failed[0].winning_version == 1
+    winner_files = {unquote(p) for p in winner.paths}
+    assert data_files(table) == before | winner_files  # the loser's files are gone, the winner's stay
     assert rows_at(spark, table) == expected("2026-11-01", 50, 2)
 
 
 def test_exactly_once_batch_committed_meanwhile_is_skipped_and_cleaned(spark: Any, tmp_path: Path) -> None:
     table = tmp_path / "once"
     write(batch(spark, "2026-11-01", 0, 1), str(table), partition_by=["day"])
-    other: list[WriteResult] = []
-
-    def same_batch_elsewhere() -> None:
-        other.append(write(batch(spark, "2026-11-05", 7, 2), str(table), app_id=APP, app_version=5))
-
-    result = write(
-        batch(spark, "2026-11-05", 7, 2), str(table), app_id=APP, app_version=5, before_commit=same_batch_elsewhere
+    gate = Gate()
+    first, done, failed = _in_background(
+        lambda: write(batch(spark, "2026-11-05", 7, 2), str(table), app_id=APP, app_version=5, before_commit=gate.hook)
     )
-    assert result.skipped and result.version is None
-    assert other[0].version == 1
+    try:
+        gate.arrivals(1, alive=first.is_alive)
+        other = write(batch(spark, "2026-11-05", 7, 2), str(table), app_id=APP, app_version=5)  # the same batch
+    finally:
+        gate.close()
+    first.join(timeout=300)
+    assert not failed, failed
+    assert done[0].skipped and done[0].version is None
+    assert other.version == 1
     assert DeltaLog.for_table(table).latest_version() == 1
-    assert len(data_files(table)) == 1 + other[0].num_files
+    assert len(data_files(table)) == 1 + other.num_files
     assert rows_at(spark, table) == sorted(expected("2026-11-01", 0, 1) + expected("2026-11-05", 7, 2))

@@ -24,6 +24,9 @@ DELETE = "delete"  # whole files removed with dataChange=true
 OVERWRITE = "overwrite"  # whole files removed and new rows added (partition replaceWhere, full overwrite)
 REWRITE = "rewrite"  # files removed and some of their rows copied into new files (update, merge, delete)
 REARRANGE = "rearrange"  # dataChange=false: the same rows in other files (compaction, OPTIMIZE)
+#: a rearrangement whose data writer stored every copied row's id and commit version in the table's materialized
+#: row-tracking columns (deltalog's OPTIMIZE and REORG PURGE); named by the caller, as RESTORE is
+REARRANGE_KEEPING_IDS = "rearrange_keeping_ids"
 DV_DELETE = "dv_delete"  # remove(path, old DV) + add(path, new DV)
 METADATA = "metadata"  # metaData, protocol or domain changes only
 RESTORE = "restore"
@@ -32,13 +35,13 @@ CLEANUP = "cleanup"
 VACUUM = "vacuum"
 WRITE = "write"  # a commit of undeclared kind: every commit kind's obligations
 
-COMMITS = (APPEND, DELETE, OVERWRITE, REWRITE, REARRANGE, DV_DELETE, METADATA, RESTORE)
+COMMITS = (APPEND, DELETE, OVERWRITE, REWRITE, REARRANGE, REARRANGE_KEEPING_IDS, DV_DELETE, METADATA, RESTORE)
 MAINTENANCE = (CHECKPOINT, CLEANUP, VACUUM)
 OPERATIONS = (*COMMITS, *MAINTENANCE, WRITE)
 NEW_ROWS = frozenset({APPEND, OVERWRITE, REWRITE})
-COPIES_ROWS = frozenset({REWRITE, REARRANGE})
-ADDS_FILES = frozenset({APPEND, OVERWRITE, REWRITE, REARRANGE, DV_DELETE, RESTORE})
-REMOVES_FILES = frozenset({DELETE, OVERWRITE, REWRITE, REARRANGE, DV_DELETE, RESTORE})
+COPIES_ROWS = frozenset({REWRITE, REARRANGE, REARRANGE_KEEPING_IDS})
+ADDS_FILES = frozenset({APPEND, OVERWRITE, REWRITE, REARRANGE, REARRANGE_KEEPING_IDS, DV_DELETE, RESTORE})
+REMOVES_FILES = frozenset({DELETE, OVERWRITE, REWRITE, REARRANGE, REARRANGE_KEEPING_IDS, DV_DELETE, RESTORE})
 REMOVES_DATA = frozenset({DELETE, OVERWRITE, REWRITE, DV_DELETE})
 
 

@@ -28,7 +28,16 @@ import orjson
 from deltalog.core import actions as A
 from deltalog.core.features import properties
 from deltalog.core.features.configuration import TableConfiguration
-from deltalog.core.features.kinds import ADDS_FILES, COPIES_ROWS, NONE, REMOVES_FILES, Obligation, Rule, refuse
+from deltalog.core.features.kinds import (
+    ADDS_FILES,
+    COPIES_ROWS,
+    NONE,
+    REARRANGE_KEEPING_IDS,
+    REMOVES_FILES,
+    Obligation,
+    Rule,
+    refuse,
+)
 from deltalog.core.features.protocol import supported_features
 from deltalog.core.files.facts import NO_FILES, KnownFiles, num_records
 from deltalog.core.log.paths import LOG_DIR, commit_name
@@ -350,7 +359,7 @@ def obligation(kind: str, table: TableConfiguration) -> Obligation:
     """Commits that add or remove files number rows; copying rows is refused where ids must be preserved."""
     if table.properties.row_tracking_suspended or kind not in ADDS_FILES | REMOVES_FILES:
         return NONE
-    if kind in COPIES_ROWS and table.properties.enable_row_tracking:
+    if kind in COPIES_ROWS and kind != REARRANGE_KEEPING_IDS and table.properties.enable_row_tracking:
         return refuse(
             "row tracking is enabled: rows copied to new files must keep their row ids and commit "
             "versions in materialized columns, which deltalog does not write"

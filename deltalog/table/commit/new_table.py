@@ -39,6 +39,15 @@ class NewTable:
     #: the version the create commits
     version = 0
 
+    def __getstate__(self) -> dict[str, Any]:
+        """Its fields only: an engine plans a create in one process and commits it in another (Spark's driver
+        workers), and the values computed from the fields are computed again there."""
+        return {name: getattr(self, name) for name in ("location", "protocol", "metadata", "domains", "parameters")}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        for name, value in state.items():
+            object.__setattr__(self, name, value)
+
     @property
     def actions(self) -> list[A.Action]:
         """What the create commits besides the first files: protocol, metadata, the clustering domain."""
