@@ -17,8 +17,8 @@ from deltalog.core.features.commit_checks import NOTHING_DECLARED
 from deltalog.core.log.reachability import Tip
 from deltalog.errors import CorruptLogError
 from deltalog.storage.local import LocalLogStore
-from deltalog.table.commit import Won
 from deltalog.table.commit.attempts import Attempts
+from deltalog.table.commit.loop import Won
 from deltalog.table.commit.prepare import CommitRequest, Prepared
 from deltalog.table.commit.read_state import listed_mtime
 from deltalog.table.context import TableContext
