@@ -33,3 +33,23 @@ def spark() -> Iterator[Any]:
     session.sparkContext.setLogLevel("ERROR")
     yield session
     session.stop()
+
+
+#: session settings a test may change for itself; restored after each test that used the SparkSession, so one
+#: test's time zone or ANSI mode never leaks into the next test on the same worker
+_RESTORED_CONF = ("spark.sql.session.timeZone", "spark.sql.ansi.enabled")
+
+
+@pytest.fixture(autouse=True)
+def _spark_conf_restored(request: pytest.FixtureRequest) -> Iterator[None]:
+    if "spark" not in request.fixturenames:
+        yield
+        return
+    session = request.getfixturevalue("spark")
+    before = {key: session.conf.get(key, None) for key in _RESTORED_CONF}
+    yield
+    for key, value in before.items():
+        if value is None:
+            session.conf.unset(key)
+        else:
+            session.conf.set(key, value)
