@@ -26,6 +26,7 @@ from typing import Any
 import pytest
 
 from deltalog.storage.options import EMULATOR_ACCOUNT, emulator_connection_string
+from tests.tiers import refuse_in_fast_tier
 
 ROOT = Path(__file__).resolve().parents[2]
 AZURITE_BIN = Path(
@@ -69,6 +70,7 @@ def _accepts(port: int) -> bool:
 
 
 def _start(name: str, cmd: list[str], port: int, workdir: Path, env: dict[str, str] | None = None) -> Server:
+    refuse_in_fast_tier(name)
     workdir.mkdir(parents=True, exist_ok=True)
     log_path = workdir / f"{name}.log"
     with open(log_path, "wb") as log:

@@ -22,6 +22,7 @@ from deltalog.storage.base import LogStore, list_between
 from deltalog.storage.requests import REQUESTS
 from deltalog.storage.uri import store_for
 from tests.storage.servers import BUCKET, CONTAINER, FSSPEC, Server, azure_options, cloud_of, s3_options, unique
+from tests.tiers import backends
 
 LOG = "_delta_log"
 
@@ -75,7 +76,7 @@ class Proxied:
         return paths, store
 
 
-@pytest.fixture(params=["s3", "s3-fsspec", "azure", "azure-fsspec"])
+@pytest.fixture(params=backends("s3", "s3-fsspec", "azure", "azure-fsspec"))
 def proxied(request: pytest.FixtureRequest) -> Iterator[Proxied]:
     """Each store kind through its default client (obstore when installed) and through fsspec's."""
     kind = cloud_of(str(request.param))
