@@ -206,18 +206,41 @@ def moto_auth_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Serve
         stop(server)
 
 
+#: this process's running Azurite (the session fixture's), which :func:`empty_azurite` empties
+_AZURITE: list[Server] = []
+
+
+def _azure_service(server: Server) -> Any:
+    from azure.storage.blob import BlobServiceClient
+
+    return BlobServiceClient.from_connection_string(azure_options(server.endpoint)["connection_string"])
+
+
 @pytest.fixture(scope="session")
 def azurite_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     server = start_azurite(tmp_path_factory.mktemp("azurite"))
     try:
-        from azure.storage.blob import BlobServiceClient
-
-        service = BlobServiceClient.from_connection_string(azure_options(server.endpoint)["connection_string"])
-        service.create_container(CONTAINER)
-        service.close()
+        with _azure_service(server) as service:
+            service.create_container(CONTAINER)
+        _AZURITE.append(server)
         yield server
     finally:
+        if server in _AZURITE:
+            _AZURITE.remove(server)
         stop(server)
+
+
+def empty_azurite() -> None:
+    """Drop and recreate the test container of the running Azurite, if one runs (after each test module).
+
+    Azurite finds a blob by scanning every blob it holds, so each request costs time in proportion to what
+    earlier tests left behind: 1,000 deletes took 1.7 s on an empty server and 69 s beside 6,000 other blobs.
+    Tests never share files across modules (every location is :func:`unique`), so a module starts empty.
+    """
+    for server in _AZURITE:
+        with _azure_service(server) as service:
+            service.delete_container(CONTAINER)
+            service.create_container(CONTAINER)
 
 
 @pytest.fixture(scope="session")
@@ -239,6 +262,7 @@ __all__ = [
     "Server",
     "azure_options",
     "azurite_server",
+    "empty_azurite",
     "gcs_options",
     "gcs_server",
     "moto_auth_server",
