@@ -34,11 +34,24 @@ LOCAL_BACKENDS = frozenset({"local"})
 #: here (see SLOW), and everything under it together stays well inside the fast tier's 3 minutes
 SLOW_S = 4.0
 
-#: tests measured above SLOW_S, as ``<top directory>/<file name>::<function>`` (:func:`slow_key`; every
-#: parameter of it), with the CPU seconds measured (one process, 2 cores). The folders between ``tests/unit`` and
-#: the file are left out, so moving a test file inside its tier directory keeps its mark; a name that matches
-#: no test function of a collected file fails the run.
-SLOW: dict[str, float] = {}
+#: tests measured above SLOW_S outside the spark and cloud tiers, as ``<top directory>/<file name>::<function>``
+#: (every case of it) or with ``[<parameter id>]`` (that case), and the CPU seconds measured (all its cases; one
+#: process on 2 cores). The folders between ``tests/unit`` and the file are left out (:func:`slow_key`), so moving
+#: a test file inside its tier directory keeps its mark; a name that matches no test function of a collected
+#: file fails the run.
+SLOW: dict[str, float] = {
+    "integration/test_crash_and_clock.py::test_acknowledged_commits_survive_kills_skewed_clocks_and_cleanup": 53.1,
+    "integration/test_conformance_writes.py::test_no_corpus_table_fails_the_write_checks": 13.6,
+    "integration/test_log_compaction.py::"
+    "test_generated_logs_read_the_same_at_every_version_with_compaction_files": 13.3,
+    "integration/test_bench_data.py::test_the_data_plane_benchmark_runs_and_checks_itself": 12.8,
+    "integration/test_concurrent_writers.py::test_sixteen_processes_blind_append_four_hundred_commits": 11.2,
+    "integration/test_cleanup.py::test_no_cleanup_ever_makes_a_version_at_or_after_the_horizon_unreadable": 5.7,
+    "integration/test_bounded_snapshot.py::test_a_thousand_appends_with_a_compaction_job_hold_a_bounded_snapshot": 4.2,
+    "integration/test_dml_memory.py::test_a_3_gb_stream_is_written_with_a_peak_rss_under_1_5_gb": 4.1,
+    "integration/test_data_files_peers.py::test_writing_a_gigabyte_stream_keeps_memory_bounded": 4.1,
+    "integration/test_log_fuzz.py::test_damaged_log_reads_right_or_names_the_file[v2-json-sidecars-cleaned]": 4.1,
+}
 
 
 def backends(*names: str) -> list[Any]:
@@ -81,12 +94,14 @@ def mark(items: list[pytest.Item]) -> None:
             item.add_marker(pytest.mark.spark)
         if used & CLOUD_FIXTURES:
             item.add_marker(pytest.mark.cloud)
-        if slow_key(item) in SLOW:
+        key = slow_key(item)
+        callspec = getattr(item, "callspec", None)
+        if key in SLOW or (callspec is not None and f"{key}[{callspec.id}]" in SLOW):
             item.add_marker(pytest.mark.slow)
         modules.setdefault(slow_key(item).split("::", 1)[0], getattr(item, "module", None))
     stale = []
     for key in SLOW:
-        file, function = key.split("::", 1)
+        file, function = key.split("[", 1)[0].split("::", 1)
         if file in modules and not hasattr(modules[file], function):
             stale.append(key)
     if stale:
