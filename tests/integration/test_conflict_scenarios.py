@@ -1113,7 +1113,7 @@ def test_append_only_table_refuses_data_changing_removes_but_allows_compaction(t
     assert compaction.commit([add("date=x/c.parquet", data_change=False)], operation="OPTIMIZE").version == 2
 
 
-# ---------------------------------------------------------------------------------------------- multi-operation
+# ------------------------------------------------------------------------------------ one transaction, retries
 def _append_then_delete(w: Ctx) -> None:
     assert w.txn is not None
     w.txn.stage([add("date=z/new.parquet", "z")])
@@ -1148,7 +1148,7 @@ def test_max_commit_attempts_gives_up_without_writing(table: Path) -> None:
     assert commit_versions(table) == [0, 1]
 
 
-# --------------------------------------------------------------------------------------- domains, foreign winners
+# ---------------------------------------------------------------------------------------------- foreign winners
 def test_paths_are_compared_decoded_and_relative_to_the_table(table: Path) -> None:
     seed(table, add("date=x/a%20b.parquet"))
     absolute = f"file://{table}/date=x/a%20b.parquet"
@@ -1189,8 +1189,7 @@ def test_a_foreign_protocol_deltalog_cannot_write_is_unsupported_feature(table: 
 
 
 def test_remove_where_on_a_data_column_is_refused_not_widened_to_every_file(table: Path) -> None:
-    # Regression (Transaction.remove_where, deltalog/table/transaction.py): a data-column predicate once staged a
-    # remove of every live file, widening as a read does; a log-only delete by data column is refused instead.
+    # Regression (deltalog/table/transaction.py, Transaction.remove_where): a data column is refused, not widened.
     seed(table, add("date=x/f0.parquet"), add("date=y/f1.parquet", "y"))
     txn = DeltaLog.for_table(table).start_transaction()
     with pytest.raises(InvalidArgumentError):
