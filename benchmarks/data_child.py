@@ -33,7 +33,9 @@ def _filter(spec: dict[str, Any]) -> Any:
 def _deltalog(spec: dict[str, Any]) -> tuple[Callable[[], Any], Callable[[Any], dict[str, Any]]]:
     # the modules the calls import on first use, imported before the clock starts (deltalake's are, by
     # ``from deltalake import ...``): the cases time the operation, not the import
+    import deltalog.data.changes
     import deltalog.data.scan
+    import deltalog.dml.changes
     import deltalog.dml.delete
     import deltalog.dml.write
     from deltalog import DeltaLog
@@ -56,13 +58,62 @@ def _deltalog(spec: dict[str, Any]) -> tuple[Callable[[], Any], Callable[[Any], 
             from deltalog.data.scan import TableDescription, plan
 
             snap = DeltaLog.for_table(table).snapshot()
-            desc = TableDescription(snap.log.store, snap.schema_json, tuple(snap.partition_columns))
+            desc = TableDescription(snap.context.store, snap.schema_json, tuple(snap.partition_columns))
             return {"rows": result.num_rows, "files": len(plan(snap.raw_files(stats=True), desc, expr))}
 
         return scan, opened
     if case == "delete":
         return lambda: DeltaLog.for_table(table).delete("k = 7"), lambda _: {"rows": _rows_left(table)}
+    if case == "changes":
+        return lambda: DeltaLog.for_table(table).changes(0).read_all(), _change_rows
+    if case in ("optimize-compact", "optimize-zorder", "purge"):
+        import deltalog.dml.optimize
+
+        log = DeltaLog.for_table(table)
+        if case == "purge":
+            return log.purge_deletion_vectors, lambda _: _optimized(table)
+        if case == "optimize-compact":
+            return log.optimize, lambda _: _optimized(table)
+        target = _sizes(spec).zorder_target
+        return lambda: log.optimize(z_order_by=["a", "b"], target_size=target), lambda _: _boxed(table)
     raise ValueError(f"unknown case {case!r}")
+
+
+def _sizes(spec: dict[str, Any]) -> Any:
+    from benchmarks.data_cases import Sizes
+
+    return Sizes(**spec["sizes"])
+
+
+def _optimized(table: str) -> dict[str, Any]:
+    """Rows every reader sees after the rewrite, and the live files."""
+    from deltalog import DeltaLog
+
+    return {"rows": _rows_left(table), "files_after": DeltaLog.for_table(table).snapshot().num_files}
+
+
+def _boxed(table: str) -> dict[str, Any]:
+    """The box filter planned by deltalog's skipping on the Z-ordered table: files kept, rows in them."""
+    import orjson
+    import pyarrow.compute as pc
+
+    from benchmarks.data_cases import BOX
+    from deltalog import DeltaLog
+    from deltalog.data.scan import TableDescription, plan
+
+    snap = DeltaLog.for_table(table).snapshot()
+    desc = TableDescription(snap.context.store, snap.schema_json, tuple(snap.partition_columns))
+    expr = (pc.field("a") < BOX) & (pc.field("b") < BOX)
+    kept = plan(snap.raw_files(stats=True), desc, expr)
+    rows = sum(orjson.loads(f.stats or "{}").get("numRecords", 0) for f in kept)
+    matching = snap.to_arrow(columns=["id"], filter=expr).num_rows
+    return {
+        "rows": _rows_left(table),
+        "files": len(kept),
+        "kept_rows": rows,
+        "matching": matching,
+        "files_after": snap.num_files,
+    }
 
 
 def _deltalake(spec: dict[str, Any]) -> tuple[Callable[[], Any], Callable[[Any], dict[str, Any]]]:
@@ -88,7 +139,36 @@ def _deltalake(spec: dict[str, Any]) -> tuple[Callable[[], Any], Callable[[Any],
         return scan, opened
     if case == "delete":
         return lambda: DeltaTable(table).delete("k = 7"), lambda _: {"rows": _rows_left(table)}
+    if case == "changes":
+        return lambda: DeltaTable(table).load_cdf(starting_version=0).read_all(), _change_rows
+    if case in ("optimize-compact", "purge"):
+        dt = DeltaTable(table)
+        return dt.optimize.compact, lambda _: _optimized(table)
+    if case == "optimize-zorder":
+        dt, target = DeltaTable(table), _sizes(spec).zorder_target
+        return lambda: dt.optimize.z_order(["a", "b"], target_size=target), lambda _: _boxed(table)
     raise ValueError(f"unknown case {case!r}")
+
+
+def _change_rows(result: Any) -> dict[str, Any]:
+    """How many change rows, and a digest of them as a multiset: every column but ``_commit_timestamp`` (the
+    engines define it differently), in one canonical type each, sorted, hashed."""
+    import hashlib
+
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    table = pa.table(result)
+    names = sorted(n for n in table.column_names if n != "_commit_timestamp")
+    canonical = {pa.string_view(): pa.string(), pa.uint64(): pa.int64()}
+    columns = [
+        pc.cast(table.column(n), canonical.get(table.schema.field(n).type, table.schema.field(n).type)) for n in names
+    ]
+    plain = pa.table(columns, names=names).sort_by([(n, "ascending") for n in names])
+    digest = hashlib.sha256()
+    for name in names:
+        digest.update(repr(plain.column(name).to_pylist()).encode())
+    return {"rows": table.num_rows, "digest": digest.hexdigest()}
 
 
 def _rows_left(table: str) -> int:
@@ -101,7 +181,9 @@ def _rows_left(table: str) -> int:
 
 
 def measure(spec: dict[str, Any]) -> dict[str, Any]:
-    if spec["case"] == "delete":  # a fresh copy per run: a delete changes the table
+    from benchmarks.data_cases import CHANGES_TABLE
+
+    if spec["case"] in CHANGES_TABLE:  # a fresh copy per run: the case changes the table
         shutil.copytree(spec["table"], spec["scratch"])
         spec = {**spec, "table": spec["scratch"]}
     call, check = (_deltalog if spec["engine"] == "deltalog" else _deltalake)(spec)
@@ -118,6 +200,7 @@ def measure(spec: dict[str, Any]) -> dict[str, Any]:
         "cpu_s": c1 - c0,
         "rss_before_kib": rss_before,
         "call_peak_rss_kib": peak if reset else None,
+        "call_rss_growth_kib": peak - rss_before if reset else None,
         **check(result),
     }
 

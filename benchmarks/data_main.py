@@ -75,16 +75,17 @@ def run_case(case: DataCase, sizes: Sizes, runs: int, work: str) -> list[DataRes
                 shutil.rmtree(scratch, ignore_errors=True)
             results[engine].runs.append(out)
             print(f"  {case.name} {engine} run {i + 1}: {out['seconds']:.2f} s", flush=True)
-    rows = {e: {r["rows"] for r in res.runs} for e, res in results.items()}
-    if len({frozenset(v) for v in rows.values()}) != 1 or any(len(v) != 1 for v in rows.values()):
-        raise BenchError(f"{case.name}: the engines disagree on the rows: {rows}")
+    for key in ("rows", "digest"):  # a digest of the rows, where the case gives one
+        seen = {e: {r.get(key) for r in res.runs} for e, res in results.items()}
+        if len({frozenset(v) for v in seen.values()}) != 1 or any(len(v) != 1 for v in seen.values()):
+            raise BenchError(f"{case.name}: the engines disagree on the rows ({key}): {seen}")
     return list(results.values())
 
 
 def _cells(res: DataResult, base: DataResult) -> list[str]:
     seconds, other = res.median("seconds"), base.median("seconds")
-    peak = res.median("call_peak_rss_kib")
-    files = res.median("files")
+    peak, growth = res.median("call_peak_rss_kib"), res.median("call_rss_growth_kib")
+    files, kept = res.median("files"), res.median("kept_rows")
     ratio = f"{seconds / other:.2f}" if seconds and other else "—"
     return [
         res.case.name,
@@ -93,12 +94,25 @@ def _cells(res: DataResult, base: DataResult) -> list[str]:
         ratio,
         f"{res.median('cpu_s') or 0:.2f}",
         f"{peak / 1024:.0f}" if peak else "—",
+        f"{growth / 1024:.0f}" if growth is not None else "—",
         f"{files:.0f}" if files is not None else "—",
+        f"{kept:.0f}" if kept is not None else "—",
         str(res.runs[0]["rows"]),
     ]
 
 
-HEADER = ["case", "engine", "median s", "x deltalake", "cpu s", "call peak RSS MiB", "files opened", "rows"]
+HEADER = [
+    "case",
+    "engine",
+    "median s",
+    "x deltalake",
+    "cpu s",
+    "call peak RSS MiB",
+    "peak growth MiB",
+    "files opened",
+    "rows in files opened",
+    "rows",
+]
 
 
 def grid(results: Sequence[DataResult]) -> tuple[list[str], list[list[str]]]:

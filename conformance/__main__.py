@@ -2,6 +2,9 @@
 
 With ``--writes``, run the write checks instead (:mod:`conformance.writes`): checkpoint, cleanup and vacuum
 for real, then an append, on a scratch copy of each table; the summary counts refusals apart.
+
+With ``--compaction``, compare every version with and without log compaction files (:mod:`conformance.compaction`):
+the corpus's own, and delta-kernel-rs-shaped ones plus an invalid one written on a scratch copy of each table.
 """
 
 from __future__ import annotations
@@ -56,15 +59,29 @@ def run_writes_cli(args: argparse.Namespace, out: TextIO) -> int:
     return 0 if ok else 1
 
 
+def run_compaction_cli(args: argparse.Namespace, out: TextIO) -> int:
+    from conformance.compaction import report, run_compaction
+    from conformance.runner import load_manifest
+
+    results, found = run_compaction(args.corpus, args.table)
+    tables = len(args.table) if args.table else len(load_manifest(args.corpus)["tables"])
+    lines, ok = report(results, found, tables, verbose=args.verbose)
+    out.write("\n".join(lines) + "\n")
+    return 0 if ok else 1
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m conformance", description=__doc__)
     parser.add_argument("--corpus", required=True, help="directory with manifest.json and tables/")
     parser.add_argument("--table", action="append", help="check only this table (repeatable)")
     parser.add_argument("-v", "--verbose", action="store_true", help="list every table, not only failures")
     parser.add_argument("--writes", action="store_true", help="checkpoint, clean up, vacuum and append to copies")
+    parser.add_argument("--compaction", action="store_true", help="every version with and without log compaction files")
     parser.add_argument("--jobs", type=int, default=min(2, os.cpu_count() or 1), help="worker processes (--writes)")
     parser.add_argument("--timeout", type=float, default=120.0, help="seconds per table before it fails (--writes)")
     args = parser.parse_args(argv)
+    if args.compaction:
+        return run_compaction_cli(args, sys.stdout)
     return run_writes_cli(args, sys.stdout) if args.writes else run_reads(args, sys.stdout)
 
 

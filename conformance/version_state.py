@@ -58,8 +58,8 @@ class VersionState:
                 row if not _within(row[-1], by_key.get(row[:-1])) else (*row[:-1], by_key[row[:-1]]) for row in theirs
             )
         if mine != theirs:
-            gone = sorted(set(mine) - set(theirs))
-            new = sorted(set(theirs) - set(mine))
+            gone = sorted(set(mine) - set(theirs), key=repr)
+            new = sorted(set(theirs) - set(mine), key=repr)
             out.append(f"files: {len(gone)} gone or changed (first {gone[:1]!r}), {len(new)} new ({new[:1]!r})")
         return out
 

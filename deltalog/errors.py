@@ -8,6 +8,8 @@ the person reading them has to go and look at that file.
 
 from __future__ import annotations
 
+import errno
+
 
 class DeltaLogError(Exception):
     """Root of every deltalog error."""
@@ -132,14 +134,54 @@ class UnsupportedFeatureError(ProtocolError):
 
 
 class UnsupportedExpressionError(UnsupportedFeatureError):
-    """A table's SQL expression (CHECK constraint, invariant, generation or default expression) lies outside the
-    subset deltalog evaluates, so a write refuses rather than check it in another dialect or not at all.
-    ``constraint`` names the rule and ``expression`` is its text."""
+    """A SQL expression uses something deltalog does not evaluate (a function, a syntax, a type combination
+    whose Spark meaning it does not reproduce): refused by name, never evaluated with another meaning. For a
+    table's rule (CHECK constraint, invariant, generation or default expression) ``constraint`` names it, and
+    a write refuses rather than check it in another dialect or not at all. ``expression`` is the text,
+    ``function`` the function or syntax refused and ``position`` where it starts in the text (0-based)."""
 
-    def __init__(self, message: str, *, constraint: str, expression: str, feature: str | None = None) -> None:
+    def __init__(
+        self,
+        message: str,
+        *,
+        expression: str,
+        constraint: str | None = None,
+        feature: str | None = None,
+        function: str | None = None,
+        position: int | None = None,
+    ) -> None:
         super().__init__(message, feature=feature)
         self.constraint = constraint
         self.expression = expression
+        self.function = function
+        self.position = position
+
+
+class InvalidExpressionError(InvalidArgumentError):
+    """An expression that cannot mean anything here, found when it is parsed or bound, before any row is read
+    or written: text that does not parse, an unknown or ambiguous column, a type Spark's analyzer rejects.
+    ``expression`` is the text, ``position`` where the fault starts (0-based), ``column`` the column named."""
+
+    def __init__(
+        self, message: str, *, expression: str, position: int | None = None, column: str | None = None
+    ) -> None:
+        super().__init__(message)
+        self.expression = expression
+        self.position = position
+        self.column = column
+
+
+class ExpressionValueError(InvalidArgumentError):
+    """A value an expression cannot take under Spark's ANSI rules, found while rows are evaluated and before
+    anything is committed: a malformed string cast (``'a' + 1``), an overflow, a division by zero, an index
+    out of range. ``error_class`` is Spark's name for it (``CAST_INVALID_INPUT``, ``DIVIDE_BY_ZERO``,
+    ``ARITHMETIC_OVERFLOW``...), ``value`` the offending value when there is one."""
+
+    def __init__(self, message: str, *, error_class: str, expression: str | None = None, value: object = None) -> None:
+        super().__init__(message)
+        self.error_class = error_class
+        self.expression = expression
+        self.value = value
 
 
 class CorruptLogError(ProtocolError):
@@ -168,6 +210,28 @@ class StorageError(DeltaLogError):
         super().__init__(message)
         self.path = path
         self.retryable = retryable
+
+
+class NotFoundError(StorageError, FileNotFoundError):
+    """The store has no file by that name (``path``, store-relative): the storage contract's "absent".
+
+    Every store raises this, never the builtin, so what crosses the storage boundary is a
+    :class:`DeltaLogError` like every other failure. It is also a :class:`FileNotFoundError` (``errno`` ENOENT,
+    ``filename`` the path): code written against the builtin, a caller's or pyarrow's file-system glue, keeps
+    working.
+    """
+
+    def __init__(self, message: str, *, path: str | None = None) -> None:
+        super().__init__(message, path=path, retryable=False)
+        self.errno, self.strerror, self.filename = errno.ENOENT, message, path
+
+    def __str__(self) -> str:
+        return str(self.args[0])  # the message, not OSError's "[Errno 2] ...: 'path'"
+
+
+class AccessDeniedError(StorageError):
+    """The store refused the credentials (or their rights) for a call: retrying cannot help, fixing the
+    credentials (storage options, the environment) can. The message names where to give them."""
 
 
 class BulkDeleteError(StorageError):
@@ -266,13 +330,51 @@ class CheckpointError(DeltaLogError):
     """A checkpoint could not be written or validated."""
 
 
+class ChangeReadError(DeltaLogError):
+    """What changed in a range of versions cannot be read as asked, because of what ``version`` holds."""
+
+    def __init__(self, message: str, *, version: int) -> None:
+        super().__init__(message)
+        self.version = version
+
+
+class ChangeDataNotRecordedError(ChangeReadError):
+    """Change data feed (``delta.enableChangeDataFeed``) was off at ``version``, the first such version of the
+    range: that version recorded no change data, so the range's changes cannot be read."""
+
+
+class IncompatibleSchemaChangeError(ChangeReadError):
+    """The schema at ``version`` cannot be read in the schema the changes are read in: a column renamed or
+    dropped under column mapping, a column's type changed, or made NOT NULL (Delta Spark refuses these too)."""
+
+
+class DataChangedError(ChangeReadError):
+    """``version`` removed or changed rows where only appended rows were asked for (``new_files``); its changes
+    are read with ``changes()``, or such versions skipped with ``skip_change_commits=True``."""
+
+
+class SourceTableChangedError(DeltaLogError):
+    """A streaming query's checkpoint holds offsets of another table than the one now at its source's location
+    (``table_id``): the table was deleted and created again, or the checkpoint belongs to a query that read
+    another table (Delta Spark's ``differentDeltaTableReadByStreamingSource``). Start the query with a new
+    checkpoint location."""
+
+    def __init__(self, message: str, *, table_id: str | None = None, checkpoint_table_id: str | None = None) -> None:
+        super().__init__(message)
+        self.table_id = table_id
+        self.checkpoint_table_id = checkpoint_table_id
+
+
 class SetupError(DeltaLogError):
     """This machine lacks what the call needs: an optional package, Java for Spark, deltalog on Spark's
     executors. Nothing is wrong with the table; the message says what to install or configure."""
 
 
 __all__ = [
+    "AccessDeniedError",
     "BulkDeleteError",
+    "ChangeDataNotRecordedError",
+    "ChangeReadError",
     "CheckpointError",
     "CommitNotReachableError",
     "CommitStateUnknownError",
@@ -284,12 +386,17 @@ __all__ = [
     "ConstraintViolationError",
     "CorruptDataError",
     "CorruptLogError",
+    "DataChangedError",
     "DeltaLogError",
+    "ExpressionValueError",
     "FileAlreadyExistsError",
+    "IncompatibleSchemaChangeError",
     "InvalidArgumentError",
     "InvalidCommitError",
+    "InvalidExpressionError",
     "MaxCommitAttemptsError",
     "MetadataChangedError",
+    "NotFoundError",
     "NotNullViolationError",
     "PathOutsideRootError",
     "PropertyError",
@@ -299,6 +406,7 @@ __all__ = [
     "SchemaError",
     "SchemaMismatchError",
     "SetupError",
+    "SourceTableChangedError",
     "StorageError",
     "TableAlreadyExistsError",
     "TableNotFoundError",

@@ -14,6 +14,10 @@ is held to the protocol here, against the raw JSON of its commits:
   the one the commit wrote.
 
 The reference is deliberately plain: a dict per identity, overwritten in log order.
+
+:func:`usable_alone` is the reader's side: what a reader that has not read the commits can tell of a file
+another engine wrote (PROTOCOL.md lets readers use these files optionally, so one that is not reconciled is
+read around, not trusted).
 """
 
 from __future__ import annotations
@@ -71,6 +75,34 @@ def reference(commits: list[bytes], root: str | None) -> dict[tuple[str, Any], t
                 if key in KEPT and isinstance(body, dict):
                     out[identity(key, body, root)] = (key, body)
     return out
+
+
+def usable_alone(data: bytes, root: str | None = None) -> bool:
+    """Whether a reader may read the file in place of its commits, judged on the file alone, as a reader that
+    has not read the commits must judge it: every line a JSON object, and no two of the actions reconciliation
+    keeps for one identity (a file that has them was not reconciled; read in order it would not give the
+    commits' state). ``commitInfo``, ``cdc`` and unknown actions say nothing about the state and are passed
+    over here, as replay passes over them (their presence is a writer's fault :func:`check_bytes` reports)."""
+    seen: set[tuple[str, Any]] = set()
+    for line in data.split(b"\n"):
+        if not line.strip():
+            continue
+        try:
+            obj = orjson.loads(line)
+        except orjson.JSONDecodeError:
+            return False
+        if not isinstance(obj, dict):
+            return False
+        for key, body in obj.items():
+            if key not in KEPT or body is None:
+                continue
+            if not isinstance(body, dict) or (key in ("add", "remove") and not isinstance(body.get("path"), str)):
+                return False
+            ident = identity(key, body, root)
+            if ident in seen:
+                return False
+            seen.add(ident)
+    return True
 
 
 def check_bytes(name: str, data: bytes, commits: list[bytes], root: str | None = None) -> list[str]:
@@ -138,4 +170,4 @@ def assert_valid(root: Path) -> int:
     return count
 
 
-__all__ = ["assert_valid", "check_bytes", "check_table", "identity", "reference"]
+__all__ = ["assert_valid", "check_bytes", "check_table", "identity", "reference", "usable_alone"]

@@ -50,7 +50,7 @@ STRUCT_FIELDS: dict[str, tuple[str, ...]] = {
 def _stringish(t: pa.DataType) -> bool:
     if pa.types.is_dictionary(t):
         return _stringish(t.value_type)
-    return (
+    return bool(
         pa.types.is_string(t)
         or pa.types.is_large_string(t)
         or pa.types.is_string_view(t)
@@ -106,15 +106,14 @@ def _unusable(path: str, why: str) -> CorruptLogError:
     return CorruptLogError(f"{path} is not a usable checkpoint: {why}", path=path)
 
 
-def check_columns(schema: pa.Schema, path: str, required: tuple[str, ...] = ()) -> None:
-    """Refuse a checkpoint file whose action columns have the wrong types, or that lacks a ``required`` one.
+def check_columns(schema: pa.Schema, path: str) -> None:
+    """Refuse a checkpoint file whose action columns have the wrong types.
 
-    Columns and fields this engine does not know are ignored, as the protocol asks of readers; a file
-    action struct without a field every such action must carry is refused even before any row is read.
+    Columns and fields this engine does not know are ignored, as the protocol asks of readers, and so is a
+    missing action column ("Any missing column should be treated as null", PROTOCOL.md "Checkpoints"): a
+    part written with only the actions it holds is whole. An action struct without a field every such
+    action must carry is refused even before any row is read.
     """
-    for name in required:
-        if schema.get_field_index(name) < 0:
-            raise _unusable(path, f"it has no {name!r} column")
     for name, expected in EXPECTED.items():
         idx = schema.get_field_index(name)
         if idx < 0:

@@ -14,12 +14,12 @@ from deltalog.core.paths import LOG_DIR, checkpoint_name, log_files, version_pre
 from deltalog.core.segment import CheckpointRef, complete_checkpoints
 from deltalog.core.state import BaseState
 from deltalog.errors import CheckpointError, CorruptLogError
-from deltalog.storage.base import LogStore, list_between
+from deltalog.storage.base import LogStore
 
 
 def checkpoints_at(store: LogStore, version: int) -> list[CheckpointRef]:
     """The complete checkpoints of ``version`` on the store, in the order readers prefer them last."""
-    listed = log_files(list_between(store, f"{LOG_DIR}/{version_prefix(version)}", version_prefix(version + 1)))
+    listed = log_files(store.list_range(f"{LOG_DIR}/{version_prefix(version)}", version_prefix(version + 1)))
     return [c for c in complete_checkpoints(listed) if c.version == version]
 
 

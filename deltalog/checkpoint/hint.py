@@ -20,7 +20,7 @@ import orjson
 from deltalog.core import last_checkpoint as hints
 from deltalog.core.paths import LAST_CHECKPOINT, LOG_DIR, log_files, version_prefix
 from deltalog.core.segment import complete_checkpoints
-from deltalog.errors import StorageError
+from deltalog.errors import AccessDeniedError, NotFoundError, StorageError
 from deltalog.storage.base import LogStore
 
 log = logging.getLogger(__name__)
@@ -29,7 +29,7 @@ HINT = f"{LOG_DIR}/{LAST_CHECKPOINT}"
 
 def encode_hint(info: dict[str, Any]) -> bytes:
     """The hint with ``version``, ``size`` and ``parts`` first (old readers split-read them) and a checksum."""
-    ordered = {k: info[k] for k in ("version", "size", "parts") if k in info}
+    ordered: dict[str, Any] = {k: info[k] for k in ("version", "size", "parts") if k in info}
     ordered.update({k: v for k, v in info.items() if k not in ordered and k != "checksum"})
     ordered["checksum"] = hints.checksum(ordered)
     return orjson.dumps(ordered)
@@ -43,11 +43,11 @@ def read_hint(store: LogStore, where: str | None = None) -> hints.LastCheckpoint
     """
     try:
         data = store.read(HINT)
-    except FileNotFoundError:
+    except NotFoundError:
         return None
     except StorageError as exc:
-        if exc.retryable:
-            raise
+        if exc.retryable or isinstance(exc, AccessDeniedError):
+            raise  # a listing would meet the same refusal: say it once, now
         # Only a hint: something that is not a readable file in its place (a directory, a FIFO) means list.
         _ignored(where, exc)
         return None

@@ -13,6 +13,7 @@ import io
 import logging
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from typing import cast
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -42,7 +43,7 @@ class Sections:
 
     @property
     def num_rows(self) -> int:
-        return self.non_file.num_rows + len(self.adds) + len(self.removes)
+        return int(self.non_file.num_rows) + len(self.adds) + len(self.removes)
 
 
 class CheckpointFiles:
@@ -75,7 +76,7 @@ class CheckpointFiles:
         buf = sink.getvalue()
         if self.store.capabilities.local:
             return memoryview(buf)  # type: ignore[return-value]  # written with os.write: no copy of the file
-        return buf.to_pybytes()
+        return cast(bytes, buf.to_pybytes())
 
     def publish(self, path: str, data: bytes) -> bool:
         """True if we wrote it; False if an equivalent file was already there (a racing writer)."""

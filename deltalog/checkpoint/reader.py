@@ -83,7 +83,6 @@ class _Collected:
         self.txns: dict[str, A.Txn] = {}
         self.domains: dict[str, A.DomainMetadata] = {}
         self.sidecars: list[A.Sidecar] = []
-        self.has_checkpoint_metadata = False
 
     def take(self, key: str, body: Any, path: str) -> None:
         try:
@@ -101,8 +100,6 @@ class _Collected:
                 self.domains[action.domain] = action
         elif isinstance(action, A.Sidecar):
             self.sidecars.append(action)
-        elif isinstance(action, A.CheckpointMetadata):
-            self.has_checkpoint_metadata = True
 
 
 def _drop_nulls(v: Any) -> Any:
@@ -275,7 +272,7 @@ class CheckpointReader:
         for s in collected.sidecars:
             path = f"{LOG_DIR}/{SIDECAR_DIR}/{_sidecar_name(s.path)}"
             with open_parquet(self.store, path) as pf:
-                layout = checked_layout(pf, path, _FILE_COLUMNS)
+                layout = checked_layout(pf, path)
                 add_parts.extend(actions.adds_in(pf, layout, path, stats=False))
             if _without_dv_field(layout):
                 lacking_dv.append(path)
@@ -307,14 +304,13 @@ class CheckpointReader:
     def _read_top(self, pf: pq.ParquetFile, path: str, collected: _Collected) -> Layout:
         """Check and read the non-file actions of one of the checkpoint's own files (not a sidecar).
 
-        Such a file has file-action columns unless its rows point at sidecars: a checkpoint without them
-        would read as a table without files.
+        Any action column may be missing: PROTOCOL.md ("Checkpoints") reads a missing column as null, and
+        writers that write each part with only the actions it holds (delta-kernel-rs, Delta Spark's
+        multi-part writer) leave out ``add`` in a part without adds. Only a column present with the wrong
+        type makes the file unusable (:func:`~deltalog.checkpoint.scan.checked_layout`).
         """
         layout = checked_layout(pf, path)
-        sidecars = len(collected.sidecars)
         self._read_non_file(pf, layout, path, collected)
-        if len(collected.sidecars) == sidecars:
-            _check_present(layout, path, _FILE_COLUMNS)
         return layout
 
     def _base(self, ref: CheckpointRef, collected: _Collected) -> BaseState:
@@ -374,16 +370,6 @@ def _check_deletion_vectors(collected: _Collected, lacking: list[str]) -> None:
         )
 
 
-#: the columns a file holding file actions (a classic checkpoint or part, a sidecar) must have
-_FILE_COLUMNS = ("add",)
-
-
-def _check_present(layout: Layout, path: str, names: tuple[str, ...]) -> None:
-    for name in names:
-        if not layout.has(name):
-            raise CorruptLogError(f"{path} is not a usable checkpoint: it has no {name!r} column", path=path)
-
-
 #: the columns that say which file an action is about; parquet readers do not check that strings are UTF-8
 _IDENTITY = ("path", "partitionValues", "deletionVector")
 
@@ -409,15 +395,4 @@ def inline_actions(rows: list[dict[str, Any]], kind: str, path: str) -> pa.Table
     return table
 
 
-def iter_checkpoint_actions(store: LogStore, ref: CheckpointRef) -> Iterator[A.Action]:
-    """Non-file actions of a checkpoint, for tools that inspect it."""
-    base = CheckpointReader(store).read_non_file(ref)
-    if base.protocol:
-        yield base.protocol
-    if base.metadata:
-        yield base.metadata
-    yield from base.txns.values()
-    yield from base.domains.values()
-
-
-__all__ = ["CheckpointReader", "FileActions", "iter_checkpoint_actions", "stats_json"]
+__all__ = ["CheckpointReader", "FileActions", "stats_json"]

@@ -20,7 +20,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from deltalog.checkpoint.columns import check_columns
-from deltalog.errors import CorruptLogError, StorageError
+from deltalog.errors import CorruptLogError, NotFoundError, StorageError
 from deltalog.storage.base import LogStore
 
 if TYPE_CHECKING:
@@ -68,7 +68,7 @@ def fetch_errors(path: str) -> Iterator[None]:
     :class:`StorageError`, for the caller to retry."""
     try:
         yield
-    except FileNotFoundError:
+    except NotFoundError:
         raise CorruptLogError(f"checkpoint file {path} disappeared while reading", path=path) from None
     except StorageError as exc:
         if exc.retryable:
@@ -108,14 +108,14 @@ def open_parquet(store: LogStore, path: str) -> Iterator[pq.ParquetFile]:
         handle.close()
 
 
-def checked_layout(pf: pq.ParquetFile, path: str, required: tuple[str, ...] = ()) -> Layout:
+def checked_layout(pf: pq.ParquetFile, path: str) -> Layout:
     """The file's :class:`Layout`, once its action columns are known to have types a reader can trust
-    (see :mod:`deltalog.checkpoint.columns`); ``required`` names columns the file must have."""
+    (see :mod:`deltalog.checkpoint.columns`); a column the file leaves out holds no action."""
     try:
         layout = Layout(pf)
     except READ_ERRORS as exc:
         raise _corrupt(path, exc) from None
-    check_columns(layout.schema, path, required)
+    check_columns(layout.schema, path)
     return layout
 
 

@@ -34,6 +34,7 @@ from deltalog.checkpoint.rows import (
 from deltalog.checkpoint.v2 import write_v2
 from deltalog.core import properties
 from deltalog.core.paths import LOG_DIR, Kind, checkpoint_name, multipart_name
+from deltalog.core.result_repr import result_repr
 from deltalog.core.segment import CheckpointRef
 from deltalog.core.state import BaseState
 from deltalog.core.state.files import FileState, key_column
@@ -79,6 +80,18 @@ class CheckpointResult:
         """The checkpoint's size on the store."""
         return self.size_in_bytes
 
+    def __repr__(self) -> str:
+        """Version, kind and size; the files are on :attr:`files`."""
+        return result_repr(
+            "CheckpointResult",
+            "already_existed" if self.already_existed else "",
+            version=self.version,
+            kind=self.kind,
+            files=self.num_files,
+            actions=self.num_actions,
+            bytes=self.size_in_bytes,
+        )
+
 
 class CheckpointWriter:
     """Writes the checkpoint of one version from its state and files (never from a snapshot or a log).
@@ -101,6 +114,9 @@ class CheckpointWriter:
         self.now_ms = now_ms
         self.progress = progress
         conf = state.configuration
+        # a value that is not a string (another engine's log, a hand edit) is named before any file is written
+        where = state.metadata_source or f"{store.root}/{LOG_DIR} (version {state.version})"
+        properties.check_string_values(conf, where)
         self.stats_json = properties.checkpoint_stats_json(conf)
         self.stats_struct = properties.checkpoint_stats_struct(conf)
         self.compression = properties.parquet_codec(conf)

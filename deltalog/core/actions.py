@@ -7,11 +7,9 @@ these classes know nothing about bytes.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass, field, fields
-from typing import TYPE_CHECKING, Any, TypeVar
-
-_T = TypeVar("_T")
+from collections.abc import Callable, Mapping
+from dataclasses import Field, dataclass, field, fields
+from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
 
 class _Value:
@@ -25,6 +23,7 @@ class _Value:
 
     __slots__ = ()
     _names: tuple[str, ...] = ()
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]]  # set by ``_value``; lets ``fields`` accept the classes
 
     def _values(self) -> tuple[Any, ...]:
         return tuple([getattr(self, n) for n in self._names])
@@ -42,15 +41,30 @@ class _Value:
         return f"{self.__class__.__qualname__}({inner})"
 
 
+_V = TypeVar("_V", bound=_Value)
+_F = TypeVar("_F")
+
+
 if TYPE_CHECKING:
-    _value = dataclass(frozen=True)  # what type checkers should see: a frozen dataclass
+    # typeshed's typing_extensions: nothing is imported at run time (typing_extensions is not a dependency)
+    from typing_extensions import dataclass_transform
 else:
 
-    def _value(cls: type[_T]) -> type[_T]:
-        """A frozen dataclass whose ``__eq__``/``__hash__``/``__repr__`` come from :class:`_Value`."""
-        cls = dataclass(frozen=True, eq=False, repr=False)(cls)
-        cls._names = tuple(f.name for f in fields(cls))
-        return cls
+    def dataclass_transform(**_: object) -> Callable[[_F], _F]:
+        """Run time: the marker only informs type checkers, so leave the decorated function as it is."""
+        return lambda f: f
+
+
+@dataclass_transform(frozen_default=True, field_specifiers=(field,))
+def _value(cls: type[_V]) -> type[_V]:
+    """A frozen dataclass whose ``__eq__``/``__hash__``/``__repr__`` come from :class:`_Value`.
+
+    ``dataclass_transform`` tells a type checker these are frozen dataclasses (fields, ``__init__``,
+    ``dataclasses.replace``) without the per-class code generation ``@dataclass(frozen=True)`` pays at import.
+    """
+    cls = dataclass(frozen=True, eq=False, repr=False)(cls)
+    cls._names = tuple(f.name for f in fields(cls))
+    return cls
 
 
 @_value

@@ -87,7 +87,8 @@ def _resolve(schema: Mapping[str, Any], parts: Sequence[str], by: str, mode: str
             return None
         fields = top_level_fields(t) if i else fields
         for f in fields:
-            meta = f.get("metadata") if isinstance(f.get("metadata"), Mapping) else {}
+            meta = f.get("metadata")
+            meta = meta if isinstance(meta, Mapping) else {}
             physical = str(meta.get(PHYSICAL_NAME, f["name"])) if mode != "none" else f["name"]
             mine, other = (f["name"], physical) if by == "logical" else (physical, f["name"])
             if mine == part:

@@ -9,7 +9,7 @@ file becomes actions in one place, :func:`decode_commit` (replay reads the same 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 
 import orjson
@@ -20,7 +20,7 @@ from deltalog.core.jsonlines import LineError, corrupt_line, parse_lines
 from deltalog.errors import InvalidArgumentError
 
 #: action class -> the key that wraps it on a log line
-ACTION_KEYS: dict[type, str] = {
+ACTION_KEYS: dict[type[A.Action], str] = {
     A.Add: "add",
     A.Remove: "remove",
     A.Metadata: "metaData",
@@ -32,7 +32,7 @@ ACTION_KEYS: dict[type, str] = {
     A.CheckpointMetadata: "checkpointMetadata",
     A.Sidecar: "sidecar",
 }
-KEY_ACTIONS: dict[str, type] = {v: k for k, v in ACTION_KEYS.items()}
+KEY_ACTIONS: dict[str, type[A.Action]] = {v: k for k, v in ACTION_KEYS.items()}
 
 #: fields of add/cdc written even when empty, because readers require the key
 _ALWAYS_WRITTEN = {"partition_values"}
@@ -57,20 +57,34 @@ def _encode_value(value: Any) -> Any:
     return value
 
 
+_FIELD_NAMES: dict[type, tuple[tuple[str, str, bool], ...]] = {}
+
+
+def _field_names(cls: type) -> tuple[tuple[str, str, bool], ...]:
+    """(attribute, JSON key, written even when empty) of each field of an action class, worked out once per class:
+    encoding a commit of many file actions asked ``dataclasses.fields`` and re-camel-cased every name per action."""
+    found = _FIELD_NAMES.get(cls)
+    if found is None:
+        always = issubclass(cls, (A.Add, A.Cdc))
+        found = tuple((f.name, _camel(f.name), always and f.name in _ALWAYS_WRITTEN) for f in dataclasses.fields(cls))
+        _FIELD_NAMES[cls] = found
+    return found
+
+
 def _encode_fields(obj: Any) -> dict[str, Any]:
     out: dict[str, Any] = {}
-    for f in dataclasses.fields(obj):
-        value = getattr(obj, f.name)
-        if f.name == "other":  # CommitInfo's free-form remainder goes back at top level
+    for name, key, always in _field_names(type(obj)):
+        value = getattr(obj, name)
+        if name == "other":  # CommitInfo's free-form remainder goes back at top level
             for k, v in value.items():
                 out.setdefault(k, v)
             continue
-        if value is None and not (f.name in _ALWAYS_WRITTEN and isinstance(obj, (A.Add, A.Cdc))):
+        if value is None and not always:
             continue
-        if f.name == "operation_parameters" and value is not None:
+        if name == "operation_parameters" and value is not None:
             # Spark writes every parameter value as JSON text (a string inside the JSON object).
             value = {k: v if isinstance(v, str) else orjson.dumps(v).decode() for k, v in value.items()}
-        out[_camel(f.name)] = _encode_value(value if value is not None else {})
+        out[key] = _encode_value(value if value is not None else {})
     return out
 
 
@@ -124,6 +138,20 @@ def decode_dv(v: Any) -> A.DeletionVector | None:
     )
 
 
+def _decode_configuration(v: Any) -> dict[str, Any]:
+    """``metaData.configuration``, whose values the protocol makes strings (Delta Spark: ``Map[String, String]``).
+
+    A number or a boolean reads as its JSON text, as Delta Spark (Jackson) and delta-kernel-rs read it. An object
+    or a list, which neither reads, is kept as written: the log is corrupt for that key, yet the version still
+    loads (nothing may need the key) and ``set_properties``/``unset_properties`` can repair it; what would write
+    it again (a checkpoint, a commit of the metaData) refuses it naming the key
+    (:func:`deltalog.core.properties.check_string_values`).
+    """
+    if v is None:
+        return {}
+    return {k: orjson.dumps(x).decode() if isinstance(x, (bool, int, float)) else x for k, x in _require_obj(v).items()}
+
+
 def _decode_format(v: Any) -> A.Format:
     if v is None:
         return A.Format()
@@ -139,7 +167,7 @@ _CONVERTERS: dict[type, dict[str, Callable[[Any], Any]]] = {
     A.Metadata: {
         "format": _decode_format,
         "partition_columns": lambda v: _opt_tuple(v) or (),
-        "configuration": lambda v: v or {},
+        "configuration": _decode_configuration,
     },
     A.Protocol: {"reader_features": _opt_tuple, "writer_features": _opt_tuple},
 }
@@ -238,13 +266,14 @@ class DecodedCommit:
     actions: tuple[A.Action, ...]
 
 
-def decode_commit(
+def decode_lines(
     data: bytes,
     path: str,
     check: Callable[[int, Any], None] | None = None,
     error: LineError | None = None,
-) -> DecodedCommit:
-    """Decode the commit file ``path`` (or a file of actions in its format).
+) -> Iterator[tuple[int, A.Action | dict[str, Any]]]:
+    """(line number, action) for every action of the commit file ``path`` (or a file of actions in its
+    format), in file order; a ``commitInfo`` comes as its raw JSON object, an unknown action kind not at all.
 
     A bad line (malformed JSON, not an object, a known action that does not decode) is a
     :class:`~deltalog.errors.CorruptLogError` naming the file and line, or what ``error`` makes of the
@@ -252,8 +281,6 @@ def decode_commit(
     that accepts less than the log does. A ``null`` action is no action, as replay reads it.
     """
     fail = error or corrupt_line(path)
-    info: dict[str, Any] | None = None
-    actions: list[A.Action] = []
     for line, obj in enumerate(parse_lines(data, path, fail), start=1):
         if obj is None:
             continue  # a blank line
@@ -265,14 +292,30 @@ def decode_commit(
             if body is None:
                 continue
             if key == "commitInfo" and type(body) is dict:
-                info = body
+                yield line, body
                 continue
             try:
                 action = from_dict(key, body)
             except ActionDecodeError as exc:
                 raise fail(line, f"invalid {key} action: {exc}") from None
             if action is not None:
-                actions.append(action)
+                yield line, action
+
+
+def decode_commit(
+    data: bytes,
+    path: str,
+    check: Callable[[int, Any], None] | None = None,
+    error: LineError | None = None,
+) -> DecodedCommit:
+    """Decode the commit file ``path`` (see :func:`decode_lines`): its last commitInfo and its other actions."""
+    info: dict[str, Any] | None = None
+    actions: list[A.Action] = []
+    for _, action in decode_lines(data, path, check, error):
+        if isinstance(action, dict):
+            info = action
+        else:
+            actions.append(action)
     return DecodedCommit(info, tuple(actions))
 
 
@@ -284,6 +327,7 @@ __all__ = [
     "decode_commit",
     "decode_dv",
     "decode_line",
+    "decode_lines",
     "encode_actions",
     "encode_line",
     "from_dict",

@@ -22,7 +22,7 @@ from deltalog.core.features import (
 from deltalog.core.field_types import type_errors
 from deltalog.core.partitions import PartitionValueError, check_serialized, parse_value
 from deltalog.core.pathkeys import dv_id_of, file_key
-from deltalog.core.properties import column_mapping_mode, get_bool
+from deltalog.core.properties import check_string_values, column_mapping_mode, get_bool
 from deltalog.core.properties import column_mapping_mode as column_mapping_mode_of
 from deltalog.core.property_rules import check_changed
 from deltalog.core.schema import SchemaError, check_schema, parse_schema, physical_names, top_level_fields
@@ -109,6 +109,7 @@ def prepare_commit(
         raise InvalidCommitError("the commit that creates a table holds its protocol and metaData", rule="create")
     schema: Mapping[str, Any] = read_schema or {}
     if metas:
+        check_string_values(metadata.configuration)
         schema = validate_new_metadata(metadata, read_metadata)
         old = read_metadata.configuration if read_metadata is not None else {}
         changed = {k: v for k, v in metadata.configuration.items() if old.get(k) != v}

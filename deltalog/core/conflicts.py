@@ -100,6 +100,8 @@ class TxnSummary:
     is_blind_append: bool = False
     txn_id: str | None = None
     read_protocol: A.Protocol | None = None
+    #: the ``metaData.id`` of the table read (None: the commit creates it)
+    table_id: str | None = None
 
 
 @dataclass(frozen=True)
@@ -186,6 +188,15 @@ def check_winner(
     adds = [a for a in winner.actions if isinstance(a, A.Add)]
     removes = [a for a in winner.actions if isinstance(a, A.Remove)]
 
+    # 1. another table: a table id never changes in a table's life, so a winner carrying another one is a
+    # table deleted and created again at this path (checked first: no other rule means anything across tables)
+    other = next((m.id for m in metadata if summary.table_id is not None and m.id != summary.table_id), None)
+    if other is not None:
+        raise MetadataChangedError(
+            f"the table was replaced: {where} belongs to table {other}, while this transaction read table "
+            f"{summary.table_id} (was it deleted and created again at this path?)",
+            **common,
+        )
     if protocols:
         _check_protocol(summary, winner, protocols[0], check_protocol, where, common)
     # 2. metadata

@@ -34,6 +34,7 @@ from deltalog.core.duty_table import (
     OPERATIONS,
     OVERWRITE,
     REARRANGE,
+    REARRANGE_KEEPING_IDS,
     RESTORE,
     REWRITE,
     RULES,
@@ -90,7 +91,7 @@ def commit_operation(actions: Collection[Any], operation: str | None = None, *, 
     removes = [a for a in actions if isinstance(a, Remove)]
     if not adds and not removes:
         return METADATA
-    if not any(a.data_change for a in (*adds, *removes)):
+    if not any(a.data_change for a in adds) and not any(r.data_change for r in removes):
         return REARRANGE
     if not removes:
         return APPEND
@@ -195,6 +196,7 @@ __all__ = [
     "OPERATIONS",
     "OVERWRITE",
     "REARRANGE",
+    "REARRANGE_KEEPING_IDS",
     "RESTORE",
     "REWRITE",
     "RULES",

@@ -86,7 +86,7 @@ def type_errors(action: Any) -> list[str]:
             continue
         if (expected is _INT and isinstance(value, bool)) or not isinstance(value, expected):
             out.append(f"{f.name}={value!r} is not {'an integer' if expected is _INT else expected[0].__name__}")
-        elif expected is _SEQ and not all(isinstance(x, str) for x in value):
+        elif expected is _SEQ and isinstance(value, _SEQ) and not all(isinstance(x, str) for x in value):
             out.append(f"{f.name}={value!r} must hold strings")
     dv = getattr(action, "deletion_vector", None)
     if isinstance(dv, A.DeletionVector):

@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 
-from deltalog.errors import PropertyError
+from deltalog.errors import CorruptLogError, PropertyError
 
 _UNITS_MS = {
     "nanosecond": 1e-6,
@@ -177,6 +177,25 @@ def check_checkpoint_properties(conf: Mapping[str, str]) -> None:
         raise unusable("delta.parquet.compression.codec", codec, f"is not one of {', '.join(PARQUET_CODECS)}")
 
 
+def check_string_values(conf: Mapping[str, object], source: str | None = None) -> None:
+    """Refuse a configuration holding a value that is neither a string nor null (a JSON object or list another
+    engine or a hand edit wrote; :func:`deltalog.core.codec` keeps it so the table loads and can be repaired).
+
+    Before writing the configuration again: with ``source`` (a checkpoint of it, naming the file that holds the
+    metaData) a :class:`CorruptLogError`; without (a commit of a metaData carrying it) a :class:`PropertyError`.
+    Either says how to repair the table: ``set_properties`` or ``unset_properties`` of that key.
+    """
+    for key, value in conf.items():
+        if value is None or isinstance(value, str):
+            continue
+        kinds: dict[type, str] = {dict: "a JSON object", list: "a JSON array"}
+        kind = kinds.get(type(value), type(value).__name__)
+        error = unusable(key, value, f"is {kind}, not a string (table properties are strings)")
+        if source is None:
+            raise error
+        raise CorruptLogError(f"{source}: metaData.configuration: {error}", path=source)
+
+
 def column_mapping_mode(conf: Mapping[str, str]) -> str:
     return str(conf.get("delta.columnMapping.mode", "none")).strip().lower()
 
@@ -185,6 +204,7 @@ __all__ = [
     "PARQUET_CODECS",
     "PropertyError",
     "check_checkpoint_properties",
+    "check_string_values",
     "checkpoint_interval",
     "get_strict_bool",
     "unusable",

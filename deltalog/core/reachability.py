@@ -19,8 +19,18 @@ size, modification time), and the listing made just after the write decides (:fu
 * **Nothing is left at ``v - 1`` and no checkpoint at or after ``v`` exists**: cleanup never deletes without
   such a checkpoint, so the log was truncated or replaced under the writer and ours follows a gap
   (:attr:`Verdict.ORPHAN`).
-* Anything else (cleanup removed ``v - 1`` within the moment between the write and the listing, or ``v - 1``
-  was replaced by another table's file) cannot be decided from the log: :attr:`Verdict.UNKNOWN`.
+* **The commit at ``v - 1`` is another file now** (same name, another size or time): commits are written once
+  and never rewritten, so the table was deleted and created again under the writer, and ours is a commit into a
+  table the transaction never read (:attr:`Verdict.ORPHAN`: readers of the new table would see it, which is
+  why it must go).
+* Anything else (cleanup removed ``v - 1`` within the moment between the write and the listing, or a
+  checkpoint that stood for ``v - 1`` was rewritten) cannot be decided from the log: :attr:`Verdict.UNKNOWN`.
+
+A tip may rest on another tip it was read on without a listing (:attr:`Tip.under`: the young path reads the
+winner of a lost race and tries the next version at once). Until a listing shows the tip below, nothing says
+the table under the winner is still the one the transaction read, so every listing judging such a tip starts
+at the lower one (:attr:`Tip.floor`), and the lower one must not have been replaced (it may be gone: cleanup
+forced below the retention deletes it, and then the winner's own file is what holds).
 
 An orphan can be deleted by its writer: no writer ever builds on it, because every writer checks its own
 tip before it moves past a version another writer took (the same rules, in the commit loop).
@@ -46,9 +56,16 @@ class Tip:
 
     version: int
     files: tuple[tuple[str, int, int], ...]
+    #: the tip this one was read on top of without a listing (None: this one was listed, or is the first)
+    under: Tip | None = None
 
     def describe(self) -> str:
         return ", ".join(name for name, _, _ in self.files)
+
+    @property
+    def floor(self) -> int:
+        """The lowest version a listing that judges this tip must start at (the tip read on, if unlisted)."""
+        return self.under.floor if self.under is not None else self.version
 
 
 def _identity(paths: Sequence[LogPath]) -> tuple[tuple[str, int, int], ...]:
@@ -78,17 +95,37 @@ def segment_tip(segment: LogSegment) -> Tip:
 UNLISTED = -1
 
 
+def _same(listed: tuple[int, int], size: int, mtime: int) -> bool:
+    """Whether a listed (size, mtime) is the file a tip recorded (by size alone when it was never listed)."""
+    return listed == (size, mtime) or (mtime == UNLISTED and listed[0] == size)
+
+
 def holds(tip: Tip, paths: Sequence[LogPath]) -> bool:
-    """Whether every file of ``tip`` is in the listing with the same size and modification time.
+    """Whether every file of ``tip`` is in the listing with the same size and modification time, and the tip
+    it was read on (if any) was not replaced.
 
     A file whose time is :data:`UNLISTED` (a winner read on the :func:`young` path, not yet listed) holds by
     name and size: within the window nothing it builds on can have been cleaned up.
     """
     listed = {p.name: (p.size, p.mtime) for p in paths}
-    return all(
-        listed.get(name) == (size, mtime) or (mtime == UNLISTED and (listed.get(name) or (None,))[0] == size)
-        for name, size, mtime in tip.files
+    return all(name in listed and _same(listed[name], size, mtime) for name, size, mtime in tip.files) and (
+        tip.under is None or replaced(tip.under, paths) is None
     )
+
+
+def replaced(tip: Tip, paths: Sequence[LogPath], commits_only: bool = False) -> str | None:
+    """The name of a file of ``tip`` (or of a tip under it) that the listing shows as another file (same name,
+    another size or time), or None. A file that is gone is not replaced.
+
+    With ``commits_only``, only commit files count: a commit is never rewritten, so another one under its
+    name is another table's; a checkpoint may be written again at its version by another engine.
+    """
+    listed = {p.name: p for p in paths}
+    for name, size, mtime in tip.files:
+        p = listed.get(name)
+        if p is not None and not _same((p.size, p.mtime), size, mtime) and (not commits_only or p.kind is Kind.COMMIT):
+            return name
+    return replaced(tip.under, paths, commits_only) if tip.under is not None else None
 
 
 #: how far the clock of a process cleaning the log may run ahead of the store's while a writer still takes
@@ -167,6 +204,14 @@ def judge(version: int, tip: Tip, paths: Sequence[LogPath]) -> Judgement:
                 "was removed by log cleanup: the name was free, but readers of the table never look there",
                 ours,
             )
+    other = replaced(tip, paths, commits_only=True)
+    if other is not None:
+        return Judgement(
+            Verdict.ORPHAN,
+            f"{other} is another file than the one this transaction read (commits are never rewritten): the "
+            "table was deleted and created again, and the commit would be part of a table it never read",
+            ours,
+        )
     later_checkpoints = [c for c in complete_checkpoints(paths) if c.version >= version]
     if tip_in(paths, tip.version) is None and not later_checkpoints:
         return Judgement(
@@ -191,7 +236,10 @@ def judge(version: int, tip: Tip, paths: Sequence[LogPath]) -> Judgement:
 
 
 def moved_on(tip: Tip, paths: Sequence[LogPath]) -> str:
-    """Why ``tip`` no longer holds in a listing from its version: for the error that refuses to commit."""
+    """Why ``tip`` no longer holds in a listing from its floor: for the error that refuses to commit."""
+    other = replaced(tip, paths)
+    if other is not None:
+        return f"{other} was replaced by a different file (was the table deleted and recreated?)"
     checkpoints = [c for c in complete_checkpoints(paths) if c.version > tip.version]
     if tip_in(paths, tip.version) is None and checkpoints:
         return (
@@ -217,6 +265,7 @@ __all__ = [
     "holds",
     "judge",
     "moved_on",
+    "replaced",
     "segment_tip",
     "young",
 ]

@@ -81,14 +81,22 @@ def usable_compactions(paths: Iterable[LogPath], first: int, last: int) -> tuple
     """The compaction files a replay of commits ``first..last`` reads instead of commits, oldest first.
 
     Only files whose whole range lies inside ``first..last`` count (never one reaching past the version a
-    load rebuilds: time travel into a compaction's range reads commits), and 0-byte ones do not (an
-    interrupted writer's leftovers). From each version on, the file reaching furthest is taken, the next
-    one starting right after it: the fewest files for the run, never two covering one commit.
+    load rebuilds: time travel into a compaction's range reads commits), only those whose every commit is
+    still listed (a compaction file is an accelerator, never the only record of a version: log cleanup may
+    have deleted commits it covers, and a reader that finds it wanting reads the commits instead, see
+    :mod:`deltalog.core.state.compact_check`), and 0-byte ones do not (an interrupted writer's leftovers).
+    ``x < y`` holds for every file the listing calls a compaction (:func:`deltalog.core.paths.parse`). From
+    each version on, the file reaching furthest is taken, the next one starting right after it: the fewest
+    files for the run, never two covering one commit.
     """
+    listed = paths if isinstance(paths, Sequence) else list(paths)
+    commits = {p.version for p in listed if p.kind is Kind.COMMIT}
     best: dict[int, LogPath] = {}
-    for p in paths:
+    for p in listed:
         end = p.end_version
         if p.kind is not Kind.COMPACTION or end is None or p.size == 0 or p.version < first or end > last:
+            continue
+        if any(v not in commits for v in range(p.version, end + 1)):
             continue
         if p.version not in best or (best[p.version].end_version or 0) < end:
             best[p.version] = p

@@ -19,7 +19,7 @@ from deltalog.data.locate import open_input
 from deltalog.storage.base import LogStore
 
 
-class StoreHandler(pafs.FileSystemHandler):
+class StoreHandler(pafs.FileSystemHandler):  # type: ignore[misc]  # pyarrow is untyped: the base is Any
     """Reads through ``store``; every call that would change or list the store is refused."""
 
     def __init__(self, store: LogStore, sizes: Mapping[str, int] | None = None) -> None:

@@ -13,8 +13,12 @@ Columns", "Identity Columns"):
 * Identity columns cannot be written by a file writer (values must be unique and above a high-water mark the
   commit has to advance): refused.
 
-Every expression is parsed and compiled (:mod:`deltalog.data.sql`, :mod:`deltalog.data.evaluate`) when the
-rules are built, so one outside the supported subset refuses the write by name before anything is written.
+Every expression is parsed and bound (:mod:`deltalog.expr`) when the rules are built, so text that does not
+parse, an unknown column or function, or a type Spark rejects refuses the write by name before anything is
+written. Rows are evaluated with Spark 4's ANSI semantics (:mod:`deltalog.compute`) in the session time zone
+(UTC unless the writer gives one): a generated column such as ``CAST(ts AS DATE)`` is computed in it, and a
+value ANSI refuses (``'a' + 1``, an overflow) raises :class:`~deltalog.errors.ExpressionValueError` naming the
+rule and the value, before any commit.
 """
 
 from __future__ import annotations
@@ -27,11 +31,20 @@ import orjson
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from deltalog.data import sql
-from deltalog.data.evaluate import Compiled, Frame, compile_expression, evaluate, scalar_value
-from deltalog.data.sql import SqlSubsetError
+from deltalog.compute import Evaluation, evaluate
 from deltalog.data.types import FieldPlan
-from deltalog.errors import ConstraintViolationError, UnsupportedExpressionError, UnsupportedFeatureError
+from deltalog.errors import (
+    ConstraintViolationError,
+    DeltaLogError,
+    ExpressionValueError,
+    InvalidExpressionError,
+    UnsupportedExpressionError,
+    UnsupportedFeatureError,
+)
+from deltalog.expr import Scope, bind, bind_predicate, parse
+from deltalog.expr import tree as X
+from deltalog.expr import types as T
+from deltalog.expr.coerce import can_cast
 
 CONSTRAINT_PREFIX = "delta.constraints."
 INVARIANTS = "delta.invariants"
@@ -48,42 +61,88 @@ _FEATURES = {
 
 @dataclass(frozen=True)
 class Rule:
-    """One compiled rule. ``kind``: check, invariant, generated or default; ``column`` (top-level, logical) for
-    generated and default columns; ``label`` is how messages name it."""
+    """One bound rule. ``kind``: check, invariant, generated or default; ``column`` (top-level, logical) for
+    generated and default columns; ``label`` is how messages name it; ``tree`` the bound expression over the
+    file's physical columns; ``matches`` (generated columns) ``column <=> expression``."""
 
     kind: str
     label: str
     expression: str
-    compiled: Compiled
-    referenced: tuple[tuple[str, ...], ...]
+    tree: X.Expr
+    referenced: tuple[X.Field, ...]
     column: str | None = None
-    matches: Compiled | None = None  # generated columns: ``column <=> expression``
+    matches: X.Expr | None = None
+    session_time_zone: str = "UTC"
 
 
-def _compile(kind: str, label: str, text: Any, plans: Sequence[FieldPlan], column: str | None = None) -> Rule:
+def _struct_field(plan: FieldPlan) -> T.StructField:
+    """A writer's field plan as the binder's field: logical name, physical name, type with nested plans'."""
+    return T.StructField(plan.name, _plan_type(plan), plan.nullable, plan.physical)
+
+
+def _plan_type(plan: FieldPlan) -> T.DataType:
+    if plan.kind == "struct":
+        return T.Struct(tuple(_struct_field(c) for c in plan.children))
+    if plan.kind == "array":
+        return T.Array(_plan_type(plan.children[0]))
+    if plan.kind == "map":
+        return T.Map(_plan_type(plan.children[0]), _plan_type(plan.children[1]))
+    return T.from_delta(plan.delta_type)
+
+
+def scope_of(plans: Sequence[FieldPlan]) -> Scope:
+    """The scope a table's rules bind in: its fields under the physical names the file batches carry."""
+    return Scope.of_fields([_struct_field(p) for p in plans])
+
+
+def _refused(kind: str, label: str, expression: str, exc: DeltaLogError) -> UnsupportedExpressionError:
+    function = getattr(exc, "function", None)
+    position = getattr(exc, "position", None)
+    return UnsupportedExpressionError(
+        f"cannot write: {label} ({expression}) cannot be evaluated: {exc}. It is never checked in another "
+        "dialect or skipped, so the write is refused",
+        constraint=label,
+        expression=expression,
+        feature=_FEATURES[kind],
+        function=function,
+        position=position,
+    )
+
+
+def _compile(
+    kind: str, label: str, text: Any, plans: Sequence[FieldPlan], column: str | None = None, tz: str = "UTC"
+) -> Rule:
     expression = str(text)
+    scope = scope_of(plans)
     matches = None
     try:
-        node = sql.parse(expression)
-        compiled = compile_expression(node, plans)
-        if kind in ("check", "invariant") and not (
-            pa.types.is_boolean(compiled.type) or pa.types.is_null(compiled.type)
-        ):
-            raise SqlSubsetError(f"the expression is of type {compiled.type}, not boolean")
+        node = parse(expression)
+        tree = (
+            bind_predicate(node, scope, expression) if kind in ("check", "invariant") else bind(node, scope, expression)
+        )
         if kind == "generated" and column is not None:
-            matches = compile_expression(sql.Binary("<=>", sql.Column((column,)), node), plans)
-    except SqlSubsetError as exc:
-        raise UnsupportedExpressionError(
-            f"cannot write: {label} ({expression}) is outside the SQL subset deltalog evaluates: {exc}. "
-            "It is never checked in another dialect or skipped, so the write is refused",
-            constraint=label,
-            expression=expression,
-            feature=_FEATURES[kind],
-        ) from None
-    referenced = tuple(sql.columns(node))
-    if column is not None and (column,) not in referenced:
-        referenced = ((column,), *referenced)
-    return Rule(kind, label, expression, compiled, referenced, column, matches)
+            matches = bind(X.Call("<=>", (X.Column((column,)), node)), scope, expression)
+    except (InvalidExpressionError, UnsupportedExpressionError) as exc:
+        raise _refused(kind, label, expression, exc) from None
+    referenced = X.references(tree)
+    if column is not None:
+        own = bind(X.Column((column,)), scope)
+        assert isinstance(own, X.Field)
+        if own not in referenced:
+            referenced = [own, *referenced]
+        if tree.type != own.type:  # Spark stores the expression's value as the column's type (ANSI cast)
+            assert tree.type is not None
+            if not can_cast(tree.type, own.type):
+                raise _refused(
+                    kind,
+                    label,
+                    expression,
+                    InvalidExpressionError(
+                        f"{tree.type.sql()} cannot be stored in {own.type.sql()}", expression=expression
+                    ),
+                )
+            tree = X.Cast(tree, own.type, False, True)
+    return Rule(kind, label, expression, tree, tuple(referenced), column, matches, tz)
 
 
 def _invariant_text(raw: Any, label: str) -> str:
@@ -136,9 +195,13 @@ def _refuse_nested(kind: str, path: str, expression: Any) -> UnsupportedExpressi
 
 
 def table_rules(
-    schema: Mapping[str, Any], configuration: Mapping[str, str], plans: Sequence[FieldPlan]
+    schema: Mapping[str, Any],
+    configuration: Mapping[str, str],
+    plans: Sequence[FieldPlan],
+    session_time_zone: str | None = None,
 ) -> tuple[Rule, ...]:
-    """Every rule of the table, compiled; refuses identity columns and expressions outside the subset."""
+    """Every rule of the table, bound; refuses identity columns and expressions deltalog does not evaluate."""
+    tz = session_time_zone or "UTC"
     rules: list[Rule] = []
     for path, field, place in _all_fields(schema.get("fields") or []):
         meta = field.get("metadata") or {}
@@ -151,27 +214,39 @@ def table_rules(
             if place == "collection":
                 raise _refuse_nested("invariant", path, meta[INVARIANTS])
             label = f"invariant on {path}"
-            rules.append(_compile("invariant", label, _invariant_text(meta[INVARIANTS], label), plans))
+            rules.append(_compile("invariant", label, _invariant_text(meta[INVARIANTS], label), plans, tz=tz))
         for key, kind in ((GENERATION, "generated"), (DEFAULT, "default")):
             if key in meta and place != "top":
                 raise _refuse_nested("generation expression" if kind == "generated" else "default", path, meta[key])
         if place == "top" and GENERATION in meta:
-            rules.append(_compile("generated", f"generated column {path}", meta[GENERATION], plans, path))
+            rules.append(_compile("generated", f"generated column {path}", meta[GENERATION], plans, path, tz))
         elif place == "top" and DEFAULT in meta:
-            rules.append(_compile("default", f"default of column {path}", meta[DEFAULT], plans, path))
+            rules.append(_compile("default", f"default of column {path}", meta[DEFAULT], plans, path, tz))
     for key in sorted(configuration):
         if key.lower().startswith(CONSTRAINT_PREFIX):
             name = key[len(CONSTRAINT_PREFIX) :]
-            rules.append(_compile("check", f"CHECK constraint {name}", configuration[key], plans))
+            rules.append(_compile("check", f"CHECK constraint {name}", configuration[key], plans, tz=tz))
     return tuple(rules)
 
 
-def _row(rule: Rule, frame: Frame, index: int, plans: Sequence[FieldPlan]) -> dict[str, object]:
+def _frame(rule: Rule, batch: pa.RecordBatch) -> Evaluation:
+    return Evaluation.of(batch, session_time_zone=rule.session_time_zone)
+
+
+def _row(rule: Rule, batch: pa.RecordBatch, index: int) -> dict[str, object]:
     row: dict[str, object] = {}
-    for path in rule.referenced:
-        value = evaluate(compile_expression(sql.Column(path), plans), frame)[index].as_py()
-        row[".".join(path)] = scalar_value(value)
+    one = batch.slice(index, 1)
+    for f in rule.referenced:
+        value = evaluate(f, _frame(rule, one))[0].as_py()
+        row[".".join(f.path)] = scalar_value(value)
     return row
+
+
+def scalar_value(value: Any) -> Any:
+    """A row value for an error message: Python objects, bytes shortened."""
+    if isinstance(value, bytes) and len(value) > 32:
+        return value[:32] + b"..."
+    return value
 
 
 def _first_failure(passed: pa.Array) -> int | None:
@@ -181,8 +256,8 @@ def _first_failure(passed: pa.Array) -> int | None:
     return int(pc.index(failed, True).as_py())
 
 
-def _violation(rule: Rule, frame: Frame, index: int, plans: Sequence[FieldPlan], why: str) -> ConstraintViolationError:
-    row = _row(rule, frame, index, plans)
+def _violation(rule: Rule, batch: pa.RecordBatch, index: int, why: str) -> ConstraintViolationError:
+    row = _row(rule, batch, index)
     shown = ", ".join(f"{k} => {v!r}" for k, v in row.items()) or "(no columns)"
     return ConstraintViolationError(
         f"{rule.label} ({rule.expression}) {why} by row {index} with values: {shown}; nothing was committed",
@@ -192,33 +267,26 @@ def _violation(rule: Rule, frame: Frame, index: int, plans: Sequence[FieldPlan],
     )
 
 
-def _value(rule: Rule, frame: Frame, compiled: Compiled | None = None) -> pa.Array:
+def _value(rule: Rule, batch: pa.RecordBatch, tree: X.Expr | None = None) -> pa.Array:
     try:
-        return evaluate(compiled or rule.compiled, frame)
-    except pa.ArrowInvalid as exc:  # an overflow, as Spark's ANSI mode raises: no row may pass unchecked
-        raise ConstraintViolationError(
-            f"{rule.label} ({rule.expression}) could not be evaluated on the data: {exc}; nothing was committed",
-            constraint=rule.label,
+        return evaluate(tree or rule.tree, _frame(rule, batch), rule.expression)
+    except ExpressionValueError as exc:  # ANSI refuses a value: no row may pass unchecked
+        raise ExpressionValueError(
+            f"{rule.label} ({rule.expression}) cannot be evaluated on the data: {exc}; nothing was committed",
+            error_class=exc.error_class,
             expression=rule.expression,
-        ) from None
-    except (pa.ArrowNotImplementedError, pa.ArrowTypeError) as exc:  # pyarrow cannot do what was compiled
-        raise UnsupportedExpressionError(
-            f"cannot write: {rule.label} ({rule.expression}) cannot be evaluated here: {exc}",
-            constraint=rule.label,
-            expression=rule.expression,
-            feature=_FEATURES[rule.kind],
+            value=exc.value,
         ) from None
 
 
 def check_rows(rules: Sequence[Rule], batch: pa.RecordBatch, plans: Sequence[FieldPlan]) -> None:
     """Raise :class:`ConstraintViolationError` for the first rule a row of ``batch`` breaks."""
-    frame = Frame(batch)
     for rule in rules:
         if rule.kind not in ("check", "invariant"):
             continue
-        index = _first_failure(_value(rule, frame))
+        index = _first_failure(_value(rule, batch))
         if index is not None:
-            raise _violation(rule, frame, index, plans, "is violated (false or null)")
+            raise _violation(rule, batch, index, "is violated (false or null)")
 
 
 def fill_columns(
@@ -231,15 +299,14 @@ def fill_columns(
         plan = next(p for p in plans if p.name == rule.column)
         if plan.kind == "void" or (rule.kind == "default" and rule.column not in missing):
             continue
-        frame = Frame(batch)
         index = batch.schema.get_field_index(plan.physical)
         if rule.column not in missing:
-            failure = _first_failure(_value(rule, frame, rule.matches))
+            failure = _first_failure(_value(rule, batch, rule.matches))
             if failure is not None:
-                raise _violation(rule, frame, failure, plans, f"does not match the given {rule.column} (<=>)")
+                raise _violation(rule, batch, failure, f"does not match the given {rule.column} (<=>)")
             continue
         target = plan.file_field.type  # type: ignore[union-attr]
-        value = _value(rule, frame)
+        value = _value(rule, batch)
         try:
             value = value.cast(target, safe=True)
         except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
@@ -252,4 +319,4 @@ def fill_columns(
     return batch
 
 
-__all__ = ["Rule", "check_rows", "fill_columns", "table_rules"]
+__all__ = ["Rule", "check_rows", "fill_columns", "scalar_value", "scope_of", "table_rules"]

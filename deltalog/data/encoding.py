@@ -19,7 +19,7 @@ _LENGTH_PREFIX = 4
 
 
 def _nested(t: pa.DataType) -> bool:
-    return pa.types.is_nested(t)
+    return bool(pa.types.is_nested(t))
 
 
 def dictionary_columns(table: pa.Table, page_limit: int) -> bool | list[str]:

@@ -57,10 +57,10 @@ def failures_named(shown: str) -> Iterator[None]:
     """Turn what reading ``shown`` raised into deltalog's errors, naming the file."""
     try:
         yield
+    except FileNotFoundError:  # the store's NotFoundError, or the builtin from a path outside the table
+        raise CorruptDataError(f"{shown}: the file does not exist", path=shown) from None
     except DeltaLogError:
         raise
-    except FileNotFoundError:
-        raise CorruptDataError(f"{shown}: the file does not exist", path=shown) from None
     except (OSError, ValueError, ImportError) as exc:
         raise StorageError(f"{shown}: {type(exc).__name__}: {exc}", path=shown) from exc
 

@@ -1,10 +1,10 @@
 """New data files, streamed into the table's store.
 
-A data file can be larger than a writer wants to hold, so it is streamed: through the store's optional
+A data file can be larger than a writer wants to hold, so it is streamed: through the store's
 ``open_write`` (local files, S3 multipart uploads, Azure block blobs, any fsspec file system), so that
-credentials, root confinement and error typing stay the store's. A store without it (a test double, a
-fault-injecting wrapper) gets the whole file through ``put`` when it is closed: correct, with the file held in
-memory until then.
+credentials, root confinement and error typing stay the store's. A store that does not stream (``open_write``
+gives ``None``: a fault-injecting wrapper, a store of the caller's) gets the whole file through ``put`` when it
+is closed: correct, with the file held in memory until then.
 
 Failures leave here as :class:`~deltalog.errors.StorageError` naming the file.
 """
@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Iterable, Iterator
-from typing import Any
 
 import pyarrow as pa
 
@@ -38,11 +37,9 @@ class Output:
     def __init__(self, store: LogStore, key: str) -> None:
         self.store = store
         self.key = key
-        self._handle: Any = None
-        opener = getattr(store, "open_write", None)
         with write_failures(store, key):
-            if opener is not None:
-                self._handle = opener(key)
+            self._handle = store.open_write(key)
+            if self._handle is not None:
                 self.stream: pa.NativeFile = pa.PythonFile(self._handle, mode="w")
             else:
                 self.stream = pa.BufferOutputStream()
@@ -57,7 +54,7 @@ class Output:
         with write_failures(self.store, self.key):
             size = int(self.stream.tell())
             if self._handle is None:
-                data = self.stream.getvalue().to_pybytes()  # type: ignore[attr-defined]
+                data = self.stream.getvalue().to_pybytes()
                 self.store.put(self.key, data)
                 return len(data)
             self.stream.close()

@@ -1,66 +1,94 @@
-"""A row predicate over a table's logical rows, in the forms a caller writes it, decided row by row.
+"""A row predicate over a table's logical rows, in any form a caller writes it, decided row by row.
 
-Deleting rows, replacing them (``replace_where``) and the command line's ``scan --where`` take a predicate as:
+Deleting rows, replacing them (``replace_where``), scans (``to_arrow``/``scan``/``files``) and the command line's
+``--where`` take a filter as SQL text, a pyarrow compute ``Expression``, deltalake's DNF tuples or a mapping;
+:mod:`deltalog.data.filters` turns each into the expression tree, bound here against the table's schema
+(logical names). A row matches when the predicate is TRUE; false and null do not match (SQL's ``WHERE``).
 
-* a pyarrow compute ``Expression`` on logical names, evaluated by pyarrow;
-* SQL text in the subset :mod:`deltalog.data.sql` parses (comparisons, ``AND``/``OR``/``NOT``, ``IS [NOT]
-  NULL``, ``IN``, ``BETWEEN``, ``+ - *``), evaluated with Spark's semantics by :mod:`deltalog.data.evaluate`,
-  the evaluator of CHECK constraints, so ``deltalog scan --where "x > 1"`` means what it means in Spark SQL;
-* a mapping in :meth:`deltalog.Snapshot.files`' ``where`` form (``{"c": v}``, ``{"c": [v1, v2]}``,
-  ``{"c": {">=": a}}``), values read as the column's type.
-
-A row matches when the predicate is TRUE; false and null do not match (SQL's ``WHERE``).
-
-Which files can hold a match is decided by a pyarrow expression, ``pruning``, handed to the scan's skipping
-(:mod:`deltalog.data.skipping`). For an Expression or a mapping it is the predicate itself. SQL is translated
-only where the two dialects provably agree, and only into something *implied* by the predicate (conjuncts that
-cannot be translated are dropped, never guessed): pruning may then keep more files than needed, never fewer.
+* Rows: a tree is evaluated with Spark's semantics (:mod:`deltalog.compute`), so ``x > 1`` means what it means
+  in Spark SQL whichever way it was written; an ``Expression`` is evaluated by pyarrow, with pyarrow's meaning,
+  as the caller wrote it for pyarrow.
+* Files: ``pruning`` is a pyarrow expression every matching row satisfies, handed to the scan's skipping
+  (:mod:`deltalog.data.skipping`): the Expression itself, or what the tree implies where the two dialects
+  provably agree (conjuncts that cannot be translated are dropped, never guessed).
+* Partitions: ``partition`` is what the tree says about partition columns alone, its partition-only conjuncts
+  plus those derived through generated partition columns (:mod:`deltalog.data.partition_pruning`); it prunes
+  files exactly and is what a transaction records as read.
 """
 
 from __future__ import annotations
 
-import datetime as dt
+import functools
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from deltalog.core.partitions import PartitionValueError, conditions_from_where, parse_value
-from deltalog.core.schema import top_level_fields
-from deltalog.data import sql
-from deltalog.data.evaluate import Frame, compile_expression, evaluate
+from deltalog.compute import Evaluation, evaluate
+from deltalog.compute.arrow_types import arrow_type
+from deltalog.core.partitions import Condition
+from deltalog.data.expressions import fold, logical_scope
+from deltalog.data.filters import source
 from deltalog.data.read import read_schema
-from deltalog.data.skipping import check_filter, referenced_columns, shown
-from deltalog.data.sql import SqlSubsetError
-from deltalog.data.types import plan_schema
 from deltalog.errors import InvalidArgumentError
+from deltalog.expr import bind_predicate
+from deltalog.expr import tree as X
+from deltalog.expr import types as T
 
 #: the column a batch gets while an Expression is evaluated on it, to find the matching rows' positions
 _ROW = "__deltalog_row_position__"
-_FALSE = pc.scalar(False)
+_FLOATS = (T.FLOAT, T.DOUBLE)
 
 
 @dataclass(frozen=True)
 class RowFilter:
     """One predicate against one table schema, checked and ready to evaluate.
 
-    ``columns`` are the top-level columns (logical names) it reads; ``pruning`` a pyarrow expression every
-    matching row satisfies (None: it says nothing about files); ``where`` the predicate in the ``where`` form
-    when it was given so (a transaction records partition conditions from it); ``text`` how a commit records it.
+    ``columns`` are the top-level columns (logical names) it reads; ``tree`` the bound (folded) predicate (None for a
+    pyarrow Expression that could not be read as one); ``partition`` what it implies about partition columns
+    alone (None: nothing); ``exact_partition`` whether that is the whole predicate; ``text`` how a commit
+    records it.
     """
 
     text: str
     columns: tuple[str, ...]
-    pruning: pc.Expression | None
-    where: Mapping[str, Any] | None
-    _positions: Callable[[pa.RecordBatch], np.ndarray]
+    tree: X.Expr | None = None
+    arrow: pc.Expression | None = None
+    partition: X.Expr | None = None
+    exact_partition: bool = False
+    session_time_zone: str = "UTC"
+    now_micros: int | None = field(default=None, compare=False)
+    _positions: Callable[[pa.RecordBatch], np.ndarray] | None = field(default=None, compare=False, repr=False)
+
+    @functools.cached_property
+    def pruning(self) -> pc.Expression | None:
+        """A pyarrow expression every matching row satisfies (None: nothing to say about files): the caller's
+        Expression, or what the tree and its partition part imply (built on first use: it loads Arrow's
+        expression machinery)."""
+        if self.arrow is not None:
+            return self.arrow
+        parts = [p for p in (implied(t) for t in (self.tree, self.partition) if t is not None) if p is not None]
+        if not parts:
+            return None
+        return parts[0] if len(parts) == 1 else parts[0] & parts[1]
 
     def positions(self, batch: pa.RecordBatch) -> np.ndarray:
         """Positions (ascending ``int64``) of the rows of ``batch`` (logical columns) where the predicate is TRUE."""
-        return self._positions(batch)
+        if self._positions is not None:
+            return self._positions(batch)
+        if self.arrow is not None:
+            return _expression_positions(self.arrow, batch)
+        if self.tree is None:
+            return np.arange(batch.num_rows, dtype=np.int64)
+        value = evaluate(
+            self.tree,
+            Evaluation.of(batch, session_time_zone=self.session_time_zone, now_micros=self.now_micros),
+            self.text,
+        )
+        return np.asarray(pc.indices_nonzero(pc.fill_null(value, False)).to_numpy(), dtype=np.int64)
 
     def mask(self, batch: pa.RecordBatch) -> pa.Array:
         """A boolean array over ``batch``: True where the predicate is TRUE (never null)."""
@@ -68,206 +96,179 @@ class RowFilter:
         keep[self.positions(batch)] = True
         return pa.array(keep)
 
+    def filter(self, batch: pa.RecordBatch) -> pa.RecordBatch:
+        """The rows of ``batch`` where the predicate is TRUE."""
+        if self.arrow is not None:
+            return batch.filter(self.arrow)
+        return batch.take(pa.array(self.positions(batch)))
 
-def _expression_positions(expression: pc.Expression) -> Callable[[pa.RecordBatch], np.ndarray]:
-    def positions(batch: pa.RecordBatch) -> np.ndarray:
-        rows = pa.array(np.arange(batch.num_rows, dtype=np.int64))
-        marked = pa.Table.from_batches([batch]).append_column(_ROW, rows)
-        try:
-            found = marked.filter(expression).column(_ROW)
-        except (pa.ArrowException, TypeError, ValueError) as exc:
-            raise InvalidArgumentError(f"the predicate {shown(expression)} cannot be evaluated: {exc}") from None
-        return np.asarray(found.to_numpy(), dtype=np.int64)
-
-    return positions
-
-
-def _from_expression(
-    expression: pc.Expression, schema: Mapping[str, Any], partition_columns: Sequence[str]
-) -> RowFilter:
-    arrow = read_schema(schema, partition_columns).schema
-    checked = check_filter(expression, arrow)
-    columns = tuple(referenced_columns(checked, arrow))
-    return RowFilter(shown(checked, 1000), columns, checked, None, _expression_positions(checked))
+    def conditions(self) -> tuple[Condition, ...]:
+        """The partition conditions a transaction records as read (ANDed): every partition-only conjunct of the
+        form ``column op literal``, ``IN``, ``IS NULL`` or an OR of equalities on one column. A conjunct of
+        another form is left out, which widens the recorded read (never narrows it)."""
+        if self.partition is None:
+            return ()
+        out = []
+        for c in X.conjuncts(self.partition):
+            found = _condition_of(c)
+            if found is not None:
+                out.append(found)
+        return tuple(out)
 
 
-# ---------------------------------------------------------------------------------------------- the where form
-def _condition_expression(column: str, op: str, values: Sequence[Any], arrow_type: pa.DataType) -> pc.Expression:
-    field = pc.field(column)
-
-    def scalar(value: Any) -> pc.Expression:
-        return pc.scalar(pa.scalar(value, type=arrow_type))
-
-    if op in ("in", "not in"):
-        present = [v for v in values if v is not None]
-        hit = field.isin(pa.array(present, type=arrow_type)) if present else _FALSE
-        if op == "in":
-            return hit | field.is_null() if len(present) < len(values) else hit
-        if len(present) < len(values):
-            return _FALSE  # SQL: NOT IN over a list holding NULL is never true
-        return field.is_valid() & ~hit
-    target = values[0]
-    if target is None:
-        return field.is_null() if op in ("=", "==") else _FALSE
-    compare = {
-        "=": field.__eq__,
-        "==": field.__eq__,
-        "!=": field.__ne__,
-        "<": field.__lt__,
-        "<=": field.__le__,
-        ">": field.__gt__,
-        ">=": field.__ge__,
-    }[op]
-    return compare(scalar(target))
-
-
-def _from_where(where: Mapping[str, Any], schema: Mapping[str, Any], partition_columns: Sequence[str]) -> RowFilter:
-    fields = {f["name"]: f for f in top_level_fields(schema)}
-    arrow = read_schema(schema, partition_columns).schema
+def _expression_positions(expression: pc.Expression, batch: pa.RecordBatch) -> np.ndarray:
+    rows = pa.array(np.arange(batch.num_rows, dtype=np.int64))
+    marked = pa.Table.from_batches([batch]).append_column(_ROW, rows)
     try:
-        conditions = conditions_from_where(where)
-    except PartitionValueError as exc:
-        raise InvalidArgumentError(str(exc)) from None
-    if not conditions:
-        raise InvalidArgumentError("an empty predicate mapping selects nothing; pass None to mean every row")
-    expression: pc.Expression | None = None
-    for c in conditions:
-        if c.column not in fields:
-            raise InvalidArgumentError(f"unknown column {c.column!r}; the table has {sorted(fields) or 'no columns'}")
-        try:
-            values = [parse_value(fields[c.column]["type"], v) for v in c.values]
-        except PartitionValueError as exc:
-            raise InvalidArgumentError(f"column {c.column!r}: {exc}") from None
-        part = _condition_expression(c.column, c.op, values, arrow.field(c.column).type)
-        expression = part if expression is None else expression & part
-    assert expression is not None
-    built = _from_expression(expression, schema, partition_columns)
-    return RowFilter(_where_text(where), built.columns, built.pruning, dict(where), built.positions)
+        found = marked.filter(expression).column(_ROW)
+    except (pa.ArrowException, TypeError, ValueError) as exc:
+        from deltalog.data.skipping import shown
+
+        raise InvalidArgumentError(f"the predicate {shown(expression)} cannot be evaluated: {exc}") from None
+    return np.asarray(found.to_numpy(), dtype=np.int64)
 
 
-def _where_text(where: Mapping[str, Any]) -> str:
-    return " AND ".join(
-        f"{c.column} {c.op} {list(c.values) if len(c.values) > 1 else c.values[0]!r}"
-        for c in conditions_from_where(where)
-    )
-
-
-# ---------------------------------------------------------------------------------------------- SQL
-_SQL_OPS = {"=": "__eq__", "!=": "__ne__", "<": "__lt__", "<=": "__le__", ">": "__gt__", ">=": "__ge__"}
+# ---------------------------------------------------------------------------------------------- what it implies
 _MIRROR = {"=": "=", "!=": "!=", "<": ">", "<=": ">=", ">": "<", ">=": "<="}
-_INTEGERS = ("byte", "short", "integer", "long")
+_ARROW = {"=": "__eq__", "!=": "__ne__", "<": "__lt__", "<=": "__le__", ">": "__gt__", ">=": "__ge__"}
 
 
-def _literal_scalar(node: sql.Node, delta_type: Any) -> pa.Scalar | None:
-    """A literal as a scalar of the column's type, only where Spark and pyarrow compare it alike."""
-    if not isinstance(node, sql.Literal) or not isinstance(delta_type, str):
+def _top(e: X.Expr) -> X.Field | None:
+    return e if isinstance(e, X.Field) and len(e.path) == 1 else None
+
+
+def _scalar(lit: X.Literal) -> pa.Scalar:
+    if lit.type == T.DATE:
+        return pa.scalar(lit.value, pa.int32()).cast(pa.date32())
+    if lit.type in (T.TIMESTAMP, T.TIMESTAMP_NTZ):
+        return pa.scalar(lit.value, pa.int64()).cast(arrow_type(lit.type))
+    return pa.scalar(lit.value, arrow_type(lit.type))
+
+
+def _comparison(e: X.Expr) -> tuple[X.Field, str, X.Literal] | None:
+    """``column op literal`` (either side), the column top-level and not a float (NaN orders differently)."""
+    if not (isinstance(e, X.Call) and e.name in _MIRROR and len(e.args) == 2):
         return None
-    if node.kind == "int" and delta_type in _INTEGERS:
-        return pa.scalar(int(node.value), pa.int64())
-    if node.kind == "string" and delta_type == "string":
-        return pa.scalar(str(node.value), pa.string())
-    if node.kind == "boolean" and delta_type == "boolean":
-        return pa.scalar(bool(node.value))
-    if node.kind in ("date", "string") and delta_type == "date":
-        try:
-            return pa.scalar(dt.date.fromisoformat(str(node.value).strip()), pa.date32())
-        except ValueError:
+    left, right, op = e.args[0], e.args[1], e.name
+    if _top(left) is None:
+        left, right, op = right, left, _MIRROR[op]
+    column = _top(left)
+    if column is None or not isinstance(right, X.Literal) or right.value is None or column.type in _FLOATS:
+        return None
+    if not T.is_atomic(column.type) or right.type != column.type:
+        return None
+    return column, op, right
+
+
+def implied(e: X.Expr) -> pc.Expression | None:
+    """A pyarrow expression every row satisfying ``e`` (bound, folded) also satisfies, or None."""
+    if isinstance(e, X.Call) and e.name == "and":
+        parts = [p for p in (implied(a) for a in e.args) if p is not None]
+        if not parts:
             return None
+        out = parts[0]
+        for p in parts[1:]:
+            out = out & p
+        return out
+    if isinstance(e, X.Call) and e.name == "or":
+        parts = [implied(a) for a in e.args]
+        if any(p is None for p in parts):
+            return None
+        out = parts[0]
+        for p in parts[1:]:
+            out = out | p
+        return out
+    if isinstance(e, X.Call) and e.name in ("is_null", "is_not_null"):
+        column = _top(e.args[0])
+        if column is None:
+            return None
+        f = pc.field(column.path[0])
+        return f.is_null() if e.name == "is_null" else f.is_valid()
+    if isinstance(e, X.Call) and e.name == "in":
+        column = _top(e.args[0])
+        items = e.args[1:]
+        if column is None or column.type in _FLOATS or not T.is_atomic(column.type):
+            return None
+        if not all(isinstance(i, X.Literal) and i.type == column.type and i.value is not None for i in items):
+            return None
+        values = pa.array([_scalar(i).as_py() for i in items if isinstance(i, X.Literal)], arrow_type(column.type))
+        return pc.field(column.path[0]).isin(values)
+    found = _comparison(e)
+    if found is None:
+        return None
+    column, op, literal = found
+    return getattr(pc.field(column.path[0]), _ARROW[op])(pc.scalar(_scalar(literal)))
+
+
+def _condition_of(e: X.Expr) -> Condition | None:
+    found = _comparison(e)
+    if found is not None:
+        column, op, literal = found
+        return Condition(column.path[0], op, (X.python_value(literal.value, literal.type),))
+    if isinstance(e, X.Call) and e.name == "is_null":
+        nulls = _top(e.args[0])
+        return Condition(nulls.path[0], "=", (None,)) if nulls is not None else None
+    if isinstance(e, X.Call) and e.name == "in":
+        member = _top(e.args[0])
+        if member is None or member.type in _FLOATS:
+            return None
+        if not all(isinstance(i, X.Literal) and i.type == member.type for i in e.args[1:]):
+            return None
+        values = tuple(X.python_value(i.value, i.type) for i in e.args[1:] if isinstance(i, X.Literal))
+        return Condition(member.path[0], "in", values)
+    if isinstance(e, X.Call) and e.name == "or":
+        parts = [_condition_of(a) for a in e.args]
+        if any(p is None for p in parts):
+            return None
+        names = {p.column for p in parts if p is not None}
+        if len(names) != 1 or not all(p is not None and p.op in ("=", "in") for p in parts):
+            return None
+        values = tuple(v for p in parts if p is not None for v in p.values)
+        return Condition(names.pop(), "in", values)
     return None
 
 
-def _column_name(node: sql.Node, types: Mapping[str, Any]) -> str | None:
-    """The table's name for a top-level column reference (Spark resolves names case-insensitively)."""
-    if not isinstance(node, sql.Column) or len(node.path) != 1:
-        return None
-    found = [n for n in types if n.lower() == node.path[0].lower()]
-    return found[0] if found else None
+# ---------------------------------------------------------------------------------------------- building
+def _top_columns(tree: X.Expr) -> tuple[str, ...]:
+    return tuple(dict.fromkeys(f.path[0] for f in X.references(tree)))
 
 
-def _implied(node: sql.Node, types: Mapping[str, Any]) -> pc.Expression | None:
-    """A pyarrow expression every row satisfying ``node`` also satisfies, or None when there is none to give."""
-    if isinstance(node, sql.Binary) and node.op == "and":
-        left, right = _implied(node.left, types), _implied(node.right, types)
-        if left is None or right is None:
-            return left if right is None else right
-        return left & right
-    if isinstance(node, sql.Binary) and node.op == "or":
-        left, right = _implied(node.left, types), _implied(node.right, types)
-        return None if left is None or right is None else left | right
-    if isinstance(node, sql.IsNull):
-        name = _column_name(node.operand, types)
-        if name is None:
-            return None
-        return pc.field(name).is_valid() if node.negated else pc.field(name).is_null()
-    if isinstance(node, sql.Binary) and node.op in _SQL_OPS:
-        op, column, literal = node.op, node.left, node.right
-        if _column_name(column, types) is None:
-            op, column, literal = _MIRROR[op], node.right, node.left
-        name = _column_name(column, types)
-        value = _literal_scalar(literal, types[name]) if name is not None else None
-        if name is None or value is None:
-            return None
-        return getattr(pc.field(name), _SQL_OPS[op])(pc.scalar(value))  # type: ignore[no-any-return]
-    if isinstance(node, sql.In) and not node.negated:
-        name = _column_name(node.operand, types)
-        values = [_literal_scalar(i, types[name]) for i in node.items] if name is not None else [None]
-        if name is None or any(v is None for v in values):
-            return None
-        return pc.field(name).isin(pa.array([v.as_py() for v in values if v is not None], values[0].type))
-    if isinstance(node, sql.Between) and not node.negated:
-        return _implied(
-            sql.Binary("and", sql.Binary(">=", node.operand, node.low), sql.Binary("<=", node.operand, node.high)),
-            types,
+def row_filter(
+    predicate: Any,
+    schema: Mapping[str, Any],
+    partition_columns: Sequence[str] = (),
+    session_time_zone: str | None = None,
+) -> RowFilter:
+    """``predicate`` (SQL text, a pyarrow Expression, DNF tuples or a mapping) checked against the table's
+    ``schema`` (Delta JSON, logical names). Text that does not parse, an unknown or ambiguous column, a type
+    Spark rejects or a value of the wrong type is an :class:`~deltalog.errors.InvalidArgumentError` naming it;
+    a function deltalog does not evaluate an :class:`~deltalog.errors.UnsupportedExpressionError`."""
+    from deltalog.data.partition_pruning import partition_part
+
+    tz = session_time_zone or "UTC"
+    scope = logical_scope(schema)
+    src = source(predicate, scope.relations[0].fields)
+    if src.arrow is not None:
+        from deltalog.data.skipping import check_filter, referenced_columns  # pyarrow.dataset: on first use
+
+        arrow_schema = read_schema(schema, partition_columns).schema
+        checked = check_filter(src.arrow, arrow_schema)
+        columns = tuple(referenced_columns(checked, arrow_schema))
+        tree = bind_predicate(src.tree, scope, src.text) if src.tree is not None else None
+        partition, exact = (
+            (None, False) if tree is None else partition_part(fold(tree, tz), schema, partition_columns, tz)
         )
-    return None
+        return RowFilter(src.text, columns, tree, checked, partition, exact, tz)
+    assert src.tree is not None
+    tree = bind_predicate(src.tree, scope, src.text)
+    folded = fold(tree, tz)
+    partition, exact = partition_part(folded, schema, partition_columns, tz)
+    return RowFilter(src.text, _top_columns(tree), folded, None, partition, exact, tz)
 
 
-def _from_sql(text: str, schema: Mapping[str, Any], partition_columns: Sequence[str]) -> RowFilter:
-    plans = plan_schema(schema, False)
-    try:
-        node = sql.parse(text)
-        compiled = compile_expression(node, plans)
-        if not (pa.types.is_boolean(compiled.type) or pa.types.is_null(compiled.type)):
-            raise SqlSubsetError(f"the predicate is of type {compiled.type}, not boolean")
-    except SqlSubsetError as exc:
-        raise InvalidArgumentError(f"predicate {text!r}: {exc}") from None
-    types = {f["name"]: f["type"] for f in top_level_fields(schema)}
-    folded = {n.lower(): n for n in types}
-    columns = tuple(dict.fromkeys(folded[path[0].lower()] for path in sql.columns(node)))
-    names = [p.name for p in plans]
-
-    def positions(batch: pa.RecordBatch) -> np.ndarray:
-        # the evaluator reads columns by the names it was compiled with: give it the table's, in full
-        frame = Frame(pa.RecordBatch.from_arrays([_column(batch, n) for n in names], names=names))
-        try:
-            value = evaluate(compiled, frame)
-        except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError) as exc:
-            raise InvalidArgumentError(f"predicate {text!r} cannot be evaluated: {exc}") from None
-        if pa.types.is_null(value.type):
-            return np.empty(0, dtype=np.int64)
-        return np.asarray(pc.indices_nonzero(pc.fill_null(value, False)).to_numpy(), dtype=np.int64)
-
-    return RowFilter(text, columns, _implied(node, types), None, positions)
+def every_row() -> RowFilter:
+    """The predicate that matches every row (a delete without a predicate)."""
+    return RowFilter("true", (), X.TRUE, _positions=lambda b: np.arange(b.num_rows, dtype=np.int64))
 
 
-def _column(batch: pa.RecordBatch, name: str) -> pa.Array:
-    index = batch.schema.get_field_index(name)
-    return batch.column(index) if index >= 0 else pa.nulls(batch.num_rows)
-
-
-def row_filter(predicate: Any, schema: Mapping[str, Any], partition_columns: Sequence[str] = ()) -> RowFilter:
-    """``predicate`` (an Expression, SQL text or a ``where`` mapping) checked against the table's ``schema`` (Delta
-    JSON, logical names); an unknown column, text outside the SQL subset or a value of the wrong type is an
-    :class:`InvalidArgumentError` naming it."""
-    if isinstance(predicate, pc.Expression):
-        return _from_expression(predicate, schema, partition_columns)
-    if isinstance(predicate, str):
-        return _from_sql(predicate, schema, partition_columns)
-    if isinstance(predicate, Mapping):
-        return _from_where(predicate, schema, partition_columns)
-    raise InvalidArgumentError(
-        f"a predicate is a pyarrow compute Expression, SQL text or a where mapping, not {type(predicate).__name__}"
-    )
-
-
-__all__ = ["RowFilter", "row_filter"]
+__all__ = ["RowFilter", "every_row", "implied", "row_filter"]

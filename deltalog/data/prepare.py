@@ -21,9 +21,9 @@ from dataclasses import dataclass
 import pyarrow as pa
 
 from deltalog.arrow.stats import indexed_column_limit, select_leaves, stats_column_names
+from deltalog.core.partitions import serialize_partition_value
 from deltalog.data.batches import group_rows
 from deltalog.data.constraints import check_rows, fill_columns, table_rules
-from deltalog.data.paths import serialize_partition_value
 from deltalog.data.target import WriteTarget, physical_path
 from deltalog.data.types import check_not_null, check_void, conform_array, match_names, plan_schema
 from deltalog.errors import InvalidArgumentError, SchemaMismatchError, UnsupportedFeatureError
@@ -51,7 +51,11 @@ class BatchPreparer:
     def __init__(self, target: WriteTarget, *, rules_checked: bool = False, change_data: bool = False) -> None:
         conf = target.configuration
         self.plans = plan_schema(target.schema, target.column_mapped)
-        self.rules = () if rules_checked or change_data else table_rules(target.schema, conf, self.plans)
+        self.rules = (
+            ()
+            if rules_checked or change_data
+            else table_rules(target.schema, conf, self.plans, target.session_time_zone)
+        )
         by_name = {p.name: p for p in self.plans}
         unknown = [c for c in target.partition_columns if c not in by_name]
         if unknown:
@@ -64,15 +68,18 @@ class BatchPreparer:
                     feature="partitionColumns",
                 )
         self.stored = [p for p in self.plans if p.kind != "void"]
-        self.file_schema = pa.schema([p.file_field for p in self.stored])
+        #: materialized row-tracking columns a rewrite carries over (not table columns: no rules, no stats)
+        self.tracked = [pa.field(name, pa.int64()) for name in target.row_tracking or ()]
+        self.file_schema = pa.schema([*(p.file_field for p in self.stored), *self.tracked])
         self.partition_names = [p.physical for p in self.partition_plans]
         partition_physical = set(self.partition_names)
         #: what a data file holds: the stored columns but the partition columns, under physical names
         self.data_schema = pa.schema([f for f in self.file_schema if f.name not in partition_physical])
         named = stats_column_names(conf)
         physical_named = None if named is None else [q for n in named if (q := physical_path(self.plans, n))]
+        table_columns = pa.schema([f for f in self.data_schema if f not in self.tracked])
         self.stats_leaves = select_leaves(
-            self.data_schema, indexed_column_limit(conf), physical_named, target.clustering_columns
+            table_columns, indexed_column_limit(conf), physical_named, target.clustering_columns
         )
         self._matches: dict[pa.Schema, list[int | None]] = {}
 
@@ -82,7 +89,7 @@ class BatchPreparer:
             raise InvalidArgumentError(f"write() takes a pyarrow RecordBatch, not {type(batch).__name__}")
         physical, missing = self._conform(batch)
         physical = fill_columns(self.rules, physical, self.plans, missing)
-        for plan, column in zip(self.stored, physical.columns, strict=True):
+        for plan, column in zip(self.stored, physical.columns[: len(self.stored)], strict=True):
             check_not_null(column, plan, plan.name, None)
         check_rows(self.rules, physical, self.plans)
         if physical.num_rows == 0:
@@ -90,6 +97,15 @@ class BatchPreparer:
         return Prepared(physical.num_rows, tuple(self._split(physical)))
 
     def _conform(self, batch: pa.RecordBatch) -> tuple[pa.RecordBatch, set[str]]:
+        tracked: list[pa.Array] = []
+        if self.tracked:
+            names = batch.schema.names
+            tracked = [
+                batch.column(names.index(f.name)).cast(f.type) if f.name in names else pa.nulls(batch.num_rows, f.type)
+                for f in self.tracked
+            ]
+            kept = {f.name for f in self.tracked}
+            batch = batch.select([i for i, n in enumerate(names) if n not in kept])
         found = self._matches.get(batch.schema)
         if found is None:
             found = match_names(batch.schema.names, self.plans)
@@ -103,6 +119,7 @@ class BatchPreparer:
                 check_void(given, plan.name)
             else:
                 arrays.append(conform_array(given, plan, plan.name))
+        arrays.extend(tracked)
         return pa.RecordBatch.from_arrays(arrays, schema=self.file_schema), missing
 
     def _split(self, batch: pa.RecordBatch) -> Iterator[tuple[PartitionValues, pa.RecordBatch]]:

@@ -32,6 +32,7 @@ from deltalog.core.schema import physical_names, top_level_fields
 from deltalog.data.arrowfs import store_filesystem
 from deltalog.data.locate import is_absolute, native_path, resolve
 from deltalog.data.parallel import ordered
+from deltalog.data.predicate import RowFilter, row_filter
 from deltalog.data.read import DataFile, ReadSchema, read_batches, read_schema
 from deltalog.data.skipping import Candidate, FilterPlan, Guarantees
 from deltalog.errors import InvalidArgumentError, UnsupportedFeatureError
@@ -122,27 +123,35 @@ def file_uris(files: pa.Table | Iterable[Add], description: TableDescription) ->
 
 
 # ---------------------------------------------------------------------------------------------- scanning
+def _as_row_filter(filter: pc.Expression | RowFilter, description: TableDescription) -> RowFilter:
+    if isinstance(filter, RowFilter):
+        return filter
+    return row_filter(filter, description.schema, description.partition_columns)
+
+
 def _chosen(
-    live: Sequence[LiveFile], description: TableDescription, filter: pc.Expression
+    live: Sequence[LiveFile], description: TableDescription, filter: RowFilter
 ) -> tuple[list[LiveFile], tuple[str, ...]]:
-    chooser = FilterPlan(description.schema, description.partition_columns, description.column_mapping, filter)
-    return [live[i] for i in chooser.surviving([f.candidate for f in live])], chooser.columns
+    if filter.pruning is None:
+        return list(live), filter.columns
+    chooser = FilterPlan(description.schema, description.partition_columns, description.column_mapping, filter.pruning)
+    return [live[i] for i in chooser.surviving([f.candidate for f in live])], filter.columns
 
 
 def plan(
-    files: pa.Table | Iterable[Add], description: TableDescription, filter: pc.Expression | None = None
+    files: pa.Table | Iterable[Add], description: TableDescription, filter: pc.Expression | RowFilter | None = None
 ) -> list[LiveFile]:
     """The live files a scan with ``filter`` reads: those whose partition values and statistics allow a match."""
     live = live_files(files, description)
-    return live if filter is None else _chosen(live, description, filter)[0]
+    return live if filter is None else _chosen(live, description, _as_row_filter(filter, description))[0]
 
 
 def _file_batches(
-    store: LogStore, spec: ReadSchema, file: DataFile, filter: pc.Expression | None, output: Sequence[str]
+    store: LogStore, spec: ReadSchema, file: DataFile, filter: RowFilter | None, output: Sequence[str]
 ) -> Iterator[pa.RecordBatch]:
     for batch in read_batches(store, spec, file):
         if filter is not None:
-            batch = batch.filter(filter)
+            batch = filter.filter(batch)
             if batch.num_rows == 0:
                 continue
         yield batch if len(output) == batch.num_columns else batch.select(list(output))
@@ -152,10 +161,11 @@ def scan(
     files: pa.Table | Iterable[Add],
     description: TableDescription,
     columns: Sequence[str] | None = None,
-    filter: pc.Expression | None = None,
+    filter: pc.Expression | RowFilter | None = None,
     workers: int | None = None,
 ) -> pa.RecordBatchReader:
-    """The live rows of ``files`` matching ``filter``, with ``columns`` (logical names; all by default).
+    """The live rows of ``files`` matching ``filter`` (a pyarrow Expression, or any filter form already made a
+    :class:`~deltalog.data.predicate.RowFilter`), with ``columns`` (logical names; all by default).
 
     Bad arguments fail here, before any file is read: an unknown column or a filter naming one is an
     :class:`InvalidArgumentError` naming it. Failures reading a file (missing or corrupt data or DV files)
@@ -166,13 +176,14 @@ def scan(
     output = description.read_schema(columns)
     live = live_files(files, description)
     spec = output
-    if filter is not None:
-        live, needed = _chosen(live, description, filter)
+    chosen = None if filter is None else _as_row_filter(filter, description)
+    if chosen is not None:
+        live, needed = _chosen(live, description, chosen)
         extra = [n for n in needed if n not in output.schema.names]
         if extra:
             spec = description.read_schema([*output.schema.names, *extra])
     producers = [
-        functools.partial(_file_batches, description.store, spec, f.data, filter, output.schema.names) for f in live
+        functools.partial(_file_batches, description.store, spec, f.data, chosen, output.schema.names) for f in live
     ]
     return pa.RecordBatchReader.from_batches(output.schema, ordered(producers, workers, QUEUE_DEPTH))
 

@@ -28,10 +28,14 @@ _CODECS = {"none": "none", "uncompressed": "none", "snappy": "snappy", "gzip": "
 class TableLike(Protocol):
     """What :meth:`WriteTarget.of` reads from a snapshot (duck-typed: the data plane sits below snapshots)."""
 
-    schema_json: Mapping[str, Any]
-    partition_columns: Sequence[str]
-    configuration: Mapping[str, str]
-    column_mapping_mode: str
+    @property
+    def schema_json(self) -> Mapping[str, Any]: ...
+    @property
+    def partition_columns(self) -> Sequence[str]: ...
+    @property
+    def configuration(self) -> Mapping[str, str]: ...
+    @property
+    def column_mapping_mode(self) -> str: ...
 
 
 @dataclass(frozen=True)
@@ -40,22 +44,30 @@ class WriteTarget:
     partition columns (logical), configuration, the clustering columns (physical paths, as the
     ``delta.clustering`` domain lists them), which always get statistics, and the column-mapping mode in
     force (``None``: ``delta.columnMapping.mode``; a snapshot knows better: the property means nothing
-    unless the protocol supports the feature)."""
+    unless the protocol supports the feature). ``row_tracking`` names the materialized row-id and
+    row-commit-version columns a rewrite fills (each an int64 column the data files hold besides the table's
+    columns, taken from the input by that name); None for writes of new rows, whose ids are fresh."""
 
     schema: Mapping[str, Any]
     partition_columns: tuple[str, ...] = ()
     configuration: Mapping[str, str] = field(default_factory=dict)
     clustering_columns: tuple[tuple[str, ...], ...] = ()
     column_mapping_mode: str | None = None
+    #: the zone the row rules' timestamp functions use (generated columns like CAST(ts AS DATE)); None: UTC
+    session_time_zone: str | None = None
+    row_tracking: tuple[str, str] | None = None
 
     @classmethod
-    def of(cls, table: TableLike, clustering_columns: Sequence[Sequence[str]] = ()) -> WriteTarget:
+    def of(
+        cls, table: TableLike, clustering_columns: Sequence[Sequence[str]] = (), session_time_zone: str | None = None
+    ) -> WriteTarget:
         return cls(
             table.schema_json,
             tuple(table.partition_columns),
             dict(table.configuration),
             tuple(tuple(c) for c in clustering_columns),
             table.column_mapping_mode,
+            session_time_zone,
         )
 
     @property

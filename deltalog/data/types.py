@@ -165,21 +165,21 @@ def _castable(src: pa.DataType, delta_type: str) -> bool:
     """Whether a safe cast from ``src`` can fill a column of ``delta_type`` (values are checked by the cast)."""
     t = pa.types
     if delta_type == "boolean":
-        return t.is_boolean(src)
+        return bool(t.is_boolean(src))
     if delta_type in ("byte", "short", "integer", "long"):
-        return t.is_integer(src)
+        return bool(t.is_integer(src))
     if delta_type == "float":
         return t.is_integer(src) or src in (pa.float16(), pa.float32())
     if delta_type == "double":
-        return t.is_integer(src) or t.is_floating(src)
+        return bool(t.is_integer(src) or t.is_floating(src))
     if delta_type.startswith("decimal"):
-        return t.is_integer(src) or t.is_decimal(src)
+        return bool(t.is_integer(src) or t.is_decimal(src))
     if delta_type.startswith("string"):
-        return t.is_string(src) or t.is_large_string(src) or t.is_string_view(src)
+        return bool(t.is_string(src) or t.is_large_string(src) or t.is_string_view(src))
     if delta_type == "binary":
-        return t.is_binary(src) or t.is_large_binary(src) or t.is_binary_view(src) or t.is_fixed_size_binary(src)
+        return bool(t.is_binary(src) or t.is_large_binary(src) or t.is_binary_view(src) or t.is_fixed_size_binary(src))
     if delta_type == "date":
-        return t.is_date(src)
+        return bool(t.is_date(src))
     if delta_type == "timestamp":
         return t.is_timestamp(src) and src.tz is not None
     if delta_type == "timestamp_ntz":

@@ -30,7 +30,7 @@ from deltalog.core.cdf import enabled as change_data_feed
 from deltalog.core.feature_gate import DELETE, DV_DELETE, REWRITE
 from deltalog.data.files import WriteTarget
 from deltalog.data.output import delete_files
-from deltalog.data.predicate import RowFilter, row_filter
+from deltalog.data.predicate import RowFilter, every_row, row_filter
 from deltalog.data.read import DataFile
 from deltalog.data.scan import TableDescription
 from deltalog.dml import rules
@@ -41,12 +41,13 @@ from deltalog.errors import InvalidCommitError
 from deltalog.table.commit_loop import CommitResult
 
 if TYPE_CHECKING:
+    from deltalog.table.new_table import NewTable
     from deltalog.table.snapshot import Snapshot
     from deltalog.table.transaction import Transaction
 
 OPERATION = "DELETE"
 #: no predicate: every row matches
-_EVERY_ROW = RowFilter("true", (), None, None, lambda batch: np.arange(batch.num_rows, dtype=np.int64))
+_EVERY_ROW = every_row()
 
 
 def describe(snap: Snapshot) -> TableDescription:
@@ -56,7 +57,7 @@ def describe(snap: Snapshot) -> TableDescription:
     )
 
 
-def target_of(snap: Snapshot) -> WriteTarget:
+def target_of(snap: Snapshot | NewTable) -> WriteTarget:
     """What writing ``snap``'s files needs: schema, partitioning, properties, clustering, column mapping."""
     columns = clustering.columns_of(snap.domain_metadata.values()) if clustering.clustered(snap.protocol) else ()
     return WriteTarget.of(snap, columns)
@@ -106,10 +107,15 @@ def remove_matches(
 
 
 def delete(
-    start_transaction: Callable[[], Transaction], predicate: Any = None, *, workers: int | None = None
+    start_transaction: Callable[[], Transaction],
+    predicate: Any = None,
+    *,
+    workers: int | None = None,
+    session_time_zone: str | None = None,
 ) -> CommitResult:
-    """Delete the rows matching ``predicate`` (a pyarrow compute Expression on logical names, SQL text in the
-    subset of :mod:`deltalog.data.sql`, or a ``where`` mapping; None: every row) as one commit.
+    """Delete the rows matching ``predicate`` (any filter form on logical names: Spark SQL text, a pyarrow
+    compute Expression, DNF tuples or a mapping; None: every row) as one commit. SQL's timestamps are read in
+    ``session_time_zone`` (UTC by default).
 
     Bad input fails before anything is written, typed and named: an unknown column or a predicate that cannot
     apply (:class:`~deltalog.errors.InvalidArgumentError`), an append-only table
@@ -122,10 +128,14 @@ def delete(
     ctx = txn.context
     snap = txn.snapshot
     check_removable(snap, OPERATION)
-    chosen = None if predicate is None else row_filter(predicate, snap.schema_json, snap.partition_columns)
+    chosen = (
+        None
+        if predicate is None
+        else row_filter(predicate, snap.schema_json, snap.partition_columns, session_time_zone)
+    )
     dvs = deletion_vectors.new_dvs_allowed(snap.protocol, snap.configuration)
     rules.check_up_front(snap, ctx.location, (DV_DELETE, DELETE) if dvs else (REWRITE, DELETE))
-    txn.read(chosen.where if chosen is not None else None)
+    txn.read(chosen)
     if chosen is None:
         matches = _whole_table(snap)
     else:

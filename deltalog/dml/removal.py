@@ -266,7 +266,7 @@ def finish(removal: Removal, rewriter: Rewriter) -> None:
     adds, cdc = rewriter.close()
     removal.actions.extend(adds)
     removal.actions.extend(cdc)
-    removal.written.extend(resolve(rewriter.store, a.path) for a in [*adds, *cdc])
+    removal.written.extend(resolve(rewriter.store, path) for path in [*(a.path for a in adds), *(c.path for c in cdc)])
     removal.added_files += len(adds)
     removal.added_bytes += sum(a.size for a in adds)
     removal.change_files += len(cdc)

@@ -20,10 +20,11 @@ from deltalog.core.constraints import CHECKED
 from deltalog.core.feature_gate import check_operation
 
 if TYPE_CHECKING:
+    from deltalog.table.new_table import NewTable
     from deltalog.table.snapshot import Snapshot
 
 
-def check_up_front(snap: Snapshot, location: str, operations: Sequence[str]) -> None:
+def check_up_front(snap: Snapshot | NewTable, location: str, operations: Sequence[str]) -> None:
     """Refuse, before any file is written, the operations the table's features forbid (typed
     :class:`~deltalog.errors.UnsupportedFeatureError` naming the feature)."""
     source = f"{location}/_delta_log (version {snap.version})"

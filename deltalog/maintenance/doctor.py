@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from deltalog.core.engine_safety import EngineRisk, engine_risk
-from deltalog.errors import DeltaLogError, FileAlreadyExistsError, StorageError, TableNotFoundError
+from deltalog.errors import DeltaLogError, FileAlreadyExistsError, NotFoundError, StorageError, TableNotFoundError
 from deltalog.storage.base import LogStore
 from deltalog.storage.options import UNSAFE_OPT_IN, unsafe_commits_allowed
 
@@ -81,8 +81,10 @@ def _probe(name: str, run: Callable[[], tuple[bool, str]], fix: str) -> Check:
     try:
         ok, detail = run()
     except StorageError as exc:
-        # A refusal (no write permission, say) already says what to fix; a transient failure gets the probe's fix.
-        return Check(name, False, f"{type(exc).__name__}: {exc}", fix if exc.retryable else str(exc))
+        # A refusal (no write permission, say) already says what to fix; a transient failure, or a file the probe
+        # wrote and cannot find, gets the probe's fix.
+        own_fix = exc.retryable or isinstance(exc, NotFoundError)
+        return Check(name, False, f"{type(exc).__name__}: {exc}", fix if own_fix else str(exc))
     except DeltaLogError as exc:
         ok, detail = False, f"{type(exc).__name__}: {exc}"
     except (OSError, TimeoutError) as exc:
@@ -162,7 +164,7 @@ def _visibility(store: LogStore, base: str) -> tuple[bool, str]:
     store.delete(path)  # deleting a missing file is fine
     try:
         store.read(path)
-    except FileNotFoundError:
+    except NotFoundError:
         pass
     else:
         return False, "a deleted file still reads"

@@ -1,6 +1,7 @@
 """Executor-side halves of the Spark checkpoint writer (pyarrow and deltalog's stores; no pyspark).
 
-``read_log_files`` turns log files (checkpoint parts, JSON commits) into one row per action:
+``read_log_files`` turns log files (checkpoint parts, JSON commits, the latter through the core decoder
+:func:`deltalog.core.codec.decode_lines`) into one row per action:
 ``(kind, key, version, ord, del_ts, payload)`` with the action body as JSON text. ``write_parts`` turns the
 reconciled rows of each part into ``<v>.checkpoint.<k>.<p>.parquet`` with the checkpoint schema of
 :mod:`deltalog.checkpoint.schema`, exactly as the local writer lays them out.
@@ -18,7 +19,7 @@ import pyarrow.parquet as pq
 
 from deltalog.checkpoint import schema as S
 from deltalog.checkpoint.parts import part_of
-from deltalog.core.jsonlines import objects
+from deltalog.core.codec import decode_lines, to_dict
 from deltalog.core.pathkeys import dv_id_of, file_key
 from deltalog.core.paths import LOG_DIR, checkpoint_name, multipart_name
 from deltalog.errors import DeltaLogError, FileAlreadyExistsError
@@ -65,11 +66,14 @@ def _row(kind: str, body: Mapping[str, Any], version: int, order: int, root: str
 
 
 def _commit_rows(data: bytes, path: str, version: int, root: str) -> Iterator[dict[str, Any]]:
-    for line, obj in objects(data, path):
-        for kind in KINDS:
-            body = obj.get(kind)
-            if isinstance(body, dict):
-                yield _row(kind, body, version, line - 1, root)
+    """The commit's actions through the core decoder, as the local reader decodes them: a line it refuses is
+    the same CorruptLogError naming the file and line, and each row's body is the action as deltalog writes it."""
+    for line, action in decode_lines(data, path):
+        if isinstance(action, dict):
+            continue  # a commitInfo: never in a checkpoint
+        ((kind, body),) = to_dict(action).items()
+        if kind in KINDS:
+            yield _row(kind, body, version, line - 1, root)
 
 
 def _checkpoint_rows(data: bytes, version: int, root: str) -> Iterator[dict[str, Any]]:

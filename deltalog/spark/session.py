@@ -40,10 +40,10 @@ def find_java() -> str:
         if os.access(java, os.X_OK):
             return java
         raise SetupError(f"JAVA_HOME is {home}, which has no bin/java: Spark needs Java 17; fix or unset JAVA_HOME")
-    java = shutil.which("java")
-    if java is None:
+    on_path = shutil.which("java")
+    if on_path is None:
         raise SetupError("Spark needs Java 17, and no java is on PATH (and JAVA_HOME is not set)")
-    return java
+    return on_path
 
 
 def get_session(

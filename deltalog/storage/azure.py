@@ -17,6 +17,12 @@ sub-response (a blob already gone counts as deleted). ``list_range`` lists only 
 both ends of a version range. The calls deltalog makes are recorded on the ``deltalog.storage.requests``
 logger (:mod:`deltalog.storage.requests`).
 
+Retries: the SDK's own policy waits 15 s, then 18 s, then 24 s before its three retries of a request, which
+deltalog's attempts multiplied into minutes on an endpoint that refuses connections (issue 23). The store's
+client gets a short policy instead (:data:`SDK_RETRY`: two retries about 2 s and 4 s apart, like the 3 retries
+within 30 s obstore's client is given), and every call stays within the deadline of
+:mod:`deltalog.storage.retry`.
+
 Errors become :class:`~deltalog.errors.StorageError` with ``retryable`` set as for S3: throttling (429/503),
 5xx, timeouts and connection failures may pass on retry; authentication failures and a missing container will
 not, and the message says what to fix. Secret values are scrubbed from every message.
@@ -27,12 +33,14 @@ from __future__ import annotations
 import contextlib
 import functools
 import logging
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any, BinaryIO, cast
 
 import adlfs
 from azure.core import exceptions as az
-from fsspec.asyn import sync
+from azure.storage.blob import ExponentialRetry
+from azure.storage.blob.aio import BlobServiceClient as AsyncBlobServiceClient
+from azure.storage.blob.aio import ExponentialRetry as AsyncExponentialRetry
 
 from deltalog.errors import BulkDeleteError, FileAlreadyExistsError, StorageError
 from deltalog.storage.base import Capabilities, FileInfo, refuse_commit_overwrite, split_dir
@@ -71,6 +79,27 @@ def _azure_error(exc: BaseException) -> BaseException:
 #: sub-requests per blob batch (Azure's limit)
 DELETE_BATCH = 256
 
+#: the SDK's retries of one request: two more tries after about 2 s and 4 s (``initial_backoff`` plus
+#: ``increment_base`` to the retry's number, give or take the jitter), where its default waits 15 s, 18 s, 24 s
+SDK_RETRY: dict[str, Any] = {"retry_total": 2, "initial_backoff": 0.5, "increment_base": 2, "random_jitter_range": 0.5}
+
+
+def with_short_retries(fs: Any) -> Any:
+    """``fs`` (an adlfs file system) with its service client remade with :data:`SDK_RETRY`.
+
+    adlfs builds its client without a way to pass a retry policy; the client it built says where it points
+    (``url``, with a SAS token when there is one) and with which ``credential``, which is all a client needs, so
+    the same client is made again with the short policy (once per file system: fsspec shares instances).
+    """
+    if getattr(fs, "deltalog_short_retries", False):
+        return fs
+    service = fs.service_client
+    fs.service_client = AsyncBlobServiceClient(
+        service.url, credential=service.credential, retry_policy=AsyncExponentialRetry(**SDK_RETRY)
+    )
+    fs.deltalog_short_retries = True
+    return fs
+
 
 def _code(exc: BaseException) -> str:
     code = getattr(exc, "error_code", None)
@@ -101,7 +130,7 @@ class AzureLogStore(BucketPaths):
         if display_root is not None:
             self._display = display_root
         try:
-            self._fs = fs if fs is not None else adlfs.AzureBlobFileSystem(**kwargs)
+            self._fs = fs if fs is not None else with_short_retries(adlfs.AzureBlobFileSystem(**kwargs))
         except Exception as exc:  # a malformed connection string, a missing account name, ...
             msg = f"cannot connect to {self._display}: {type(exc).__name__}: {exc}"
             raise StorageError(scrub(msg, self._secrets)) from None
@@ -149,7 +178,7 @@ class AzureLogStore(BucketPaths):
     def _list(self, op: str, path: str, name_prefix: str) -> list[tuple[str, int, int, bool]]:
         return cast(
             list[tuple[str, int, int, bool]],
-            self._guard(op, path, lambda: sync(self._fs.loop, self._children, name_prefix)),
+            self._run(op, path, self._children, name_prefix),
         )
 
     def list_from(self, path: str) -> Iterator[FileInfo]:
@@ -221,7 +250,7 @@ class AzureLogStore(BucketPaths):
         return True
 
     def exists(self, path: str) -> bool:
-        return bool(self._guard("exists", path, lambda: sync(self._fs.loop, self._head, self._key(path))))
+        return bool(self._run("exists", path, self._head, self._key(path)))
 
     # ------------------------------------------------------------------------------------------ writes
     def put_if_absent(self, path: str, data: bytes) -> None:
@@ -244,7 +273,7 @@ class AzureLogStore(BucketPaths):
 
     def delete(self, path: str) -> None:
         with contextlib.suppress(FileNotFoundError):
-            self._guard("delete", path, lambda: sync(self._fs.loop, self._delete, self._key(path)))
+            self._run("delete", path, self._delete, self._key(path))
 
     def _batch(self, keys: list[str]) -> list[tuple[str, int, str]]:
         """One blob batch deleting ``keys``: (key, status, error code) of each sub-request.
@@ -260,14 +289,16 @@ class AzureLogStore(BucketPaths):
             credential = service.credential
             if callable(getattr(credential, "get_token", None)):  # an async token credential: adlfs's sync twin
                 credential = getattr(self._fs, "sync_credential", None) or credential
-            self._batch_client = ContainerClient(service.url, self._container, credential=credential)
+            self._batch_client = ContainerClient(
+                service.url, self._container, credential=credential, retry_policy=ExponentialRetry(**SDK_RETRY)
+            )
         answers = self._batch_client.delete_blobs(*keys, raise_on_any_failure=False, **azure_hooks())
         return [
             (k, int(a.status_code), str(a.headers.get("x-ms-error-code") or ""))
             for k, a in zip(keys, answers, strict=False)
         ]
 
-    def delete_many(self, paths: list[str]) -> None:
+    def delete_many(self, paths: Sequence[str]) -> None:
         """One blob batch per 256 deletes, batches in order; see :func:`deltalog.storage.bulk.delete_many`.
         A sub-request answering 404 counts as deleted; any other failure is a
         :class:`~deltalog.errors.BulkDeleteError` naming the files."""
@@ -293,4 +324,4 @@ class AzureLogStore(BucketPaths):
         return f"AzureLogStore({self._display!r})"
 
 
-__all__ = ["DELETE_BATCH", "AzureLogStore"]
+__all__ = ["DELETE_BATCH", "SDK_RETRY", "AzureLogStore", "with_short_retries"]

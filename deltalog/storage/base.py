@@ -4,19 +4,21 @@ Paths given to a store are relative to the table root and use ``/`` (``_delta_lo
 Every store must provide atomic visibility (a file is whole or absent), mutual exclusion on
 ``put_if_absent``, and listings that show a file once its write returned.
 
-Optional: ``open_write(path) -> BinaryIO`` streams a new file (data files larger than memory should hold). A
-store without it still works: callers fall back to ``put`` of the whole file (:mod:`deltalog.data.output`).
-``read_many(paths)`` and ``delete_many(paths)`` read or delete many files in as few round trips as the store
-allows; callers go through :func:`deltalog.storage.bulk.read_many` / :func:`~deltalog.storage.bulk.delete_many`,
-which fall back to one call per path for a store without them, and :attr:`Capabilities.read_concurrency` /
-:attr:`Capabilities.delete_batch` say what a store does (callers branch on those, never on classes).
-``list_range(path, stop)`` ends a listing early (:func:`list_between`).
+The optional abilities are declared in :class:`LogStore` with defaults built on the required calls, so a store
+(subclassing ``LogStore``) overrides only those it does better: ``open_write(path)`` streams a new file (data
+files larger than memory should hold; the default, ``None``, has callers ``put`` the whole file:
+:mod:`deltalog.data.output`), ``read_many(paths)`` and ``delete_many(paths)`` read or delete many files in as few
+round trips as the store allows (default: one call per path), ``list_range(path, stop)`` ends a listing early
+(default: the whole listing, cut). :attr:`Capabilities.read_concurrency` / :attr:`Capabilities.delete_batch`
+say what a store does (callers branch on those, never on classes). A store subclass that overrides a plain
+call to record or alter it (``read``, ``delete``, ``list_from``) overrides the matching bulk call too when it
+must see every request: the bulk calls are the class's own, whatever it inherits.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import BinaryIO, Protocol, runtime_checkable
 
@@ -70,7 +72,6 @@ class Capabilities:
     """
 
     atomic_put_if_absent: bool
-    sorted_listing: bool = True
     local: bool = False
     read_concurrency: int = 1
     delete_batch: int = 1
@@ -129,36 +130,44 @@ class LogStore(Protocol):
         """
         ...
 
+    # the optional abilities: defaults on the calls above, for a store to override with something better
 
-def list_between(store: LogStore, path: str, stop: str | None) -> list[FileInfo]:
-    """:meth:`LogStore.list_from` ``path``, keeping only names ``< stop`` (all of them when ``stop`` is None).
+    def open_write(self, path: str) -> BinaryIO | None:
+        """A stream that creates ``path`` when closed (a multipart upload, a temp file renamed), or ``None``:
+        this store does not stream, and the caller writes the whole file with :meth:`put`."""
+        return None
 
-    Why: time travel to an old version needs the log around that version, not everything after it. Stores
-    that can end a listing early (local: no ``stat`` past ``stop``; S3: no further pages) provide
-    ``list_range(path, stop)``; any other store lists from ``path`` and the tail is dropped here, which is
-    correct, only no cheaper.
-    """
-    if overrides_current(type(store), "list_from", "list_range"):
-        return list(store.list_range(path, stop))  # type: ignore[attr-defined]
-    files = list(store.list_from(path))
-    if stop is None:
-        return files
-    end = stop.encode()
-    return [f for f in files if f.name.encode() < end]
+    def read_many(self, paths: Sequence[str]) -> list[bytes]:
+        """The files' bytes, in the order of ``paths``; :class:`~deltalog.errors.NotFoundError` naming the first
+        missing one, else the store's :class:`~deltalog.errors.StorageError` for the first path that failed.
+        Default: one :meth:`read` after another, every path refused first if one leaves the root."""
+        for p in paths:
+            confined(p)
+        return [self.read(p) for p in paths]
 
+    def delete_many(self, paths: Sequence[str]) -> None:
+        """Delete every path (a missing one counts as deleted), in order, in batches of at most
+        :attr:`Capabilities.delete_batch`: a failure leaves the earlier paths deleted and the later ones
+        untouched (cleanup deletes the oldest log files first and relies on that); a batch whose answer names
+        keys it could not delete raises :class:`~deltalog.errors.BulkDeleteError` naming them. Default: one
+        :meth:`delete` after another, every path refused first if one leaves the root."""
+        for p in paths:
+            confined(p)
+        for p in paths:
+            self.delete(p)
 
-def overrides_current(cls: type, plain: str, bulk: str) -> bool:
-    """Whether ``cls`` has a ``bulk`` method at least as derived as its ``plain`` one.
+    def list_range(self, path: str, stop: str | None) -> list[FileInfo]:
+        """:meth:`list_from` ``path``, keeping only names ``< stop`` (all of them when ``stop`` is None).
 
-    A subclass that overrides only ``plain`` (``list_from``, ``read``, ``delete``: to record or alter those
-    calls) must keep seeing every one of them, so an inherited ``bulk`` variant is not used.
-    """
-    owners = {plain: -1, bulk: -1}
-    for depth, klass in enumerate(cls.__mro__):
-        for name, seen in owners.items():
-            if seen < 0 and name in vars(klass):
-                owners[name] = depth
-    return 0 <= owners[bulk] <= owners[plain]
+        Why: time travel to an old version needs the log around that version, not everything after it. A
+        store that can end a listing early (local: no ``stat`` past ``stop``; S3: no further pages) overrides
+        this; the default lists from ``path`` and drops the tail, which is correct, only no cheaper.
+        """
+        files = list(self.list_from(path))
+        if stop is None:
+            return files
+        end = stop.encode()
+        return [f for f in files if f.name.encode() < end]
 
 
 def split_dir(path: str) -> tuple[str, str]:
@@ -167,4 +176,4 @@ def split_dir(path: str) -> tuple[str, str]:
     return head, tail
 
 
-__all__ = ["Capabilities", "FileInfo", "LogStore", "confined", "list_between", "overrides_current", "split_dir"]
+__all__ = ["Capabilities", "FileInfo", "LogStore", "confined", "split_dir"]

@@ -7,31 +7,32 @@ URI with credentials removed, because it appears in messages and logs.
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any, cast
 
 from fsspec.asyn import sync
+from fsspec.exceptions import FSTimeoutError
 
 from deltalog.errors import DeltaLogError, StorageError
-from deltalog.storage.base import Capabilities, FileInfo, confined
-from deltalog.storage.bulk import DEFAULT_CONCURRENCY, fan_out, missing, settle
+from deltalog.storage.base import Capabilities, FileInfo, LogStore, confined
+from deltalog.storage.bulk import DEFAULT_CONCURRENCY, fan_out, settle
 from deltalog.storage.cloud_errors import no_container, where
 from deltalog.storage.options import secrets_of
 from deltalog.storage.redaction import redact_in_logs
-from deltalog.storage.retry import DEFAULT_BUDGET, RetryBudget, with_retries
+from deltalog.storage.retry import DEFAULT_BUDGET, RetryBudget, missing, remaining, with_retries
 
 #: calls that can be repeated without changing the outcome (a conditional put cannot: the committer resolves it)
 _IDEMPOTENT = frozenset({"read", "open", "exists", "list", "walk", "delete", "put"})
 
 
-class BucketPaths:
+class BucketPaths(LogStore):
     """Path plumbing and the uniform properties of a conditional-write object store."""
 
     _display: str
     _fs: Any
     #: ``s3``, ``azure`` or ``gcs``: which cloud's wording the shared messages use
     _kind: str = "s3"
-    #: the client's exceptions that mean "no such object" (the contract's FileNotFoundError)
+    #: the client's exceptions that mean "no such object" (the contract's NotFoundError)
     _not_found: tuple[type[BaseException], ...] = (FileNotFoundError,)
     _prefix: str
     _bucket_name: str
@@ -72,7 +73,8 @@ class BucketPaths:
         """Anything to do before the first request of a call (S3: record the client's requests)."""
 
     async def _get(self, path: str) -> bytes:
-        """The bytes of the store-relative ``path`` in one request (per store); FileNotFoundError when absent."""
+        """The bytes of the store-relative ``path`` in one request (per store); the client's "not found" when
+        absent (:meth:`_guard` makes it the contract's)."""
         raise NotImplementedError
 
     def _loop(self) -> Any:
@@ -81,13 +83,32 @@ class BucketPaths:
 
     def _run(self, op: str, path: str, coro: Callable[..., Any], *args: Any) -> Any:
         """``coro(*args)`` run to completion on :meth:`_loop` from synchronous code, through :meth:`_guard`."""
-        return self._guard(op, path, lambda: sync(self._loop(), coro, *args))
+        return self._guard(op, path, lambda: self._sync(op, path, coro, *args))
+
+    def _sync(self, op: str, path: str, coro: Callable[..., Any], *args: Any) -> Any:
+        """``coro(*args)`` on :meth:`_loop`, cancelled when the deadline of the call it serves passes
+        (:func:`deltalog.storage.retry.remaining`; the budget's whole deadline outside a retried call): the
+        client's own retries never outlast it."""
+        left = remaining()
+        timeout = self.retry.deadline_s if left is None else left
+        at = where(op, self._display, path)
+        if timeout <= 0:
+            raise StorageError(f"{at}: no time left before the deadline", path=path, retryable=True)
+        try:
+            return sync(self._loop(), coro, *args, timeout=timeout)
+        except FSTimeoutError as exc:
+            raise StorageError(
+                f"{at}: no answer within {timeout:.1f}s (the store did not respond; deltalog gave up at its "
+                f"{self.retry.deadline_s:.0f}s deadline)",
+                path=path,
+                retryable=True,
+            ) from exc
 
     def read(self, path: str) -> bytes:
         confined(path)
         return cast(bytes, self._run("read", path, self._get, path))
 
-    def read_many(self, paths: list[str]) -> list[bytes]:
+    def read_many(self, paths: Sequence[str]) -> list[bytes]:
         """Every file's bytes in order, up to ``deltalog_max_concurrency`` requests in flight on the client's
         event loop; see :func:`deltalog.storage.bulk.read_many`."""
         for p in paths:
@@ -95,8 +116,8 @@ class BucketPaths:
         calls = [functools.partial(self._get, p) for p in paths]
         try:
             self._connect()
-            results = sync(self._loop(), fan_out, calls, self._concurrency)
-        except Exception:  # the loop itself failed: each read on its own says why, typed
+            results = sync(self._loop(), fan_out, calls, self._concurrency, timeout=self.retry.deadline_s)
+        except Exception:  # the loop itself failed, or the deadline passed: each read on its own says why, typed
             results = [RuntimeError()] * len(paths)
         return settle(paths, results, self.read)
 
@@ -109,7 +130,7 @@ class BucketPaths:
         return False
 
     def _guard_once(self, op: str, path: str, call: Callable[[], Any]) -> Any:
-        """``call`` with the client's exceptions turned into the contract's: FileNotFoundError for an absent
+        """``call`` with the client's exceptions turned into the contract's: NotFoundError for an absent
         object, :class:`~deltalog.errors.StorageError` for everything else (a missing bucket included)."""
         try:
             self._connect()
@@ -117,7 +138,7 @@ class BucketPaths:
         except self._not_found as exc:
             if self._container_missing(op, exc):
                 raise no_container(self._kind, self._bucket_name, where(op, self._display, path), path) from exc
-            raise missing(path) from exc
+            raise missing(path, f"{self._display}/{path}") from exc
         except DeltaLogError:  # already typed (a refused path, an error of ours)
             raise
         except Exception as exc:

@@ -3,9 +3,9 @@
 Why: on an object store a load that reads a thousand commits one after another waits a thousand round trips;
 the same reads in flight together wait a handful. And S3 deletes up to 1,000 keys per ``DeleteObjects``
 request, Azure 256 per blob batch, where one request per file made VACUUM of a thousand files take seconds.
-Stores that can do better provide ``read_many``/``delete_many`` and say so in their
-:class:`~deltalog.storage.base.Capabilities`; these functions use them, and fall back to one call per path
-for any other store (a local disk, a caller's own store, a wrapper), so callers never branch on classes.
+Stores that can do better override ``read_many``/``delete_many`` (declared in
+:class:`~deltalog.storage.base.LogStore`, with one call per path as the default) and say so in their
+:class:`~deltalog.storage.base.Capabilities`, so callers never branch on classes.
 
 The helpers below are shared by the async object stores: a bounded fan-out on their event loop, and the
 rule that turns a failed read inside a fan-out into the store's own typed error.
@@ -17,7 +17,7 @@ import asyncio
 from collections.abc import Awaitable, Callable, Iterator, Sequence
 from typing import Any, TypeVar
 
-from deltalog.storage.base import LogStore, confined, overrides_current
+from deltalog.storage.base import LogStore
 
 T = TypeVar("T")
 
@@ -26,35 +26,14 @@ DEFAULT_CONCURRENCY = 64
 
 
 def read_many(store: LogStore, paths: Sequence[str]) -> list[bytes]:
-    """The files' bytes, in the order of ``paths``; :class:`FileNotFoundError` (``filename`` = the path) when one
-    is missing, else the store's :class:`~deltalog.errors.StorageError` for the first path that failed."""
-    if not paths:
-        return []
-    own = getattr(store, "read_many", None)
-    if own is not None and overrides_current(type(store), "read", "read_many"):
-        return list(own(list(paths)))
-    for p in paths:  # refused before the first request, as the stores' own bulk calls do
-        confined(p)
-    return [store.read(p) for p in paths]
+    """:meth:`LogStore.read_many <deltalog.storage.base.LogStore.read_many>`, with no request for no paths."""
+    return store.read_many(paths) if paths else []
 
 
 def delete_many(store: LogStore, paths: Sequence[str]) -> None:
-    """Delete every path (a missing one counts as deleted), in batches of ``capabilities.delete_batch``.
-
-    Batches go in order, one after another, so a failure leaves the earlier paths deleted and the later ones
-    untouched (cleanup deletes the oldest log files first and relies on that). A batch whose answer names
-    keys it could not delete raises :class:`~deltalog.errors.BulkDeleteError` naming them.
-    """
-    if not paths:
-        return
-    own = getattr(store, "delete_many", None)
-    if own is not None and overrides_current(type(store), "delete", "delete_many"):
-        own(list(paths))
-        return
-    for p in paths:  # refused before the first delete, as the stores' own bulk calls do
-        confined(p)
-    for p in paths:
-        store.delete(p)
+    """:meth:`LogStore.delete_many <deltalog.storage.base.LogStore.delete_many>`, with no request for no paths."""
+    if paths:
+        store.delete_many(paths)
 
 
 def chunked(items: Sequence[T], size: int) -> Iterator[Sequence[T]]:
@@ -85,9 +64,9 @@ def settle(paths: Sequence[str], results: Sequence[Any], read_one: Callable[[str
     """The bytes of a fan-out, in order; a path whose read failed is read again through ``read_one``.
 
     ``read_one`` is the store's own ``read``: typed errors, the retry budget for transient failures, and
-    ``FileNotFoundError`` for a missing file. So a fan-out fails exactly as a loop of ``read`` would, at the
-    first path (in order) that fails for good, and a transient failure inside it costs one more request,
-    not the whole batch.
+    :class:`~deltalog.errors.NotFoundError` for a missing file. So a fan-out fails exactly as a loop of
+    ``read`` would, at the first path (in order) that fails for good, and a transient failure inside it costs
+    one more request, not the whole batch.
     """
     out: list[bytes] = []
     for path, result in zip(paths, results, strict=True):
@@ -95,9 +74,4 @@ def settle(paths: Sequence[str], results: Sequence[Any], read_one: Callable[[str
     return out
 
 
-def missing(path: str) -> FileNotFoundError:
-    """The contract's "absent" for ``path`` (store-relative), with the path as ``filename``."""
-    return FileNotFoundError(2, "No such file", path)
-
-
-__all__ = ["DEFAULT_CONCURRENCY", "chunked", "delete_many", "fan_out", "missing", "read_many", "settle"]
+__all__ = ["DEFAULT_CONCURRENCY", "chunked", "delete_many", "fan_out", "read_many", "settle"]

@@ -71,7 +71,7 @@ class Call:
         return self.outcome in (Outcome.FAILED_BEFORE, Outcome.FAILED_AFTER, Outcome.CRASHED)
 
 
-class FaultyStore:
+class FaultyStore(LogStore):
     """A :class:`LogStore` that delegates to ``inner`` and injects the faults its rules describe.
 
     ``faults`` are rules and/or plans (flattened in order); ``seed`` drives every probabilistic rule (the single

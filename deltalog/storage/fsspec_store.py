@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterator
 from typing import Any, BinaryIO, TypeVar, cast
 
 from deltalog.errors import FileAlreadyExistsError
-from deltalog.storage.base import Capabilities, FileInfo, confined, refuse_commit_overwrite, split_dir
+from deltalog.storage.base import Capabilities, FileInfo, LogStore, confined, refuse_commit_overwrite, split_dir
 from deltalog.storage.retry import DEFAULT_BUDGET, RetryBudget, mapped, not_a_file, with_retries
 
 _MEMORY_LOCK = threading.Lock()
@@ -35,7 +35,7 @@ def _mtime_ms(info: dict[str, Any]) -> int:
     return 0
 
 
-class FsspecLogStore:
+class FsspecLogStore(LogStore):
     """A table on any fsspec file system; failures other than "absent" are :class:`StorageError`\\ s."""
 
     def __init__(

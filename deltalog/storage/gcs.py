@@ -95,7 +95,7 @@ class GcsLogStore(BucketPaths):
     def exists(self, path: str) -> bool:
         def probe() -> bool:
             try:
-                return self._fs.info(self._full(path)).get("type") == "file"
+                return bool(self._fs.info(self._full(path)).get("type") == "file")
             except FileNotFoundError:
                 return False
 

@@ -17,8 +17,17 @@ from functools import partial
 from typing import BinaryIO, TypeVar
 
 from deltalog.errors import FileAlreadyExistsError, StorageError
-from deltalog.storage.base import Capabilities, FileInfo, confined, refuse_commit_overwrite, split_dir
-from deltalog.storage.retry import DEFAULT_BUDGET, RetryBudget, file_kind, mapped, not_a_file, os_error, with_retries
+from deltalog.storage.base import Capabilities, FileInfo, LogStore, confined, refuse_commit_overwrite, split_dir
+from deltalog.storage.retry import (
+    DEFAULT_BUDGET,
+    RetryBudget,
+    file_kind,
+    mapped,
+    missing,
+    not_a_file,
+    os_error,
+    with_retries,
+)
 
 log = logging.getLogger(__name__)
 
@@ -55,7 +64,7 @@ def _entry_info(e: os.DirEntry[str], name: str) -> FileInfo | None:
     return FileInfo(name, st.st_size if stat.S_ISREG(st.st_mode) else 0, st.st_mtime_ns // 1_000_000)
 
 
-class LocalLogStore:
+class LocalLogStore(LogStore):
     """A table on a POSIX file system."""
 
     def __init__(self, root: str, retry: RetryBudget = DEFAULT_BUDGET) -> None:
@@ -104,7 +113,7 @@ class LocalLogStore:
         try:
             return self._read(path)  # the hot path, without the wrappers: a load reads every commit
         except FileNotFoundError:
-            raise
+            raise missing(path, self._where(path)) from None
         except OSError:
             return self._guarded("read", path, lambda: self._read(path))  # typed, and retried when transient
 
@@ -140,7 +149,8 @@ class LocalLogStore:
         return iter(self.list_range(path, None))
 
     def list_range(self, path: str, stop: str | None) -> list[FileInfo]:
-        """Like :meth:`list_from`, but only names ``< stop`` too; see :func:`~deltalog.storage.base.list_between`.
+        """Like :meth:`list_from`, but only names ``< stop`` too
+        (:meth:`~deltalog.storage.base.LogStore.list_range`).
 
         The directory scan is one call whatever the range; the per-file ``stat`` is what a long log costs,
         so names outside the range are dropped before it. Entries that are not directories but not regular

@@ -4,7 +4,7 @@ Why a second client: a request through s3fs/aiobotocore or the Azure SDK costs a
 one through obstore about 0.7 ms, and its requests run on Rust threads. A load of 1,000 commits is 1,000 GETs:
 with the heavier client the CPU alone spreads them over many serial round trips; with this one they leave
 nearly together (docs/storage.md "Backends" has the measurements). Chosen by
-:func:`deltalog.storage.uri.store_for` when obstore is installed (``pip install 'deltalog[obstore]'``), unless
+:func:`deltalog.storage.uri.store_for` when obstore is installed (the ``[s3]`` and ``[azure]`` extras bring it), unless
 the ``deltalog_backend`` option or ``DELTALOG_STORE_BACKEND`` says ``fsspec``.
 
 What each call sends (the contract of :mod:`deltalog.storage.base`):
@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import contextlib
 import io
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from datetime import timedelta
 from typing import Any, BinaryIO, cast
 from urllib.parse import urlsplit
@@ -45,11 +45,12 @@ from fsspec.asyn import get_loop
 from deltalog.errors import FileAlreadyExistsError, StorageError
 from deltalog.storage.base import Capabilities, FileInfo, LogStore, refuse_commit_overwrite, split_dir
 from deltalog.storage.bucket_paths import BucketPaths, Child, start_after, walk_tree
-from deltalog.storage.bulk import chunked, missing
+from deltalog.storage.bulk import chunked
 from deltalog.storage.cloud_errors import mtime_ms
 from deltalog.storage.obstore_errors import is_already_exists, no_container_code, status_of, typed_error
 from deltalog.storage.obstore_options import ObstoreConfig
 from deltalog.storage.requests import Timed, enabled
+from deltalog.storage.retry import missing
 
 #: keys per DeleteObjects request (S3's limit)
 S3_DELETE_BATCH = 1000
@@ -280,7 +281,7 @@ class ObstoreLogStore(BucketPaths):
         listed and dropped here. Azure: the SDK store's bounded listing.
         """
         if self._kind == "azure":
-            return list(self.sdk.list_range(path, stop))  # type: ignore[attr-defined]
+            return list(self.sdk.list_range(path, stop))
         directory, start = split_dir(path)
         prefix = self._dir_prefix(directory)
         if not start:  # a whole directory: one delimited listing, never its subtrees
@@ -307,7 +308,11 @@ class ObstoreLogStore(BucketPaths):
                     if name and "/" not in name and name.encode() >= low:
                         out.append(FileInfo(name, int(obj.get("size") or 0), mtime_ms(obj.get("last_modified"))))
 
-        self._guard("list", path, lambda: (out.clear(), collect()))
+        def listed() -> None:
+            out.clear()  # a retried listing starts again
+            collect()
+
+        self._guard("list", path, listed)
         return sorted(out, key=lambda f: f.name.encode())
 
     def _children(self, op: str, directory: str) -> list[tuple[FileInfo, bool]]:
@@ -346,7 +351,7 @@ class ObstoreLogStore(BucketPaths):
             if is_already_exists(exc):
                 raise FileAlreadyExistsError(f"{self._display}/{path} already exists", path=path) from None
             if isinstance(exc, FileNotFoundError) and not no_container_code(exc):
-                raise missing(path) from exc
+                raise missing(path, f"{self._display}/{path}") from exc
             raise self._error("put_if_absent", path, exc) from exc
 
     def put(self, path: str, data: bytes) -> None:
@@ -376,12 +381,12 @@ class ObstoreLogStore(BucketPaths):
         with contextlib.suppress(FileNotFoundError):
             self._guard("delete", path, send)
 
-    def delete_many(self, paths: list[str]) -> None:
+    def delete_many(self, paths: Sequence[str]) -> None:
         """S3: one DeleteObjects per 1,000 keys, batches in order (a key already gone counts as deleted; a batch
         that fails is retried within the budget, then raised naming its first file). Azure: the SDK's blob
         batches (:meth:`AzureLogStore.delete_many`), whose answers name every blob left."""
         if self._kind == "azure":
-            self.sdk.delete_many(paths)  # type: ignore[attr-defined]
+            self.sdk.delete_many(paths)
             return
         by_key = {self._key(p): p for p in paths}  # every name confined before the first request
         for batch in chunked(list(by_key), S3_DELETE_BATCH):

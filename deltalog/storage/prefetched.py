@@ -17,8 +17,9 @@ from typing import Any, BinaryIO
 from deltalog.storage.base import Capabilities, FileInfo, LogStore
 
 
-class PrefetchedStore:
-    """``store``, except that ``read`` and ``open`` of a path in ``files`` answer from its bytes."""
+class PrefetchedStore(LogStore):
+    """``store``, except that ``read`` and ``open`` of a path in ``files`` answer from its bytes (``read_many``
+    too: the protocol's default reads through :meth:`read`)."""
 
     def __init__(self, store: LogStore, files: Mapping[str, bytes]) -> None:
         self._store = store
@@ -48,6 +49,12 @@ class PrefetchedStore:
     def list_from(self, path: str) -> Iterator[FileInfo]:
         return self._store.list_from(path)
 
+    def list_range(self, path: str, stop: str | None) -> list[FileInfo]:
+        return self._store.list_range(path, stop)
+
+    def open_write(self, path: str) -> BinaryIO | None:
+        return self._store.open_write(path)
+
     def put_if_absent(self, path: str, data: bytes) -> None:
         self._store.put_if_absent(path, data)
 
@@ -64,7 +71,7 @@ class PrefetchedStore:
     def walk(self, path: str = "", skip: Callable[[str], bool] | None = None) -> Iterator[FileInfo]:
         return self._store.walk(path, skip)
 
-    def __getattr__(self, name: str) -> Any:  # anything else a store offers (open_write, retry, fs, ...)
+    def __getattr__(self, name: str) -> Any:  # anything else a store offers (retry, fs, ...)
         return getattr(self._store, name)
 
     def __repr__(self) -> str:

@@ -27,7 +27,7 @@ import contextlib
 import functools
 import inspect
 import logging
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any, BinaryIO, cast
 
 import botocore.exceptions
@@ -92,7 +92,8 @@ def conditional_put_supported() -> str | None:
     if "mode" not in inspect.signature(s3fs.S3FileSystem._pipe_file).parameters:
         return f"s3fs {s3fs.__version__} has no exclusive pipe_file(mode='create'); install s3fs >= 2024.12"
     model = botocore.session.get_session().get_service_model("s3")
-    if "IfNoneMatch" not in model.operation_model("PutObject").input_shape.members:
+    shape = model.operation_model("PutObject").input_shape
+    if shape is None or "IfNoneMatch" not in shape.members:
         return f"botocore {botocore.__version__} cannot send If-None-Match on PutObject; install botocore >= 1.35.21"
     return None
 
@@ -241,7 +242,7 @@ class S3LogStore(BucketPaths):
         if after is not None:
             kwargs["StartAfter"] = after
         end = stop.encode() if stop is not None else None
-        out = []
+        out: list[FileInfo] = []
         for page in self._pages("list", path, **kwargs):
             for obj in page.get("Contents") or ():
                 name = obj["Key"][len(prefix) :]
@@ -294,7 +295,7 @@ class S3LogStore(BucketPaths):
                 "delete", path, lambda: self._fs.call_s3("delete_object", Bucket=self._bucket, Key=self._key(path))
             )
 
-    def delete_many(self, paths: list[str]) -> None:
+    def delete_many(self, paths: Sequence[str]) -> None:
         """One ``DeleteObjects`` (quiet mode) per 1,000 keys, batches in order; see
         :func:`deltalog.storage.bulk.delete_many`. Keys a batch names as failed are tried again within the
         retry budget when their error may pass (throttling, internal errors), else reported."""

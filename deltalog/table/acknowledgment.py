@@ -23,7 +23,7 @@ import orjson
 from deltalog.core.paths import LOG_DIR, LogPath, commit_name, parse
 from deltalog.core.reachability import UNLISTED, Tip, Verdict, judge
 from deltalog.core.state import CommitData
-from deltalog.errors import CommitNotReachableError, CommitStateUnknownError, StorageError
+from deltalog.errors import CommitNotReachableError, CommitStateUnknownError, NotFoundError, StorageError
 from deltalog.storage.base import LogStore
 from deltalog.table.listing import list_log
 
@@ -130,7 +130,7 @@ class Acknowledger:
             if not is_ours(self.transient(f"reading {path}", partial(self.store.read, path)), txn_id):
                 return False
             self.store.delete(path)
-        except FileNotFoundError:
+        except NotFoundError:
             return False
         except (StorageError, OSError, TimeoutError) as exc:
             log.warning("could not remove the unreachable commit %s (%s); readers never see it", path, exc)

@@ -25,7 +25,7 @@ from deltalog.core.file_facts import NO_FILES, KnownFiles, known_files, path_key
 from deltalog.core.paths import LOG_DIR, commit_name
 from deltalog.core.reachability import UNLISTED
 from deltalog.core.schema import parse_schema, physical_names, walk_fields
-from deltalog.errors import CorruptLogError
+from deltalog.errors import CorruptLogError, NotFoundError
 from deltalog.table.commit_loop import Won
 from deltalog.table.context import TableContext
 from deltalog.table.history import commit_info
@@ -70,7 +70,7 @@ def snapshot_time(ctx: TableContext, snap: Snapshot) -> ict.CommitTime:
     if info is None:
         try:
             info = commit_info(ctx, snap.version)
-        except FileNotFoundError:
+        except NotFoundError:
             info = {}
     stamped = stamp_of(info)
     mtime = snap.tip.files[0][2] if snap.tip.files else 0
@@ -91,7 +91,7 @@ def listed_mtime(ctx: TableContext, version: int) -> int:
     for p in list_log(ctx.store, version, version):
         if p.name == name:
             return p.mtime
-    raise CorruptLogError(f"{LOG_DIR}/{name} is not listed, though it was just read", version=version)
+    raise CorruptLogError(f"{LOG_DIR}/{name} is not listed, though it was just read", path=f"{LOG_DIR}/{name}")
 
 
 def known_for(snap: Snapshot | None, actions: Sequence[A.Action], operation: str, root: str) -> KnownFiles:
@@ -244,7 +244,7 @@ class Attempts:
                     raise CorruptLogError(
                         f"version {w.winner.version}: its row-id high-water mark {theirs} is below {mark} "
                         "(the mark never decreases)",
-                        version=w.winner.version,
+                        path=f"{LOG_DIR}/{commit_name(w.winner.version)}",
                     )
                 mark = theirs
         return mark

@@ -41,12 +41,14 @@ from deltalog.core.codec import decode_commit
 from deltalog.core.conflicts import TxnSummary, Winner, check_winner
 from deltalog.core.paths import LOG_DIR, Kind, LogPath, commit_name
 from deltalog.core.reachability import UNLISTED, Tip, holds, moved_on, tip_in, young
+from deltalog.core.result_repr import result_repr
 from deltalog.core.state import CommitData
 from deltalog.errors import (
     CommitNotReachableError,
     CommitStateUnknownError,
     FileAlreadyExistsError,
     MaxCommitAttemptsError,
+    NotFoundError,
     StorageError,
     TableAlreadyExistsError,
 )
@@ -66,7 +68,10 @@ class RetryPolicy:
 
     ``max_attempts`` and ``max_seconds`` bound conflict-free retries (another writer won the version but
     did not conflict). The defaults let hundreds of concurrent blind appends all land. ``transient_retries``
-    is a separate budget for storage errors whose outcome must be resolved.
+    is a separate budget for storage errors whose outcome must be resolved, and ``transient_seconds`` bounds
+    the time it may take: each try is a store call that may itself wait out the client's retries, and on an
+    endpoint that stopped answering nine of them took minutes (issue 23). Past either, the outcome is reported
+    unknown (a write) or the store's error is raised (a read).
     """
 
     max_attempts: int = 10_000
@@ -74,7 +79,10 @@ class RetryPolicy:
     backoff_base_s: float = 0.001
     backoff_max_s: float = 0.1
     transient_retries: int = 8
+    transient_seconds: float = 30.0
     sleep: Callable[[float], None] = field(default=time.sleep, compare=False, repr=False)
+    #: the clock ``transient_seconds`` is measured on (replaceable, as ``sleep`` is, so tests need not wait)
+    monotonic: Callable[[], float] = field(default=time.monotonic, compare=False, repr=False)
 
 
 @dataclass(frozen=True)
@@ -123,6 +131,23 @@ class CommitResult:
     skipped: bool = False
     elapsed_s: float = 0.0
     recovered_unknown_outcome: bool = False
+
+    def __repr__(self) -> str:
+        """Version, operation and counts; the actions are on :attr:`actions`."""
+        if self.skipped:
+            return result_repr("CommitResult", "skipped", operation=self.operation, read_version=self.read_version)
+        adds = sum(1 for a in self.actions if isinstance(a, A.Add))
+        removes = sum(1 for a in self.actions if isinstance(a, A.Remove))
+        return result_repr(
+            "CommitResult",
+            version=self.version,
+            operation=self.operation,
+            adds=adds,
+            removes=removes,
+            actions=len(self.actions),
+            attempts=self.attempts,
+            winners=self.winners or None,
+        )
 
 
 @dataclass(frozen=True)
@@ -207,7 +232,12 @@ class Committer:
         path = f"{LOG_DIR}/{commit_name(version)}"
         _refuse_unsafe_store(self.store)
         failed = False
+        clock = self.policy.monotonic
+        start, tries = clock(), 0
         for transient in range(self.policy.transient_retries + 1):
+            if failed and clock() - start > self.policy.transient_seconds:
+                break
+            tries += 1
             try:
                 self.store.put_if_absent(path, data)
                 return ("recovered" if failed else "ours"), b""
@@ -221,7 +251,7 @@ class Committer:
             # Taken, or unknown: the file tells which.
             try:
                 existing = self.store.read(path)
-            except FileNotFoundError:
+            except NotFoundError:
                 self._backoff(transient)
                 continue  # it did not land: try the same version again
             except (StorageError, OSError, TimeoutError) as exc:
@@ -233,21 +263,22 @@ class Committer:
                 return ("recovered" if failed else "ours"), b""
             return "taken", existing
         raise CommitStateUnknownError(
-            f"could not determine whether commit {path} (txnId {txn_id}) landed after "
-            f"{self.policy.transient_retries + 1} tries; look for that txnId in the log before retrying"
+            f"could not determine whether commit {path} (txnId {txn_id}) landed after {tries} tries in "
+            f"{clock() - start:.0f}s; look for that txnId in the log before retrying"
         )
 
     def _transient(self, what: str, call: Callable[[], T]) -> T:
         """Run a read-side call, retrying retryable storage errors within the transient budget."""
+        deadline = self.policy.monotonic() + self.policy.transient_seconds
         for transient in range(self.policy.transient_retries + 1):
             try:
                 return call()
-            except FileNotFoundError:
+            except NotFoundError:
                 raise
             except (StorageError, OSError, TimeoutError) as exc:
                 if isinstance(exc, StorageError) and not exc.retryable:
                     raise
-                if transient == self.policy.transient_retries:
+                if transient == self.policy.transient_retries or self.policy.monotonic() > deadline:
                     raise
                 log.warning("%s failed (%s); retrying", what, exc)
                 self._backoff(transient)
@@ -300,7 +331,7 @@ class Committer:
             outcome.sent_ms = self.now_ms()
             written, taken_by = self._put(attempt_version, outcome.data, txn_id)
             if written != "taken":
-                listing = self._list_from(attempt_version)
+                listing = self._list_from(tip)
                 return self.ack.acknowledge(attempt_version, tip, listing, outcome, txn_id, written == "recovered")
             if read_version < 0:
                 raise TableAlreadyExistsError(
@@ -310,12 +341,14 @@ class Committer:
                 # The version we lost is younger than anything cleanup may delete: the winner we just read is
                 # all we need, and the next version is tried without a listing. Lost again, the loop lists
                 # (one listing finds every further winner, where trying version after version would not end).
+                # The tip we read rests on ``tip``, which no listing has shown since the table could have been
+                # recreated: the next listing starts there and must find it unreplaced (``Tip.under``).
                 won.append(self._check(summary, outcome, _winner(attempt_version, taken_by, UNLISTED)))
-                tip = Tip(attempt_version, ((f"{commit_name(attempt_version)}", len(taken_by), UNLISTED),))
+                tip = Tip(attempt_version, ((f"{commit_name(attempt_version)}", len(taken_by), UNLISTED),), tip)
                 attempt_version += 1
                 tips[attempt_version] = tip
             else:
-                listing = self._list_from(attempt_version)
+                listing = self._list_from(tip)
                 if not holds(tip, listing):
                     raise CommitNotReachableError(
                         f"cannot commit to {self.store.root}: {moved_on(tip, self.ack.whole_log())} since this "
@@ -350,8 +383,9 @@ class Committer:
                 outcome.data = encode(attempt_version, tuple(won))
             self._backoff(min(outcome.attempts, 6))
 
-    def _list_from(self, version: int) -> list[LogPath]:
-        return self._transient("listing the log", partial(list_log, self.store, max(version - 1, 0)))
+    def _list_from(self, tip: Tip) -> list[LogPath]:
+        """The listing that judges a version attempted on ``tip``: from the lowest version it rests on."""
+        return self._transient("listing the log", partial(list_log, self.store, max(tip.floor, 0)))
 
     def _check(self, summary: TxnSummary, outcome: Outcome, read: tuple[Winner, CommitData]) -> Won:
         """Check one winner against ``summary`` (raising the conflict) and record it as moved past."""

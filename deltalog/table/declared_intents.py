@@ -25,7 +25,7 @@ from typing import Any
 from deltalog.core import declared_intents as core
 from deltalog.core.conflicts import ReadPredicate, TxnSummary, check_winner
 from deltalog.core.declared_intents import INTENTS_DIR, IntentRecord, ObservedIntent
-from deltalog.errors import DeltaLogError
+from deltalog.errors import DeltaLogError, NotFoundError
 from deltalog.storage.base import LogStore
 from deltalog.table.commit_loop import Committer, RetryPolicy
 
@@ -49,7 +49,7 @@ def list_intents(store: LogStore) -> list[ObservedIntent]:
             continue
         try:
             data = store.read(info.name)
-        except FileNotFoundError:
+        except NotFoundError:
             continue  # removed by its owner while we listed
         record: IntentRecord | None
         try:

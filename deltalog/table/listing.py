@@ -27,7 +27,7 @@ from deltalog.core.segment import earliest_version as earliest_in
 from deltalog.core.segment import latest_version as latest_in
 from deltalog.errors import CorruptLogError, DeltaLogError, TableNotFoundError, VersionNotFoundError
 from deltalog.storage import bulk
-from deltalog.storage.base import LogStore, list_between
+from deltalog.storage.base import LogStore
 from deltalog.storage.prefetched import PrefetchedStore
 from deltalog.table.context import TableContext
 
@@ -52,7 +52,7 @@ def list_log(store: LogStore, from_version: int = 0, to_version: int | None = No
     Names that are not log files are skipped.
     """
     stop = None if to_version is None else version_prefix(to_version + 1)
-    return log_files(list_between(store, f"{LOG_DIR}/{version_prefix(from_version)}", stop))
+    return log_files(store.list_range(f"{LOG_DIR}/{version_prefix(from_version)}", stop))
 
 
 def listing_near(store: LogStore, version: int, first_window: int | None = None) -> list[LogPath]:

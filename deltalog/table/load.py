@@ -22,10 +22,11 @@ from deltalog.core.reachability import Tip
 from deltalog.core.schema import SchemaError, parse_schema
 from deltalog.core.segment import CheckpointRef, LogSegment, build_segment
 from deltalog.core.state import BaseState, CommitData, ReplayResult
+from deltalog.core.state.compact_check import unusable_reason
 from deltalog.core.state.files import FileState
 from deltalog.core.state.replay import replay, state_only
 from deltalog.core.version_state import VersionState, of_replay
-from deltalog.errors import CorruptLogError, DeltaLogError, VersionNotFoundError
+from deltalog.errors import CorruptLogError, DeltaLogError, NotFoundError, VersionNotFoundError
 from deltalog.storage import bulk
 from deltalog.storage.base import LogStore
 from deltalog.table import listing
@@ -52,11 +53,38 @@ def read_commits(
     return _read_files(ctx, segment.commits, cache)
 
 
-def read_replay(ctx: TableContext, segment: LogSegment, cache: dict[int, CommitData] | None = None) -> list[CommitData]:
-    """What a replay of the segment after its checkpoint reads: :func:`read_commits`, with each log compaction
-    file the segment chose read instead of the commits it covers (one request for a run of them). A
-    compaction's :class:`CommitData` carries its last version and its own path, so an error names it."""
-    return _read_files(ctx, segment.replay_files(), cache)
+def read_replay(
+    ctx: TableContext, segment: LogSegment, cache: dict[int, CommitData] | None = None
+) -> tuple[LogSegment, list[CommitData]]:
+    """What a replay of the segment after its checkpoint reads, and the segment it reads it for.
+
+    :func:`read_commits`, with each log compaction file the segment chose read instead of the commits it
+    covers (one request for a run of them). A compaction's :class:`CommitData` carries its last version and
+    its own path, so an error names it. Each compaction file is checked on its own first
+    (:func:`deltalog.core.state.compact_check.unusable_reason`): one that does not hold reconciled actions
+    is dropped from the segment returned, with a warning once per file, and its commits are read instead.
+    """
+    files = segment.replay_files()
+    datas = _read_files(ctx, files, cache)
+    refused: list[LogPath] = []
+    for p, d in zip(files, datas, strict=True):
+        if p.end_version is None:
+            continue
+        why = unusable_reason(d.data, d.path, ctx.store.root)
+        if why is not None:
+            ctx.warn_compaction_refused(p.name, why)
+            refused.append(p)
+    if not refused:
+        return segment, datas
+    return _without(ctx, segment, refused, cache)
+
+
+def _without(
+    ctx: TableContext, segment: LogSegment, refused: list[LogPath], cache: dict[int, CommitData] | None
+) -> tuple[LogSegment, list[CommitData]]:
+    """The segment without the ``refused`` compaction files, and what its replay reads (their commits)."""
+    kept = dataclasses.replace(segment, compactions=tuple(c for c in segment.compactions if c not in refused))
+    return kept, _read_files(ctx, kept.replay_files(), cache)
 
 
 def _read_files(ctx: TableContext, files: tuple[LogPath, ...], cache: dict[int, CommitData] | None) -> list[CommitData]:
@@ -85,9 +113,8 @@ def read_listed(store: LogStore, paths: list[str]) -> list[bytes]:
     :class:`CorruptLogError` naming it (a listed commit does not disappear from a sound log)."""
     try:
         return bulk.read_many(store, paths)
-    except FileNotFoundError as exc:
-        named = str(exc.filename or "").replace("\\", "/")
-        path = next((p for p in paths if named.endswith(p)), paths[0] if paths else LOG_DIR)
+    except NotFoundError as exc:
+        path = exc.path if exc.path in paths else (paths[0] if paths else LOG_DIR)
         raise CorruptLogError(f"{path} disappeared while the log was read", path=path) from None
 
 
@@ -114,11 +141,12 @@ def _load_files(
     the log still holds what is needed without it. The fallback is logged with the file it skipped; only
     when nothing older can rebuild the version does the checkpoint's error reach the caller.
 
-    A log compaction file deleted since the listing (log cleanup) is dropped from the segment and its commits
-    are read instead.
+    A log compaction file deleted since the listing (log cleanup), or one holding an action replay cannot
+    read, is dropped from the segment and its commits are read instead (one that does not hold reconciled
+    actions never gets that far: :func:`read_replay`).
 
     It is a loop over one listing, never a recursion: every round drops the checkpoint that failed (all
-    its files) or a vanished compaction file, so it ends after at most one round per checkpoint and
+    its files) or a compaction file that failed, so it ends after at most one round per checkpoint and
     compaction file in the log, with one listing and each
     commit read once, however many checkpoints are damaged. The skipped checkpoints are recorded in the
     file state (:attr:`FileState.distrusted`): ``vacuum`` refuses to trust such a file list.
@@ -130,16 +158,19 @@ def _load_files(
     current = segment
     while True:
         try:
-            state, files = _load_once(ctx, current, cache, checkpoint_store or ctx.store)
+            used, state, files = _load_once(ctx, current, cache, checkpoint_store or ctx.store)
             if distrusted:
                 files = dataclasses.replace(files, distrusted=tuple(distrusted))
-            return current, state, files
+            return used, state, files
         except CorruptLogError as exc:
-            gone = _vanished_compaction(ctx, current, exc)
-            if gone is not None:
+            failed = _failed_compaction(current, exc)
+            if failed is not None:
                 # A compaction file only stands in for commits that are still there: read those instead.
-                log.info("%s: %s is gone (log cleanup); reading its commits", ctx.location, gone.name)
-                current = dataclasses.replace(current, compactions=tuple(c for c in current.compactions if c != gone))
+                if _vanished(ctx, failed):
+                    log.info("%s: %s is gone (log cleanup); reading its commits", ctx.location, failed.name)
+                else:
+                    ctx.warn_compaction_refused(failed.name, str(exc))
+                current = dataclasses.replace(current, compactions=tuple(c for c in current.compactions if c != failed))
                 continue
             cp = current.checkpoint
             if cp is None or not _in_checkpoint(exc, cp):
@@ -163,15 +194,18 @@ def _load_files(
             )
 
 
-def _vanished_compaction(ctx: TableContext, segment: LogSegment, exc: CorruptLogError) -> LogPath | None:
-    """The segment's compaction file that ``exc`` is about when it no longer exists (deleted since the listing)."""
-    found = next((c for c in segment.compactions if exc.path == f"{LOG_DIR}/{c.name}"), None)
-    if found is None:
-        return None
+def _failed_compaction(segment: LogSegment, exc: CorruptLogError) -> LogPath | None:
+    """The segment's compaction file that ``exc`` is about: deleted since the listing, or holding an action
+    replay cannot read. Either way its commits, all listed, say what it was meant to."""
+    return next((c for c in segment.compactions if exc.path == f"{LOG_DIR}/{c.name}"), None)
+
+
+def _vanished(ctx: TableContext, compaction: LogPath) -> bool:
+    """Whether ``compaction`` no longer exists (log cleanup deleted it since the listing)."""
     try:
-        return None if ctx.store.exists(f"{LOG_DIR}/{found.name}") else found
+        return not ctx.store.exists(f"{LOG_DIR}/{compaction.name}")
     except (DeltaLogError, OSError):
-        return None
+        return False
 
 
 def _in_checkpoint(exc: CorruptLogError, cp: CheckpointRef) -> bool:
@@ -191,17 +225,19 @@ def _no_fallback(exc: CorruptLogError, distrusted: list[str]) -> CorruptLogError
 
 def _load_once(
     ctx: TableContext, segment: LogSegment, cache: dict[int, CommitData], checkpoint_store: LogStore
-) -> tuple[VersionState, FileState]:
+) -> tuple[LogSegment, VersionState, FileState]:
+    """One attempt at ``segment``: the segment as read (without the compaction files refused), its state
+    and its files."""
     if segment.checkpoint is not None:
         base = CheckpointReader(checkpoint_store).read_base(segment.checkpoint)
     else:
         base = BaseState(version=-1, source=f"{LOG_DIR}/{commit_name(0)}")
-    commits = read_replay(ctx, segment, cache)
+    segment, commits = read_replay(ctx, segment, cache)
     result = replay(base, commits, ctx.store.root)
     state = _vet(ctx, segment, result)
     assert result.files is not None
     _check_file_actions(result.files, commits)
-    return state, result.files
+    return segment, state, result.files
 
 
 def load_state(
@@ -219,7 +255,8 @@ def load_state(
         return load(ctx, segment, tip, checkpoint_store)
     try:
         base = CheckpointReader(checkpoint_store or ctx.store).read_non_file(segment.checkpoint)
-        state = _vet(ctx, segment, state_only(base, read_replay(ctx, segment)))
+        segment, commits = read_replay(ctx, segment)
+        state = _vet(ctx, segment, state_only(base, commits))
     except CorruptLogError:
         return load(ctx, segment, tip, checkpoint_store)
     pending = pending_of_segment(segment)

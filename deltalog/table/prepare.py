@@ -73,12 +73,13 @@ def prepare(
     )
     protocol = next((a for a in reversed(prepared) if isinstance(a, A.Protocol)), None)
     metadata = next((a for a in reversed(prepared) if isinstance(a, A.Metadata)), None)
-    assert protocol is not None or snap is not None, "a commit that creates the table stages its protocol"
-    protocol = protocol or snap.protocol
+    if snap is not None:
+        protocol, metadata = protocol or snap.protocol, metadata or snap.metadata
+    assert protocol is not None and metadata is not None, "a commit that creates the table stages both"
     record = check_duties(
         prepared,
         protocol=protocol,
-        metadata=metadata or snap.metadata,
+        metadata=metadata,
         read_metadata=snap.metadata if snap is not None else None,
         domains=snap.domain_metadata if snap is not None else {},
         operation=operation,

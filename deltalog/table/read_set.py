@@ -4,21 +4,21 @@ against, and the summary of a commit that the conflict checker judges.
 Only reads made through the transaction are recorded (reading the snapshot directly is a caller's choice not
 to be protected). A condition on a data column cannot be judged from the log, so it is left out of the
 recorded predicate and the partition conditions kept, as Delta Spark's ``trackReadPredicates`` does: a read by
-data columns only is a read of every partition. Files are recorded by their canonical key, the one identity
+data columns only is a read of every partition. The conditions come from the predicate's expression tree
+(:meth:`deltalog.data.predicate.RowFilter.conditions`), so SQL text, a pyarrow Expression, DNF tuples and a
+mapping that say the same thing record the same read. Files are recorded by their canonical key, the one identity
 replay and the conflict checker share.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from collections.abc import Iterable, Sequence
 
 from deltalog.core import actions as A
 from deltalog.core.conflicts import PartitionSchema, ReadPredicate, ReadSet, TxnSummary, is_blind_append
-from deltalog.core.partitions import PartitionValueError, conditions_from_where, typed_conditions
+from deltalog.core.partitions import Condition
 from deltalog.core.pathkeys import file_key
 from deltalog.core.schema import top_level_fields
-from deltalog.errors import InvalidArgumentError
 from deltalog.table.snapshot import Snapshot
 
 
@@ -49,17 +49,14 @@ class ReadRecord:
     def add_files(self, paths: Iterable[str]) -> None:
         self.files.update(self.key(p) for p in paths)
 
-    def add_predicate(self, where: Mapping[str, Any] | None, snap: Snapshot | None) -> None:
-        """Record ``where``'s partition conditions, typed by ``snap``'s partition schema; no ``where``: all."""
-        if not where:
+    def add_predicate(self, conditions: Sequence[Condition] | None, snap: Snapshot | None) -> None:
+        """Record a read of the partitions ``conditions`` select (ANDed; typed values, as the predicate's tree
+        gives them); None or none: the whole table. Conditions on other than partition columns are dropped."""
+        if not conditions:
             self.predicates.append(ReadPredicate())
             return
         schema = partition_schema(snap)
-        conds = [c for c in conditions_from_where(where) if c.column in schema.types]
-        try:
-            self.predicates.append(ReadPredicate(tuple(typed_conditions(conds, schema.types))))
-        except PartitionValueError as exc:
-            raise InvalidArgumentError(str(exc)) from None
+        self.predicates.append(ReadPredicate(tuple(c for c in conditions if c.column in schema.types)))
 
     def read_set(self) -> ReadSet:
         return ReadSet(tuple(self.predicates), frozenset(self.files), frozenset(self.app_ids))
@@ -79,6 +76,7 @@ class ReadRecord:
             is_blind_append=is_blind_append(actions, read_set),
             txn_id=txn_id,
             read_protocol=snap.protocol if snap is not None else None,
+            table_id=snap.metadata.id if snap is not None else None,
         )
 
 

@@ -15,7 +15,6 @@ from functools import cached_property
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from deltalog.arrow.schema import to_arrow_schema
 from deltalog.core import actions as A
@@ -34,8 +33,11 @@ from deltalog.table.context import TableContext
 from deltalog.table.file_list import FileList, Pending
 
 if TYPE_CHECKING:
+    import pandas as pd
+    import polars as pl
     import pyarrow.dataset as ds
 
+    from deltalog.data.predicate import RowFilter
     from deltalog.data.scan import TableDescription
 
 T = TypeVar("T")
@@ -67,11 +69,6 @@ class Snapshot:
     @property
     def context(self) -> TableContext:
         """The table this snapshot was read from: its store, location and clock."""
-        return self._context
-
-    @property
-    def log(self) -> TableContext:
-        """The table this snapshot was read from (``store``, ``location``, ``now_ms()``); see :attr:`context`."""
         return self._context
 
     @property
@@ -230,24 +227,37 @@ class Snapshot:
         """
         return self.reading(lambda: self._files.get().distrusted)
 
-    def files(self, where: Mapping[str, Any] | None = None, stats: bool = False) -> pa.Table:
+    def files(self, where: Any = None, stats: bool = False) -> pa.Table:
         """Live files as Arrow, one row per add; ``where`` prunes by partition values (logical names).
 
-        ``where`` maps a column to a value (equality), a list (IN) or ``{op: value}`` (``<``, ``<=``, ``>``,
-        ``>=``, ``!=``, ``in``, ``not in``). A condition on a non-partition column cannot prune and keeps
-        every file; an unknown column is an :class:`InvalidArgumentError`.
+        ``where`` is any filter (docs/data.md, "Filters"): SQL text (``"day = '2026-11-01'"``), a pyarrow
+        Expression, DNF tuples (``[("day", "=", "2026-11-01")]``) or a mapping of a column to a value
+        (equality), a list (IN) or ``{op: value}`` (``<``, ``<=``, ``>``, ``>=``, ``!=``, ``in``, ``not in``).
+        Its partition conditions prune (those derived through generated partition columns too); a condition on
+        a non-partition column cannot and keeps every file; an unknown column is an
+        :class:`InvalidArgumentError`.
         """
         table = self.raw_files(stats=stats)
-        if where:
+        if where is not None and not (isinstance(where, Mapping) and not where):
             table = table.filter(self.partition_mask(table, where))
         return files_view.present(table, stats, self.physical_names)
 
-    def add_actions(self, where: Mapping[str, Any] | None = None) -> Iterator[A.Add]:
-        """Live files as :class:`~deltalog.actions.Add` values (for building removes); stats included."""
+    def add_actions(self, where: Any = None, exact: bool = False) -> Iterator[A.Add]:
+        """Live files as :class:`~deltalog.actions.Add` values (for building removes); stats included.
+        ``exact``: ``where`` is about partition columns only and a value it cannot evaluate is raised, not kept
+        (the files are removed whole)."""
         table = self.raw_files(stats=True)
-        if where:
-            table = table.filter(self.partition_mask(table, where))
+        if where is not None and not (isinstance(where, Mapping) and not where):
+            table = table.filter(self.partition_mask(table, where, strict=exact))
         return files_view.add_actions(table)
+
+    def row_filter(self, where: Any, session_time_zone: str | None = None) -> RowFilter:
+        """``where`` (any filter form, or a RowFilter already) bound against this version's schema."""
+        from deltalog.data.predicate import RowFilter, row_filter
+
+        if isinstance(where, RowFilter):
+            return where
+        return row_filter(where, self.schema_json, self.partition_columns, session_time_zone)
 
     def tombstones(self) -> pa.Table:
         """Removes still in the state (not yet filtered by retention), as Arrow in the log's field names."""
@@ -257,11 +267,22 @@ class Snapshot:
         """Live adds in the log's own field names and physical partition keys (for checkpoints)."""
         return self.reading(lambda: self._files.get().adds(stats=stats))
 
-    def partition_mask(self, table: pa.Table, where: Mapping[str, Any]) -> pa.Array:
-        """A boolean mask over ``table`` (rows shaped like :meth:`raw_files`) for the partition filter ``where``
-        (:meth:`files` grammar); an unknown column or a value of the wrong type is an
+    def partition_mask(self, table: pa.Table, where: Any, strict: bool = False) -> pa.Array:
+        """A boolean mask over ``table`` (rows shaped like :meth:`raw_files`) keeping the files ``where`` (any
+        filter form) may match by their partition values; an unknown column or a value of the wrong type is an
         :class:`InvalidArgumentError`."""
-        return files_view.partition_mask(table, where, self.schema_json, self.partition_columns, self.physical_names)
+        if isinstance(where, Mapping):  # the load path's own form: typed conditions, no evaluator (nor pandas)
+            return files_view.partition_mask(
+                table, where, self.schema_json, self.partition_columns, self.physical_names
+            )
+        from deltalog.data.partition_pruning import partition_mask
+
+        chosen = self.row_filter(where)
+        if chosen.partition is None:
+            return pa.repeat(pa.scalar(True), table.num_rows)
+        return partition_mask(
+            table, chosen.partition, self.schema_json, self.physical_names, chosen.session_time_zone, strict
+        )
 
     # ------------------------------------------------------------------------------------------ rows
     # The data plane (pyarrow.dataset and friends) loads on the first scan, not with ``import deltalog``.
@@ -271,8 +292,12 @@ class Snapshot:
         store = self._context.store
         return TableDescription(store, self.schema_json, tuple(self.partition_columns), self.column_mapping_mode)
 
-    def scan(self, columns: Sequence[str] | None = None, filter: pc.Expression | None = None) -> pa.RecordBatchReader:
-        """The live rows matching ``filter`` (a pyarrow compute expression on logical names), streamed.
+    def scan(
+        self, columns: Sequence[str] | None = None, filter: Any = None, *, session_time_zone: str | None = None
+    ) -> pa.RecordBatchReader:
+        """The live rows matching ``filter``, streamed. ``filter`` is any filter form on logical names
+        (docs/data.md, "Filters"): SQL text evaluated with Spark's semantics (timestamps in
+        ``session_time_zone``, UTC by default), a pyarrow Expression evaluated by pyarrow, DNF tuples or a mapping.
 
         Files are pruned by partition values and skipped by statistics, read in parallel with deletion vectors
         applied and column mapping resolved (:func:`deltalog.data.scan.scan`). An unknown column, in
@@ -280,11 +305,33 @@ class Snapshot:
         """
         from deltalog.data.scan import scan
 
-        return scan(self.raw_files(stats=True), self._description(), columns, filter)
+        chosen = None if filter is None else self.row_filter(filter, session_time_zone)
+        return scan(self.raw_files(stats=True), self._description(), columns, chosen)
 
-    def to_arrow(self, columns: Sequence[str] | None = None, filter: pc.Expression | None = None) -> pa.Table:
+    def to_arrow(
+        self, columns: Sequence[str] | None = None, filter: Any = None, *, session_time_zone: str | None = None
+    ) -> pa.Table:
         """:meth:`scan`, read into one table."""
-        return self.scan(columns, filter).read_all()
+        return self.scan(columns, filter, session_time_zone=session_time_zone).read_all()
+
+    def to_pandas(self, columns: Sequence[str] | None = None, filter: Any = None) -> pd.DataFrame:
+        """:meth:`to_arrow` as a pandas DataFrame (pandas must be installed)."""
+        from deltalog.data.frames import to_pandas
+
+        return to_pandas(self.to_arrow(columns, filter))
+
+    def to_polars(self, columns: Sequence[str] | None = None, filter: Any = None) -> pl.DataFrame:
+        """:meth:`to_arrow` as a polars DataFrame (polars must be installed)."""
+        from deltalog.data.frames import to_polars
+
+        frame: pl.DataFrame = to_polars(self.to_arrow(columns, filter))
+        return frame
+
+    def __arrow_c_stream__(self, requested_schema: object | None = None) -> object:
+        """The live rows as an Arrow C stream (the PyCapsule protocol): ``pyarrow.table(snap)``,
+        ``polars.DataFrame(snap)``, duckdb (``SELECT ... FROM snap``) and ``deltalog.write`` take a snapshot as
+        they take any Arrow data (``polars.from_arrow`` makes a struct Series of any such stream)."""
+        return self.scan().__arrow_c_stream__(requested_schema)
 
     def file_uris(self) -> list[str]:
         """Every live file's absolute location, decoded, for pyarrow, duckdb or polars (local files as paths)."""

@@ -39,6 +39,7 @@ from deltalog.errors import (
 from deltalog.table import declared_intents
 from deltalog.table.commit_loop import CommitResult, Committed, Committer, RetryPolicy, Young
 from deltalog.table.context import TableContext
+from deltalog.table.new_table import NewTable
 from deltalog.table.prepare import CommitRequest, gate_operation, run_commit, skipped, with_app_version
 from deltalog.table.read_set import ReadRecord, partition_schema
 from deltalog.table.snapshot import Snapshot
@@ -65,8 +66,12 @@ class Transaction:
         on_committed: Callable[[Committed], None] | None = None,
         young: Young | None = None,
         refresh: Callable[[], tuple[Snapshot, Young | None]] | None = None,
+        new_table: NewTable | None = None,
     ) -> None:
-        """``young`` lets the commit skip listings while it holds (:class:`~deltalog.table.commit_loop.Young`):
+        """``new_table`` (with ``snapshot`` None) is the table this transaction creates: its protocol and
+        metadata are staged, so whatever else is committed (the first data files) lands in the same version 0.
+
+        ``young`` lets the commit skip listings while it holds (:class:`~deltalog.table.commit_loop.Young`):
         the caller vouches that ``snapshot`` descends from a commit it sent at ``young.anchor_ms``.
 
         With ``refresh``, ``snapshot`` is the caller's cached one, taken without a listing: the first read
@@ -81,16 +86,20 @@ class Transaction:
         self._on_committed = on_committed
         self._young = young
         self._refresh = refresh
+        if new_table is not None and snapshot is not None:
+            raise InvalidArgumentError("a transaction that creates the table reads no snapshot")
+        self._new_table = new_table
         #: the gate operation of the commit being made (a winner's protocol is checked for it); WRITE before
         self._gate_op = WRITE
         if isolation is not None and isolation not in ISOLATION_LEVELS:
             raise InvalidArgumentError(f"isolation level {isolation!r} is not one of {ISOLATION_LEVELS}")
-        conf = snapshot.configuration if snapshot is not None else {}
+        table = snapshot if snapshot is not None else new_table
+        conf = table.configuration if table is not None else {}
         self.isolation: str = isolation or _table_isolation(conf)
         self.retry = retry or RetryPolicy()
         self.txn_id = str(uuid.uuid4())
         self._reads = ReadRecord(context.store.root)
-        self._staged: list[A.Action] = []
+        self._staged: list[A.Action] = list(new_table.actions) if new_table is not None else []
         self._done = False
         self._gate = WRITE  # the feature-gate operation a caller named (commit(gate=...)); WRITE: from the actions
         self._declared: declared_intents.IntentHandle | None = None  # see declare_intent
@@ -127,6 +136,11 @@ class Transaction:
         return self._snapshot
 
     @property
+    def new_table(self) -> NewTable | None:
+        """The table this transaction creates (its version 0 as it will be committed), or None."""
+        return self._new_table
+
+    @property
     def read_version(self) -> int:
         """The version read: -1 for the transaction that creates the table."""
         return self._snapshot.version if self._snapshot is not None else -1
@@ -136,7 +150,7 @@ class Transaction:
         """The intent :meth:`declare_intent` published, until commit or abort releases it (then stopped)."""
         return self._declared
 
-    def read(self, where: Mapping[str, Any] | None = None) -> pa.Table:
+    def read(self, where: Any = None) -> pa.Table:
         """The live files matching ``where`` (all files without it), recorded as read.
 
         Both the predicate and the matched files enter the read set, as Delta Spark's ``filterFiles`` does:
@@ -145,8 +159,11 @@ class Transaction:
         ``trackReadPredicates`` does, they are left out of the recorded predicate and the partition conditions
         kept (a read by data columns only is thus a read of every partition).
         """
-        files = self.snapshot.files(where=where)  # validates columns and values
-        self._reads.add_predicate(where, self._snapshot)
+        chosen = (
+            None if where is None or (isinstance(where, Mapping) and not where) else self.snapshot.row_filter(where)
+        )
+        files = self.snapshot.files(where=chosen)  # validates columns and values
+        self._reads.add_predicate(chosen.conditions() if chosen is not None else None, self._snapshot)
         self._reads.add_files(files.column("path").to_pylist())
         return files
 
@@ -164,7 +181,7 @@ class Transaction:
     # ------------------------------------------------------------------------------------------ intents
     def declare_intent(
         self,
-        where: Mapping[str, Any] | None = None,
+        where: Any = None,
         files: Iterable[str] | None = None,
         *,
         heartbeat_s: float = 10.0,
@@ -181,7 +198,6 @@ class Transaction:
         if files is not None:
             self.read_files(files)
         files_read, now = sorted(self._reads.files), self._context.now_ms()
-        what = {"operation": operation, "is_compaction": is_compaction, "heartbeat_s": heartbeat_s}
         self._declared = declared_intents.declare(
             self._context.store,
             self.txn_id,
@@ -190,7 +206,9 @@ class Transaction:
             files_read,
             now,
             timeout_s,
-            **what,
+            operation=operation,
+            is_compaction=is_compaction,
+            heartbeat_s=heartbeat_s,
         )
         return self._declared
 
@@ -213,15 +231,11 @@ class Transaction:
             self._declared.remove()
 
     # ------------------------------------------------------------------------------------------ staging
-    def add(self, *adds: A.Add) -> None:
-        """Stage files to add (data files the caller has already written)."""
-        self._staged.extend(adds)
-
     def stage(self, actions: Iterable[A.Action]) -> None:
         """Add actions to this transaction; several staged operations commit as one version."""
         self._staged.extend(actions)
 
-    def remove_where(self, where: Mapping[str, Any] | None = None, data_change: bool = True) -> list[A.Remove]:
+    def remove_where(self, where: Any = None, data_change: bool = True) -> list[A.Remove]:
         """Stage removes of the live files matching ``where`` (all without it), and record the read.
 
         A delete reads what it deletes: a concurrent append into the same partitions is a conflict. Only
@@ -230,15 +244,16 @@ class Transaction:
         """
         snap = self.snapshot
         partition = set(snap.partition_columns)
-        data_columns = sorted(k for k in (where or {}) if k not in partition)
-        if data_columns:
+        chosen = None if where is None or (isinstance(where, Mapping) and not where) else snap.row_filter(where)
+        data_columns = sorted(c for c in (chosen.columns if chosen is not None else ()) if c not in partition)
+        if data_columns or (chosen is not None and chosen.tree is None):
             raise InvalidArgumentError(
-                f"remove_where can only select by partition columns {sorted(partition)}, not {data_columns}: "
-                "the log knows files, not rows"
+                f"remove_where can only select by partition columns {sorted(partition)}, not "
+                f"{data_columns or 'an Expression it cannot read'}: the log knows files, not rows"
             )
-        self.read(where)
+        self.read(chosen)
         now = self._context.now_ms()
-        removes = [a.remove(now, data_change) for a in snap.add_actions(where)]
+        removes = [a.remove(now, data_change) for a in snap.add_actions(chosen, exact=True)]
         self._staged.extend(removes)
         return removes
 
@@ -306,8 +321,13 @@ class Transaction:
             except (MetadataChangedError, ProtocolChangedError):
                 if self._refresh is None:
                     raise
-                log.info("a metadata or protocol change since the cached snapshot: committing on the latest")
+                read = self._snapshot
                 self._observe()
+                if read is not None and self._snapshot is not None and read.metadata.id != self._snapshot.metadata.id:
+                    # another table now (deleted and created again): what was staged was made for the one read
+                    self._done = True
+                    raise
+                log.info("a metadata or protocol change since the cached snapshot: committing on the latest")
                 result = self._commit(actions, operation, operation_parameters, user_metadata, operation_metrics)
         except CommitStateUnknownError:
             raise  # it may have landed: the intent stays live for a retried commit; abort() removes it

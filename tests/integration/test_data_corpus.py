@@ -234,7 +234,7 @@ def _snapshot_or_refusal(entry: dict[str, Any]) -> Snapshot | None:
 def _file_by_file(snap: Snapshot) -> pa.Table:
     """Every live file read on its own with :mod:`deltalog.data.read`, concatenated."""
     spec = read_schema(snap.schema_json, snap.partition_columns, snap.column_mapping_mode)
-    tables = [read_file(snap.log.store, spec, DataFile.of(a)) for a in snap.add_actions()]
+    tables = [read_file(snap.context.store, spec, DataFile.of(a)) for a in snap.add_actions()]
     return pa.concat_tables(tables) if tables else spec.schema.empty_table()
 
 

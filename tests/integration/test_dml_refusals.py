@@ -24,10 +24,13 @@ from deltalog.errors import (
     ConstraintViolationError,
     CorruptDataError,
     DeltaLogError,
+    ExpressionValueError,
     InvalidArgumentError,
     InvalidCommitError,
+    InvalidExpressionError,
     NotNullViolationError,
     SchemaMismatchError,
+    UnsupportedExpressionError,
     UnsupportedFeatureError,
 )
 from tests.integration.dml_kit import enable_deletion_vectors, files_on_disk, hand_commit
@@ -202,11 +205,29 @@ CASES: dict[str, Case] = {
         InvalidArgumentError,
         "nope",
     ),
-    "delete-sql-outside-the-subset": (
+    "delete-sql-function-not-evaluated": (
         plain,
-        lambda r: DeltaLog.for_table(r).delete("upper(region) = 'EU'"),
-        InvalidArgumentError,
-        "upper",
+        lambda r: DeltaLog.for_table(r).delete("soundex(region) = 'E000'"),
+        UnsupportedExpressionError,
+        "soundex",
+    ),
+    "delete-sql-unparsable": (
+        plain,
+        lambda r: DeltaLog.for_table(r).delete("region = = 'eu'"),
+        InvalidExpressionError,
+        "position",
+    ),
+    "delete-sql-type-spark-rejects": (
+        plain,
+        lambda r: DeltaLog.for_table(r).delete("region * region > 1"),
+        InvalidExpressionError,
+        "NUMERIC",
+    ),
+    "delete-sql-malformed-value": (
+        plain,
+        lambda r: DeltaLog.for_table(r).delete("region + 1 > 0"),
+        ExpressionValueError,
+        "CAST_INVALID_INPUT",
     ),
     "delete-corrupt-dv": (
         with_dvs,

@@ -44,7 +44,7 @@ def _table(root: Path) -> DeltaLog:
         stats = json.dumps({"numRecords": ROWS, "minValues": {"id": i * ROWS}, "maxValues": {"id": (i + 1) * ROWS - 1}})
         adds.append(A.Add(f"{directory}/part-{i}.parquet", {"part": value}, on_disk.stat().st_size, 0, True, stats))
     txn = log.start_transaction()
-    txn.add(*adds)
+    txn.stage(adds)
     txn.commit()
     return log
 

@@ -233,6 +233,25 @@ def test_unresolvable_outcome_raises_commit_state_unknown(tmp_path: Path, landed
     assert fresh_log(tmp_path).snapshot().version == (1 if landed else 0)
 
 
+def test_resolving_an_unknown_outcome_stops_at_its_time_budget(tmp_path: Path) -> None:
+    # Each try of a failed write is a store call that may wait out the client's own retries (seconds each on a
+    # dead endpoint, issue 23): the tries stop once ``transient_seconds`` have passed, however many are left.
+    store, log = make_table(
+        tmp_path,
+        fail_before("put_if_absent", commit_path(1), error=timeout()),
+        fail_before("read", commit_path(1), error=server_error()),
+    )
+    ticks = iter(range(0, 10_000, 20))  # every look at the clock finds 20 s gone
+    policy = RetryPolicy(backoff_base_s=0.0, transient_retries=8, transient_seconds=30.0, monotonic=lambda: next(ticks))
+    txn = log.start_transaction(retry=policy)
+    with pytest.raises(CommitStateUnknownError, match="after 2 tries") as info:
+        txn.commit([add("a.parquet")])
+    assert txn.txn_id in str(info.value)
+    assert len(store.calls_to("put_if_absent", commit_path(1))) == 2  # not transient_retries + 1 = 9
+    store.disarm()
+    assert fresh_log(tmp_path).snapshot().version == 0
+
+
 @pytest.mark.parametrize("landed", [True, False], ids=["landed", "not-landed"])
 def test_after_an_unknown_outcome_an_exactly_once_retry_commits_at_most_once(tmp_path: Path, landed: bool) -> None:
     # The recovery CommitStateUnknownError asks for: retry as the same application version. The retry must

@@ -13,6 +13,7 @@ import logging
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+from urllib.parse import unquote
 
 import orjson
 import pyarrow as pa
@@ -28,7 +29,6 @@ from deltalog.core.paths import checkpoint_name, commit_name, multipart_name
 from deltalog.errors import CheckpointError, CorruptLogError, DeltaLogError, StorageError
 from deltalog.storage.faults import FaultRule, FaultyStore, transient
 from deltalog.storage.local import LocalLogStore
-from tests.corpus import corpus_dir
 from tests.peers import try_deltalake, try_duckdb
 
 from .logdamage import (
@@ -47,7 +47,7 @@ from .logdamage import (
     within,
 )
 
-pytestmark = pytest.mark.skipif(corpus_dir() is None, reason="needs the conformance corpus")
+pytestmark = pytest.mark.corpus  # every case damages a copy of a corpus table: none without a corpus
 
 BASIC = "delta/basic-with-checkpoint"  # versions 0-14, checkpoint at 10, every commit kept, 30 real data files
 CP10 = checkpoint_name(10)
@@ -137,9 +137,21 @@ def test_checkpoint_add_row_with_a_required_field_null(
     damaged_checkpoint(tmp_path, caplog, lambda cp: rewrite_field(cp, "add", field, null_first_set), f"add.{field}")
 
 
-def test_checkpoint_without_an_add_column(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
-    """Read as "no adds", it would be an empty table at version 10: every data file unreferenced."""
-    damaged_checkpoint(tmp_path, caplog, lambda cp: rewrite_column(cp, "add", lambda c: None), "'add' column")
+def test_checkpoint_without_an_add_column_holds_no_adds(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    """No damage a reader can see: PROTOCOL.md ("Checkpoints") reads a missing action column as null, so the
+    checkpoint says version 10 had no live files (a lean checkpoint of an emptied table is written so). deltalog
+    reads what deltalake and duckdb read, with no fallback and no warning; only a column present with the wrong
+    type is damage (above). tests/integration/test_lean_checkpoints.py has lean checkpoints that are right."""
+    root = copy_table(BASIC, tmp_path / "t")
+    rewrite_column(log_file(root, CP10), "add", lambda c: None)
+    with caplog.at_level(logging.WARNING, logger="deltalog"):
+        snap = fresh(root).snapshot()
+    assert not skipped(caplog) and snap.distrusted_checkpoints == ()
+    assert fresh(root).snapshot(version=10).num_files == 0
+    ours = {unquote(p) for p in snap.files().column("path").to_pylist()}
+    lake, duck = try_deltalake(root, rows=False), try_duckdb(root)
+    assert not isinstance(lake, str) and not isinstance(duck, str), (lake, duck)
+    assert lake.version == snap.version and lake.files == duck.files == ours and 0 < len(ours) < 30
 
 
 def test_checkpoint_partition_columns_not_a_list(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:

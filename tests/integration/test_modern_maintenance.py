@@ -24,6 +24,7 @@ from deltalog.maintenance.vacuum import vacuum
 from deltalog.storage.fault_rules import fail_before
 from deltalog.storage.faults import FaultyStore
 from deltalog.storage.local import LocalLogStore
+from deltalog.storage.retry import missing
 from deltalog.table.context import TableContext
 from tests.corpus import table_path, writable_copy
 from tests.peers import deltalake_view, duckdb_view, try_deltalake, try_duckdb
@@ -266,7 +267,7 @@ def test_a_lite_vacuum_racing_log_cleanup_skips_the_commit_it_lost(tmp_path: Pat
     txn.commit()  # v4
     racing = FaultyStore(
         LocalLogStore(str(root)),
-        fail_before("read", f"{LOG}/{2:020d}.json", error=lambda op, path: FileNotFoundError(2, "gone", path)),
+        fail_before("read", f"{LOG}/{2:020d}.json", error=lambda op, path: missing(path)),
     )
     result = vacuum(TableContext(racing, racing.root), log.snapshot(), retention=0, force=True, lite=True)
     assert sorted(result.paths) == sorted(first + second) and result.deleted == ()

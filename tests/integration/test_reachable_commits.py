@@ -60,7 +60,7 @@ def slow_writer(root: Path, before: int, after: int, clock: Callable[[], float] 
     new_table(root)
     appends(root, [f"a{i}" for i in range(before)])
     slow = DeltaLog.for_table(root, clock=clock).start_transaction()
-    slow.add(data_file(root, "slow"))
+    slow.stage([data_file(root, "slow")])
     appends(root, [f"b{i}" for i in range(after)])
     return slow
 
@@ -104,7 +104,7 @@ def test_a_commit_that_would_follow_a_gap_is_taken_back(tmp_path: Path) -> None:
     new_table(tmp_path)
     appends(tmp_path, ["a", "b", "c", "d"])
     stale = DeltaLog.for_table(tmp_path).start_transaction()  # reads version 4
-    stale.add(data_file(tmp_path, "stale"))
+    stale.stage([data_file(tmp_path, "stale")])
     shutil.rmtree(tmp_path / "_delta_log")  # the table is dropped and created again, shorter
     new_table(tmp_path)
     appends(tmp_path, ["new"])

@@ -122,3 +122,29 @@ def test_a_corrupt_commit_read_on_an_executor_fails_typed_and_writes_nothing(spa
         checkpoint(spark, str(root), parts=2, now_ms=NOW)
     assert "00000000000000000003.json" in str(info.value) and info.value.line == len(lines) + 1
     assert sorted(p.name for p in (root / "_delta_log").iterdir()) == before
+
+
+@pytest.mark.parametrize(
+    ("line", "kind"),
+    [(b'{"add": "part-9.parquet"}', "add"), (b'{"txn": {"appId": "etl", "version": "7"}}', "txn")],
+)
+def test_an_action_the_local_reader_refuses_is_refused_on_the_executors_alike(
+    spark: Any, tmp_path: Path, line: bytes, kind: str
+) -> None:
+    """The executors decode commits with the core decoder: an action that does not decode (an add that is not
+    an object, a txn whose version is a string) is the local reader's CorruptLogError, same file and line,
+    where the executors' own parsing once skipped the add or carried the string into the checkpoint."""
+    root = tmp_path / "bad"
+    build_log(root, commits=3, per_commit=2, now_ms=NOW)
+    commit = root / "_delta_log" / "00000000000000000002.json"
+    lines = commit.read_bytes().rstrip(b"\n").split(b"\n")
+    commit.write_bytes(b"\n".join([*lines, line, b""]))
+    with pytest.raises(CorruptLogError) as local:
+        DeltaLog.for_table(root, clock=lambda: NOW / 1000).snapshot().files()
+    before = sorted(p.name for p in (root / "_delta_log").iterdir())
+    with pytest.raises(CorruptLogError) as executors:
+        checkpoint(spark, str(root), parts=2, now_ms=NOW)
+    for caught in (local.value, executors.value):
+        assert "00000000000000000002.json" in str(caught) and caught.line == len(lines) + 1
+        assert f"{kind} action" in str(caught)
+    assert sorted(p.name for p in (root / "_delta_log").iterdir()) == before

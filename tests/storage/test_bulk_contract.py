@@ -11,9 +11,9 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from deltalog.errors import PathOutsideRootError
+from deltalog.errors import NotFoundError, PathOutsideRootError
 from deltalog.storage import bulk
-from deltalog.storage.base import LogStore, list_between
+from deltalog.storage.base import LogStore
 from tests.storage.servers import cloud_of
 
 LOG = "_delta_log"
@@ -40,12 +40,12 @@ def test_read_many_answers_in_order_past_its_concurrency(new_store: Callable[[],
     assert bulk.read_many(store, twice) == [files[commit(3)], files[commit(3)], files[commit(1)]]
 
 
-def test_read_many_of_a_missing_file_is_file_not_found_naming_it(new_store: Callable[[], LogStore]) -> None:
+def test_read_many_of_a_missing_file_is_not_found_naming_it(new_store: Callable[[], LogStore]) -> None:
     store = new_store()
     fill(store, 5)
-    with pytest.raises(FileNotFoundError) as info:
+    with pytest.raises(NotFoundError) as info:
         bulk.read_many(store, [commit(0), commit(9), commit(1), commit(12)])
-    assert commit(9) in str(info.value)  # the first missing one, in order
+    assert info.value.path == commit(9) and commit(9) in str(info.value)  # the first missing one, in order
 
 
 def test_delete_many_deletes_everything_and_a_missing_file_counts_as_deleted(
@@ -82,7 +82,7 @@ def test_capabilities_say_what_the_bulk_calls_do(new_store: Callable[[], LogStor
         assert caps.delete_batch == {"s3": 1000, "azure": 256, "gcs": 1}[cloud_of(backend)]
 
 
-def test_list_between_on_a_long_log_is_exact(new_store: Callable[[], LogStore]) -> None:
+def test_list_range_on_a_long_log_is_exact(new_store: Callable[[], LogStore]) -> None:
     """Ranges across decimal blocks (Azure lists the smallest block holding both ends)."""
     store = new_store()
     fill(store, 130)
@@ -90,5 +90,5 @@ def test_list_between_on_a_long_log_is_exact(new_store: Callable[[], LogStore]) 
     names = [f.name for f in store.list_from(f"{LOG}/")]
     for lo, hi in [(0, 1), (5, 11), (9, 101), (95, 130), (99, 100), (120, 200), (0, 130)]:
         start, stop = f"{lo:020d}.", f"{hi:020d}."
-        got = [f.name for f in list_between(store, f"{LOG}/{start}", stop)]
+        got = [f.name for f in store.list_range(f"{LOG}/{start}", stop)]
         assert got == [n for n in names if start <= n < stop], (lo, hi)

@@ -2,7 +2,7 @@
 
 Every promise the engine relies on is checked on real servers: exactly one winner when writers race for a
 name (for 0 bytes too: the s3fs#973 trap), the winner's bytes kept, overwrite for ``put``, sorted and bounded
-``list_from``, read-after-write, delete, ``FileNotFoundError`` for a missing file, and ``walk``.
+``list_from``, read-after-write, delete, ``NotFoundError`` for a missing file, and ``walk``.
 """
 
 from __future__ import annotations
@@ -14,8 +14,14 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from deltalog.errors import FileAlreadyExistsError, InvalidArgumentError, PathOutsideRootError, StorageError
-from deltalog.storage.base import LogStore, list_between
+from deltalog.errors import (
+    FileAlreadyExistsError,
+    InvalidArgumentError,
+    NotFoundError,
+    PathOutsideRootError,
+    StorageError,
+)
+from deltalog.storage.base import LogStore
 from deltalog.storage.prefix_listing import version_of
 
 LOG = "_delta_log"
@@ -145,18 +151,18 @@ def test_list_from_is_sorted_and_starts_at_start(new_store: Callable[[], LogStor
     assert [f.name for f in store.list_from(f"{LOG}/_")] == ["_last_checkpoint"]
 
 
-def test_list_between_stops_before_stop(new_store: Callable[[], LogStore]) -> None:
+def test_list_range_stops_before_stop(new_store: Callable[[], LogStore]) -> None:
     store = new_store()
     names = [f"{v:020d}.json" for v in range(1, 30)] + ["00000000000000000010.checkpoint.parquet", "_last_checkpoint"]
     with ThreadPoolExecutor(8) as pool:
         list(pool.map(lambda n: store.put_if_absent(f"{LOG}/{n}", b"x"), names))
-    got = [f.name for f in list_between(store, f"{LOG}/00000000000000000005.", "00000000000000000011.")]
+    got = [f.name for f in store.list_range(f"{LOG}/00000000000000000005.", "00000000000000000011.")]
     want = sorted((n for n in names if "00000000000000000005." <= n < "00000000000000000011."), key=str.encode)
     assert got == want  # 5..10 and the checkpoint of 10, sorted
-    tail = [f.name for f in list_between(store, f"{LOG}/00000000000000000028.", None)]
+    tail = [f.name for f in store.list_range(f"{LOG}/00000000000000000028.", None)]
     assert [n for n in tail if version_of(n) is not None] == [f"{28:020d}.json", f"{29:020d}.json"]
-    assert list_between(store, f"{LOG}/00000000000000000031.", "00000000000000000040.") == []
-    assert list_between(store, f"{LOG}/00000000000000000007.", "00000000000000000007.") == []
+    assert store.list_range(f"{LOG}/00000000000000000031.", "00000000000000000040.") == []
+    assert store.list_range(f"{LOG}/00000000000000000007.", "00000000000000000007.") == []
 
 
 def test_list_from_a_missing_directory_is_empty(new_store: Callable[[], LogStore]) -> None:
@@ -167,12 +173,18 @@ def test_list_from_a_missing_directory_is_empty(new_store: Callable[[], LogStore
     assert list(store.list_from("elsewhere/")) == []
 
 
-def test_missing_file_reads_raise_file_not_found(new_store: Callable[[], LogStore]) -> None:
+def test_missing_file_reads_raise_not_found_naming_it(new_store: Callable[[], LogStore]) -> None:
+    """The contract's "absent" is deltalog's NotFoundError (a StorageError), never the builtin; it stays a
+    FileNotFoundError too, for code written against the builtin."""
     store = new_store()
-    with pytest.raises(FileNotFoundError):
+    with pytest.raises(NotFoundError) as read:
         store.read(commit(3))
-    with pytest.raises(FileNotFoundError):
+    with pytest.raises(NotFoundError) as opened:
         store.open(commit(3))
+    for caught in (read.value, opened.value):
+        assert type(caught) is NotFoundError and caught.path == commit(3) and commit(3) in str(caught)
+        assert isinstance(caught, StorageError) and isinstance(caught, FileNotFoundError)
+        assert caught.retryable is False and caught.filename == commit(3)
     assert store.exists(commit(3)) is False
 
 
@@ -181,7 +193,7 @@ def test_delete_and_delete_of_a_missing_file(new_store: Callable[[], LogStore]) 
     store.put_if_absent(commit(0), b"x")
     store.delete(commit(0))
     assert store.exists(commit(0)) is False
-    with pytest.raises(FileNotFoundError):
+    with pytest.raises(NotFoundError):
         store.read(commit(0))
     store.delete(commit(0))  # already gone: fine
     store.delete("never/existed.json")

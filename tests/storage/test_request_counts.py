@@ -18,8 +18,9 @@ from typing import Any
 import pytest
 
 from benchmarks.proxy import LatencyProxy, Request
+from deltalog.errors import NotFoundError
 from deltalog.storage import bulk
-from deltalog.storage.base import LogStore, list_between
+from deltalog.storage.base import LogStore
 from deltalog.storage.requests import REQUESTS
 from deltalog.storage.uri import store_for
 from tests.storage.servers import BUCKET, CONTAINER, FSSPEC, Server, azure_options, cloud_of, s3_options, unique
@@ -108,7 +109,7 @@ def test_a_read_is_one_request_whether_or_not_the_file_exists(proxied: Proxied, 
     assert store.read(commit(1)) == b"{}\n"
     assert classes(seen(proxy)) == [("GET", 200)]
     proxy.clear()
-    with pytest.raises(FileNotFoundError):
+    with pytest.raises(NotFoundError):
         store.read(commit(7))
     assert classes(seen(proxy)) == [("GET", 404)]
 
@@ -140,7 +141,7 @@ def test_delete_many_of_1001_keys_is_2_requests_on_s3_and_4_on_azure(proxied: Pr
 def test_azure_lists_an_old_range_in_one_request_and_s3_stops_at_its_end(proxied: Proxied, recorded: Recorded) -> None:
     _paths, store = proxied.ready(1200)  # more than one S3 page (1,000 keys)
     proxy = proxied.proxy
-    got = list_between(store, f"{LOG}/{5:020d}.", f"{11:020d}.")
+    got = store.list_range(f"{LOG}/{5:020d}.", f"{11:020d}.")
     assert [f.name for f in got] == [f"{v:020d}.json" for v in range(5, 11)]
     assert [r.method for r in seen(proxy)] == ["GET"]  # one LIST (a GET with a list query), one page
 
@@ -152,7 +153,7 @@ def test_the_request_log_matches_what_the_server_saw(proxied: Proxied, recorded:
     proxy = proxied.proxy
     recorded.records.clear()
     store.read(commit(0))
-    with pytest.raises(FileNotFoundError):
+    with pytest.raises(NotFoundError):
         store.read(commit(99))
     bulk.read_many(store, paths[:20])
     list(store.list_from(f"{LOG}/"))

@@ -28,7 +28,9 @@ ROWS: dict[str, int] = {
     "deltalog.core": 1,
     "deltalog.storage": 1,
     "deltalog.actions": 2,  # the public name of core's actions
+    "deltalog.expr": 2,  # Spark SQL expressions: the typed tree, its parser and binder (pure)
     "deltalog.arrow": 3,
+    "deltalog.compute": 3,  # bound expressions evaluated on Arrow batches
     "deltalog.checkpoint": 4,
     "deltalog.data": 4,
     "deltalog.table": 5,
@@ -49,8 +51,12 @@ ISOLATED_ROWS = {1}
 THIRD_PARTY: dict[str, set[str]] = {
     "deltalog.core": {"orjson"},
     "deltalog.core.state": {"orjson", "pyarrow", "numpy"},
+    "deltalog.expr": {"sqlglot"},
 }
-ONLY_IN = {"pyspark": "deltalog.spark", "click": "deltalog.cli", "rich": "deltalog.cli"}
+ONLY_IN = {"pyspark": "deltalog.spark", "click": "deltalog.cli", "rich": "deltalog.cli", "sqlglot": "deltalog.expr"}
+#: modules only the type checker reads (typeshed ships them; no dependency installs them): anywhere, but only
+#: under ``if TYPE_CHECKING:``
+TYPE_ONLY = {"typing_extensions"}
 
 #: third-party private attributes deltalog uses on purpose, each with the reason
 PRIVATE_ALLOWED: dict[str, str] = {
@@ -60,6 +66,8 @@ PRIVATE_ALLOWED: dict[str, str] = {
     "_asdict": "namedtuple's public conversion to a dict",
     "_call_s3": "s3fs: the one way to send requests it has no method for (If-None-Match, DeleteObjects)",
     "_cat_file": "fsspec's async filesystems: the coroutine form of cat_file (the underscore marks async, not private)",
+    "_jsparkSession": "pyspark: the JVM session, to make it the calling thread's active one (Spark looks Python data "
+    "sources up there; pyspark has no public call for it)",
 }
 
 
@@ -110,6 +118,16 @@ def imports(mod: str) -> Iterator[Import]:
                 yield Import(sub if sub in MODULES else (_known(target) or target), node.lineno)
 
 
+def type_checking_lines(mod: str) -> set[int]:
+    """The lines of ``mod`` inside an ``if TYPE_CHECKING:`` block (not its ``else``)."""
+    lines: set[int] = set()
+    for node in ast.walk(ast.parse(MODULES[mod].read_text())):
+        if isinstance(node, ast.If) and isinstance(node.test, ast.Name) and node.test.id == "TYPE_CHECKING":
+            for inner in node.body:
+                lines.update(range(inner.lineno, (inner.end_lineno or inner.lineno) + 1))
+    return lines
+
+
 def row_of(mod: str) -> tuple[str, int]:
     best = max((p for p in ROWS if mod == p or mod.startswith(p + ".")), key=len)
     return best, ROWS[best]
@@ -143,6 +161,10 @@ def test_third_party_imports_stay_where_they_belong() -> None:
                 continue
             top = imp.module
             if top in sys.stdlib_module_names or top == "__future__":
+                continue
+            if top in TYPE_ONLY:
+                if imp.line not in type_checking_lines(mod):
+                    problems.append(f"{mod}:{imp.line} imports {top} at run time: it is for the type checker only")
                 continue
             home = ONLY_IN.get(top)
             if home is not None and not (mod == home or mod.startswith(home + ".")):

@@ -111,6 +111,18 @@ def test_delete_read_and_delete_delete_compare_decoded_paths() -> None:
         check_winner(intent(removed=frozenset({"d=1/a"})), winner(remove("file:/t/d=1/a")))
 
 
+def test_a_winner_of_another_table_id_is_a_replaced_table_before_anything_else() -> None:
+    # a table deleted and created again at the path: its metaData carries a new id; Delta Spark fails a
+    # metadata change with MetadataChangedException, and the protocol beside it is not judged first
+    other = A.Metadata(id="new-table", schema_string='{"type":"struct","fields":[]}')
+    with pytest.raises(MetadataChangedError, match="replaced") as info:
+        check_winner(intent(table_id="old-table", changes_protocol=True), winner(A.Protocol(1, 3), other))
+    assert "new-table" in str(info.value) and "old-table" in str(info.value)
+    with pytest.raises(MetadataChangedError) as same:
+        check_winner(intent(table_id="new-table"), winner(other))
+    assert "replaced" not in str(same.value)
+
+
 def test_metadata_protocol_domain_and_app_id_conflicts() -> None:
     with pytest.raises(MetadataChangedError):
         check_winner(intent(), winner(A.Metadata(schema_string='{"type":"struct","fields":[]}')))

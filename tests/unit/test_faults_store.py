@@ -9,7 +9,7 @@ from typing import BinaryIO
 
 import pytest
 
-from deltalog.errors import FileAlreadyExistsError, StorageError
+from deltalog.errors import FileAlreadyExistsError, NotFoundError, StorageError
 from deltalog.storage.base import LogStore
 from deltalog.storage.faults import (
     Call,
@@ -83,13 +83,13 @@ def test_without_rules_every_operation_delegates_and_is_recorded(tmp_path: Path)
 
 def test_errors_of_the_inner_store_pass_through_and_are_recorded(tmp_path: Path) -> None:
     store = faulty(tmp_path)
-    with pytest.raises(FileNotFoundError):
+    with pytest.raises(NotFoundError):
         store.read(C1)
     store.put_if_absent(C1, b"first")
     with pytest.raises(FileAlreadyExistsError):
         store.put_if_absent(C1, b"second")
     assert [(c.op, c.outcome, c.error) for c in store.calls] == [
-        ("read", Outcome.ERROR, "FileNotFoundError"),
+        ("read", Outcome.ERROR, "NotFoundError"),
         ("put_if_absent", Outcome.OK, None),
         ("put_if_absent", Outcome.ERROR, "FileAlreadyExistsError"),
     ]

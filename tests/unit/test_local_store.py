@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from deltalog.errors import FileAlreadyExistsError, StorageError
+from deltalog.errors import FileAlreadyExistsError, NotFoundError, StorageError
 from deltalog.storage.base import Capabilities, FileInfo, LogStore
 from deltalog.storage.local import LocalLogStore
 from deltalog.storage.uri import store_for
@@ -26,7 +26,7 @@ def files_under(root: Path) -> list[str]:
 def test_is_a_log_store(tmp_path: Path) -> None:
     store = LocalLogStore(str(tmp_path))
     assert isinstance(store, LogStore)
-    assert store.capabilities == Capabilities(atomic_put_if_absent=True, sorted_listing=True, local=True)
+    assert store.capabilities == Capabilities(atomic_put_if_absent=True, local=True)
     assert store.root == str(tmp_path)
 
 
@@ -194,9 +194,9 @@ def test_delete(tmp_path: Path) -> None:
 
 def test_read_missing_raises_file_not_found(tmp_path: Path) -> None:
     store = LocalLogStore(str(tmp_path))
-    with pytest.raises(FileNotFoundError):
+    with pytest.raises(NotFoundError, match=f"{tmp_path}/{NAME}: no such file"):
         store.read(NAME)
-    with pytest.raises(FileNotFoundError):
+    with pytest.raises(NotFoundError, match=f"{tmp_path}/{NAME}: no such file"):
         store.open(NAME)
     assert not store.exists(NAME)
 

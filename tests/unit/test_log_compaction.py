@@ -23,8 +23,9 @@ from deltalog.core.paths import Kind, LogPath, compaction_name, parse
 from deltalog.core.segment import build_segment, usable_compactions
 from deltalog.core.state import BaseState, CommitData
 from deltalog.core.state.compact import compacted_actions, encode
+from deltalog.core.state.compact_check import unusable_reason
 from deltalog.errors import CorruptLogError, InvalidArgumentError, VersionNotFoundError
-from tests import compaction_checker
+from tests import compaction_checker, foreign_compaction
 
 from . import logkit as K
 from .test_replay_differential import ROOT, SETTINGS, logs, outcome
@@ -124,6 +125,7 @@ def test_replay_with_a_compaction_file_equals_replay_of_its_commits_on_generated
             return
         name = replaced[i].path.rsplit("/", 1)[-1]
         assert compaction_checker.check_bytes(name, raw, [c.data for c in commits[i : j + 1]], ROOT) == []
+        assert unusable_reason(raw, replaced[i].path, ROOT) is None  # a reader takes what deltalog writes
         in_range = {replaced[i].path, *(c.path for c in commits[i : j + 1])}
         for bulk in (False, True):
             with_file, _ = outcome(base, replaced, bulk=bulk, defer_stats=defer)
@@ -188,6 +190,14 @@ def test_empty_and_misnamed_compaction_files_are_ignored() -> None:
     assert usable_compactions(_listing(9, (2, 4)), 3, 8) == ()
 
 
+def test_a_compaction_whose_commits_are_not_all_listed_is_not_used() -> None:
+    """A compaction file only ever stands in for commits that are there (cleanup may have deleted some)."""
+    paths = _listing(9, (2, 4), (5, 7))
+    assert usable_compactions(paths, 1, 8) == tuple(p for p in paths if p.end_version in (4, 7))
+    without_3 = [p for p in paths if p.name != f"{3:020d}.json"]
+    assert [p.end_version for p in usable_compactions(without_3, 1, 8)] == [7]
+
+
 # ---------------------------------------------------------------------------------------------- writing
 
 
@@ -203,8 +213,10 @@ def test_ranges_that_cannot_be_compacted_are_typed_errors() -> None:
     where = "t/_delta_log"
     with pytest.raises(InvalidArgumentError, match="at least 2 commits"):
         plan_range(_listing(9), 4, 4, where)
-    with pytest.raises(InvalidArgumentError, match="at least 2 commits"):
+    with pytest.raises(InvalidArgumentError, match="nothing to compact in t/_delta_log: 1 commit after the newest"):
         plan_range(_listing(9, checkpoint=8), None, None, where)  # only version 9 after the checkpoint
+    with pytest.raises(InvalidArgumentError, match="nothing to compact in t/_delta_log: the log holds 1 commit,"):
+        plan_range(_listing(0), None, None, where)
     with pytest.raises(VersionNotFoundError, match="latest version is 9"):
         plan_range(_listing(9), 5, 12, where)
     cleaned = [p for p in _listing(9, checkpoint=5) if p.version >= 5]
@@ -221,11 +233,12 @@ def test_automatic_compaction_is_due_every_interval_commits() -> None:
     assert not any(due(v, 1) for v in range(5)) and not any(due(v, 0) for v in range(5))
 
 
-def test_the_checker_is_independent_of_deltalog() -> None:
-    tree = ast.parse(Path(compaction_checker.__file__).read_text())
-    imported = {a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
-    imported |= {n.module or "" for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)}
-    assert not any(m.split(".")[0] in ("deltalog", "tests") for m in imported), imported
+def test_the_checker_and_the_foreign_shapes_are_independent_of_deltalog() -> None:
+    for module in (compaction_checker, foreign_compaction):
+        tree = ast.parse(Path(module.__file__ or "").read_text())
+        imported = {a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
+        imported |= {n.module or "" for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)}
+        assert not any(m.split(".")[0] in ("deltalog", "tests") for m in imported), (module, imported)
 
 
 def test_the_checker_catches_what_a_wrong_file_would_do() -> None:

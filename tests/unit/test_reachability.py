@@ -10,7 +10,17 @@ import pytest
 
 from deltalog.core.cleanup_plan import plan_cleanup
 from deltalog.core.paths import LogPath, parse
-from deltalog.core.reachability import Tip, Verdict, holds, judge, moved_on, segment_tip, tip_in
+from deltalog.core.reachability import (
+    UNLISTED,
+    Tip,
+    Verdict,
+    holds,
+    judge,
+    moved_on,
+    replaced,
+    segment_tip,
+    tip_in,
+)
 from deltalog.core.segment import build_segment
 
 
@@ -65,11 +75,40 @@ def test_cleanup_right_after_our_write_cannot_be_told_apart() -> None:
     assert judge(5, TIP, [commit(6, 6_000), checkpoint(6, 6_500)]).verdict is Verdict.UNKNOWN
 
 
-def test_a_replaced_tip_without_cleanup_is_unknown() -> None:
-    listing = [commit(4, 4_000), OURS]  # same name, a different file: a recreated table
-    judged = judge(5, TIP, listing)
+def test_a_replaced_commit_under_ours_makes_ours_an_orphan() -> None:
+    # same name, a different file: commits are never rewritten, so the table was deleted and created again,
+    # and ours would be a commit into a table the writer never read (issue 23)
+    for listing in ([commit(4, 4_000), OURS], [commit(4, 1_000, size=90), OURS, commit(6, 6_000)]):
+        judged = judge(5, TIP, listing)
+        assert judged.verdict is Verdict.ORPHAN
+        assert "deleted and created again" in judged.reason
+
+
+def test_a_rewritten_checkpoint_under_ours_is_unknown() -> None:
+    # a checkpoint may be written again at its version (another engine): that alone says nothing of the table
+    tip = Tip(4, ((f"{4:020d}.checkpoint.parquet", 5000, 900),))
+    judged = judge(5, tip, [checkpoint(4, 4_000), OURS])
     assert judged.verdict is Verdict.UNKNOWN
     assert "replaced" in judged.reason
+
+
+#: version 5 read (not listed) after losing it on the young path, on top of the tip of version 4
+READ_WINNER = Tip(5, ((f"{5:020d}.json", 100, UNLISTED),), TIP)
+
+
+def test_a_tip_read_without_a_listing_holds_only_on_an_unreplaced_tip_under_it() -> None:
+    assert READ_WINNER.floor == 4 and TIP.floor == 4
+    assert holds(READ_WINNER, [commit(4, 1_000), commit(5, 5_000)])
+    # cleanup forced below the retention may have removed version 4: the winner's file is what holds then
+    assert holds(READ_WINNER, [checkpoint(5, 5_500), commit(5, 5_000)])
+    # version 4 is another file: the winner belongs to a table created again at the path (issue 23)
+    assert not holds(READ_WINNER, [commit(4, 4_000), commit(5, 5_000)])
+    assert replaced(READ_WINNER, [commit(4, 4_000), commit(5, 5_000)]) == f"{4:020d}.json"
+    assert "replaced" in moved_on(READ_WINNER, [commit(4, 4_000), commit(5, 5_000)])
+    ours = commit(6, 6_000)
+    assert judge(6, READ_WINNER, [commit(4, 1_000), commit(5, 5_000), ours]).verdict is Verdict.REACHABLE
+    judged = judge(6, READ_WINNER, [commit(4, 4_000), commit(5, 5_000), ours])
+    assert judged.verdict is Verdict.ORPHAN and f"{4:020d}.json" in judged.reason
 
 
 def test_equal_times_are_never_read_as_older() -> None:

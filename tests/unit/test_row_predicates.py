@@ -14,7 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from deltalog.data.predicate import row_filter
-from deltalog.errors import InvalidArgumentError
+from deltalog.errors import InvalidArgumentError, UnsupportedExpressionError
 
 SCHEMA: dict[str, Any] = {
     "type": "struct",
@@ -40,18 +40,36 @@ def positions(predicate: Any) -> list[int]:
 
 
 @pytest.mark.parametrize(
-    ("expression", "sql", "where", "expected"),
+    ("expression", "sql", "where", "dnf", "expected"),
     [
-        (pc.field("id") > 2, "id > 2", {"id": {">": 2}}, [3, 4]),
-        (pc.field("name") == "b", "name = 'b'", {"name": "b"}, [1]),
-        (pc.field("name").isin(["a", "e"]), "name IN ('a', 'e')", {"name": ["a", "e"]}, [0, 4]),
-        (pc.field("id").is_null(), "id IS NULL", {"id": None}, [2]),
-        (pc.field("day") >= dt.date(2024, 1, 4), "day >= DATE '2024-01-04'", {"day": {">=": "2024-01-04"}}, [3, 4]),
-        ((pc.field("id") < 2) | (pc.field("name") == "c"), "id < 2 OR name = 'c'", None, [0, 2]),
+        (pc.field("id") > 2, "id > 2", {"id": {">": 2}}, [("id", ">", 2)], [3, 4]),
+        (pc.field("name") == "b", "name = 'b'", {"name": "b"}, [("name", "=", "b")], [1]),
+        (
+            pc.field("name").isin(["a", "e"]),
+            "name IN ('a', 'e')",
+            {"name": ["a", "e"]},
+            [("name", "in", ["a", "e"])],
+            [0, 4],
+        ),
+        (pc.field("id").is_null(), "id IS NULL", {"id": None}, [("id", "=", None)], [2]),
+        (
+            pc.field("day") >= dt.date(2024, 1, 4),
+            "day >= DATE '2024-01-04'",
+            {"day": {">=": "2024-01-04"}},
+            [("day", ">=", "2024-01-04")],
+            [3, 4],
+        ),
+        (
+            (pc.field("id") < 2) | (pc.field("name") == "c"),
+            "id < 2 OR name = 'c'",
+            None,
+            [[("id", "<", 2)], [("name", "=", "c")]],
+            [0, 2],
+        ),
     ],
 )
-def test_the_three_forms_select_the_same_rows(expression: Any, sql: str, where: Any, expected: list[int]) -> None:
-    assert positions(expression) == positions(sql) == expected
+def test_every_form_selects_the_same_rows(expression: Any, sql: str, where: Any, dnf: Any, expected: list[int]) -> None:
+    assert positions(expression) == positions(sql) == positions(dnf) == expected
     if where is not None:
         assert positions(where) == expected
 
@@ -70,13 +88,14 @@ def test_bad_predicates_are_refused_naming_what_is_wrong() -> None:
         row_filter("nope = 1", SCHEMA)
     with pytest.raises(InvalidArgumentError, match="nope"):
         row_filter({"nope": 1}, SCHEMA)
-    with pytest.raises(InvalidArgumentError, match="LIKE"):
-        row_filter("name LIKE 'a%'", SCHEMA)
-    with pytest.raises(InvalidArgumentError, match="not boolean"):
+    with pytest.raises(UnsupportedExpressionError, match="soundex") as unsupported:
+        row_filter("soundex(name) = 'x'", SCHEMA)
+    assert (unsupported.value.function, unsupported.value.position) == ("soundex", 0)
+    with pytest.raises(InvalidArgumentError, match="not BOOLEAN"):
         row_filter("id + 1", SCHEMA)
     with pytest.raises(InvalidArgumentError, match="not a valid long"):
         row_filter({"id": "x"}, SCHEMA)
-    with pytest.raises(InvalidArgumentError, match="Expression, SQL text or a where mapping"):
+    with pytest.raises(InvalidArgumentError, match="SQL text, a pyarrow compute Expression, DNF tuples"):
         row_filter(42, SCHEMA)
 
 

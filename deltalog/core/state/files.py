@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -77,8 +78,8 @@ class FileState:
 
     @property
     def num_files(self) -> int:
-        base = self.base.num_rows if self.base_mask is None else int(pc.sum(self.base_mask).as_py() or 0)
-        return base + self.tail.num_rows
+        base: int = self.base.num_rows if self.base_mask is None else int(pc.sum(self.base_mask).as_py() or 0)
+        return base + int(self.tail.num_rows)
 
 
 def _canonical_chunk(chunk: pa.MapArray, keys: tuple[str, ...]) -> bool:
@@ -103,7 +104,7 @@ def _canonical_chunk(chunk: pa.MapArray, keys: tuple[str, ...]) -> bool:
 def _conformed_chunk(chunk: pa.MapArray, keys: tuple[str, ...]) -> pa.Array:
     if _canonical_chunk(chunk, keys):
         return chunk
-    rows = []
+    rows: list[dict[str, Any] | None] = []
     for pairs in chunk.to_pylist():  # rare (a stray or missing key): the plain way is clear enough
         if pairs is None:
             rows.append(None)
@@ -147,7 +148,7 @@ def _may_need_canonicalizing(paths: pa.Array) -> bool:
     edges = pc.or_(pc.or_(pc.starts_with(paths, "/"), pc.starts_with(paths, ".")), pc.ends_with(paths, "/"))
     if pc.any(edges).as_py():
         return True
-    return pc.min(pc.binary_length(paths)).as_py() == 0  # an empty path (no Python scalar: no pandas probe)
+    return bool(pc.min(pc.binary_length(paths)).as_py() == 0)  # an empty path (no Python scalar: no pandas probe)
 
 
 def key_column(table: pa.Table, root: str | None) -> pa.Array | pa.ChunkedArray:

@@ -17,6 +17,7 @@ Both parsers hand over every add and remove they read, as Arrow rows with their 
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import TypeAlias
 
 import numpy as np
 import pyarrow as pa
@@ -28,7 +29,7 @@ from deltalog.core.state.files import FileState, conform_partition_values, key_c
 from deltalog.core.state.small import version_partition_keys
 
 #: a key column: the path column itself when paths are their own keys (chunks and all), else built
-Keys = pa.Array | pa.ChunkedArray
+Keys: TypeAlias = pa.Array | pa.ChunkedArray
 
 
 def _flat(keys: Keys) -> list[pa.Array]:
