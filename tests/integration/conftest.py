@@ -9,11 +9,14 @@ from typing import Any
 
 import pytest
 
+from tests.tiers import refuse_in_fast_tier
+
 
 @pytest.fixture(scope="session")
 def spark() -> Iterator[Any]:
     """local[2], no UI, bound to 127.0.0.1; ``spark.driver.maxResultSize`` is small on purpose: a job that
     collected a big table's file list on the driver would fail instead of passing slowly."""
+    refuse_in_fast_tier("Spark")
     os.environ["SPARK_LOCAL_IP"] = "127.0.0.1"
     os.environ["PYSPARK_PYTHON"] = sys.executable
     os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
