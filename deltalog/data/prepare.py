@@ -69,6 +69,7 @@ class BatchPreparer:
                 )
         self.stored = [p for p in self.plans if p.kind != "void"]
         self.file_schema = pa.schema([p.file_field for p in self.stored])
+        self._table_fields = self.file_schema  # the table's own columns, as a conformed batch holds them
         self.partition_names = [p.physical for p in self.partition_plans]
         partition_physical = set(self.partition_names)
         #: what a data file holds: the stored columns but the partition columns, under physical names
@@ -78,20 +79,42 @@ class BatchPreparer:
         self.stats_leaves = select_leaves(
             self.data_schema, indexed_column_limit(conf), physical_named, target.clustering_columns
         )
+        #: the materialized row-tracking columns, after the table's (never indexed: they are no table column)
+        self.tracking = tuple(pa.field(n, pa.int64()) for n in (target.row_tracking_columns or ()))
+        if self.tracking:
+            self.file_schema = pa.schema([*self.file_schema, *self.tracking])
+            self.data_schema = pa.schema([*self.data_schema, *self.tracking])
         self._matches: dict[pa.Schema, list[int | None]] = {}
 
     def prepare(self, batch: pa.RecordBatch) -> Prepared:
         """``batch`` checked against the table's rules and split by partition."""
         if not isinstance(batch, pa.RecordBatch):
             raise InvalidArgumentError(f"write() takes a pyarrow RecordBatch, not {type(batch).__name__}")
+        batch, tracked = self._tracked(batch)
         physical, missing = self._conform(batch)
         physical = fill_columns(self.rules, physical, self.plans, missing)
         for plan, column in zip(self.stored, physical.columns, strict=True):
             check_not_null(column, plan, plan.name, None)
         check_rows(self.rules, physical, self.plans)
+        for f, column in zip(self.tracking, tracked, strict=True):
+            physical = physical.append_column(f, column)
         if physical.num_rows == 0:
             return Prepared(0, ())
         return Prepared(physical.num_rows, tuple(self._split(physical)))
+
+    def _tracked(self, batch: pa.RecordBatch) -> tuple[pa.RecordBatch, list[pa.Array]]:
+        """``batch`` without the materialized row-tracking columns, and those columns (null where absent)."""
+        if not self.tracking:
+            return batch, []
+        columns = []
+        for f in self.tracking:
+            i = batch.schema.get_field_index(f.name)
+            if i < 0:
+                columns.append(pa.nulls(batch.num_rows, pa.int64()))
+                continue
+            columns.append(batch.column(i).cast(pa.int64()))
+            batch = batch.remove_column(i)
+        return batch, columns
 
     def _conform(self, batch: pa.RecordBatch) -> tuple[pa.RecordBatch, set[str]]:
         found = self._matches.get(batch.schema)
@@ -107,7 +130,7 @@ class BatchPreparer:
                 check_void(given, plan.name)
             else:
                 arrays.append(conform_array(given, plan, plan.name))
-        return pa.RecordBatch.from_arrays(arrays, schema=self.file_schema), missing
+        return pa.RecordBatch.from_arrays(arrays, schema=self._table_fields), missing
 
     def _split(self, batch: pa.RecordBatch) -> Iterator[tuple[PartitionValues, pa.RecordBatch]]:
         """(serialised partition values, data rows) per partition of ``batch``."""

@@ -135,9 +135,20 @@ def _kept(deleted: np.ndarray, start: int, n: int) -> pa.Array | None:
 
 
 def read_batches(
-    store: LogStore, spec: ReadSchema, file: DataFile, batch_rows: int = BATCH_ROWS
+    store: LogStore,
+    spec: ReadSchema,
+    file: DataFile,
+    batch_rows: int = BATCH_ROWS,
+    *,
+    positions: str | None = None,
+    raw_columns: Sequence[pa.Field] = (),
 ) -> Iterator[pa.RecordBatch]:
     """The file's live rows in ``spec``'s schema, batch by batch (deleted rows dropped, empty batches skipped).
+
+    ``positions`` names a column appended with each row's physical position in the file (what a deletion
+    vector counts: rows a vector deletes still take their place); ``raw_columns`` are file columns outside the
+    table's schema, read by their exact stored name and appended as typed (null where the file lacks one):
+    the materialized row-tracking columns a rewrite must carry over.
 
     Every failure is typed and names the file: missing or corrupt data or DV files, a DV that disagrees
     with the file, a partition value that is not of its column's type.
@@ -159,7 +170,9 @@ def read_batches(
         _check_rows(file, deleted, rows, source)
         wanted = [c for c in spec.columns if c.name not in partitions]
         found = {c.name: match(file_fields, c, spec.mode, source) for c in wanted}
-        selected = sorted({i for i in found.values() if i is not None})
+        stored = [f.name for f in file_fields]
+        raw = {f.name: (stored.index(f.name) if f.name in stored else None) for f in raw_columns}
+        selected = sorted({i for i in [*found.values(), *raw.values()] if i is not None})
         names = [file_fields[i].name for i in selected]
         # pyarrow reads "a.b" as a nested path: with such a name, read every column and pick by position
         by_name = not any("." in n for n in names)
@@ -169,12 +182,21 @@ def read_batches(
             for batch in parquet.iter_batches(batch_size=batch_rows, columns=names if by_name else None):
                 n = batch.num_rows
                 keep = None if deleted is None else _kept(deleted, start, n)
+                at = np.arange(start, start + n, dtype=np.int64) if positions is not None else None
                 start += n
                 if keep is not None:
                     batch = batch.filter(keep)
+                    at = at[keep.to_numpy(zero_copy_only=False)] if at is not None else None
                 if batch.num_rows == 0:
                     continue
-                yield _assemble(spec, batch, found, position, partitions, source)
+                out = _assemble(spec, batch, found, position, partitions, source)
+                for f in raw_columns:
+                    i = raw[f.name]
+                    value = pa.nulls(out.num_rows, f.type) if i is None else batch.column(position[i]).cast(f.type)
+                    out = out.append_column(f, value)
+                if at is not None and positions is not None:
+                    out = out.append_column(positions, pa.array(at))
+                yield out
 
 
 def _check_rows(file: DataFile, deleted: np.ndarray | None, rows: int, source: str) -> None:
@@ -214,9 +236,31 @@ def _assemble(
     return pa.RecordBatch.from_arrays(arrays, schema=spec.schema)
 
 
+def physical_rows(store: LogStore, file: DataFile) -> int:
+    """How many rows the data file holds, deleted ones included (what a deletion vector counts): its
+    ``numRecords``, else the parquet footer's count."""
+    if file.num_records is not None:
+        return file.num_records
+    source = file.path
+    where = resolve(store, file.path)
+    with contextlib.ExitStack() as stack, _parquet_errors(source):
+        local = native_path(store, where)
+        handle: Any = local if local is not None else stack.enter_context(open_input(store, where, source))
+        return int(pq.ParquetFile(handle).metadata.num_rows)
+
+
 def read_file(store: LogStore, spec: ReadSchema, file: DataFile) -> pa.Table:
     """All live rows of one file as a table (tests and small files; scans use :func:`read_batches`)."""
     return pa.Table.from_batches(list(read_batches(store, spec, file)), schema=spec.schema)
 
 
-__all__ = ["BATCH_ROWS", "DataFile", "ReadSchema", "partition_scalars", "read_batches", "read_file", "read_schema"]
+__all__ = [
+    "BATCH_ROWS",
+    "DataFile",
+    "ReadSchema",
+    "partition_scalars",
+    "physical_rows",
+    "read_batches",
+    "read_file",
+    "read_schema",
+]

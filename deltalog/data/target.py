@@ -53,6 +53,9 @@ class WriteTarget:
     column_mapping_mode: str | None = None
     #: the zone the row rules' timestamp functions use (generated columns like CAST(ts AS DATE)); None: UTC
     session_time_zone: str | None = None
+    #: the materialized row-tracking columns (row id, row commit version) files get, by their stored names, when
+    #: the writer carries rows' ids over (an update or merge on a table with row tracking enabled); None: none
+    row_tracking_columns: tuple[str, str] | None = None
 
     @classmethod
     def of(

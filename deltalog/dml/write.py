@@ -24,7 +24,6 @@ Order of a write, every refusal before the commit and most before any file is wr
 from __future__ import annotations
 
 import dataclasses
-import itertools
 import os
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
@@ -32,18 +31,18 @@ from typing import Any
 import orjson
 import pyarrow as pa
 
-from deltalog.arrow.schema import delta_field
 from deltalog.core import actions as A
-from deltalog.core import column_mapping, deletion_vectors
+from deltalog.core import deletion_vectors
 from deltalog.core.cdf import enabled as change_data_feed
 from deltalog.core.feature_gate import APPEND, METADATA, OVERWRITE
 from deltalog.core.schema import top_level_fields
-from deltalog.data.batches import batches
+from deltalog.data.batches import input_stream
 from deltalog.data.files import DataFileWriter, WriteTarget
 from deltalog.data.predicate import RowFilter, row_filter
 from deltalog.dml import rules
 from deltalog.dml.commit import commit_files, discard, skipped
 from deltalog.dml.delete import check_removable, describe, target_of
+from deltalog.dml.evolution import merged_metadata, schema_of
 from deltalog.dml.matching import find_matches
 from deltalog.dml.removal import Removal, Rewriter, by_rewriting, finish, with_deletion_vectors
 from deltalog.dml.tables import check_partition_by, create_if_missing, landed, open_table, start_write
@@ -51,7 +50,6 @@ from deltalog.errors import (
     InvalidArgumentError,
     SchemaMismatchError,
     TableAlreadyExistsError,
-    UnsupportedFeatureError,
 )
 from deltalog.log import DeltaLog
 from deltalog.storage.base import LogStore
@@ -62,50 +60,6 @@ from deltalog.table.transaction import Transaction
 MODES = ("append", "overwrite", "error", "ignore")
 SCHEMA_MODES = (None, "merge")
 OPERATION = "WRITE"
-
-
-# ---------------------------------------------------------------------------------------------- the input
-def input_stream(data: Any) -> tuple[pa.Schema, Iterator[pa.RecordBatch]]:
-    """The data's schema and its batches, read lazily (an iterable of batches is peeked at for the schema)."""
-    if isinstance(data, (pa.Table, pa.RecordBatch, pa.RecordBatchReader)):
-        return data.schema, batches(data)
-    if hasattr(data, "to_batches") and isinstance(getattr(data, "schema", None), pa.Schema):  # Dataset, Scanner
-        return data.schema, batches(data)
-    if hasattr(data, "__arrow_c_stream__"):
-        reader = pa.RecordBatchReader.from_stream(data)
-        return reader.schema, iter(reader)
-    stream = batches(data)
-    first = next(stream, None)
-    if first is None:
-        raise InvalidArgumentError("no data to write: the iterable is empty, so it has no schema either")
-    return first.schema, itertools.chain([first], stream)
-
-
-def schema_of(schema: pa.Schema) -> dict[str, Any]:
-    """The Delta schema of new columns from the data (types mapped by :func:`~deltalog.arrow.schema.delta_type`),
-    a type Delta cannot hold refused naming its column."""
-    fields = []
-    for f in schema:
-        try:
-            fields.append(delta_field(f))
-        except UnsupportedFeatureError as exc:
-            raise UnsupportedFeatureError(f"column {f.name}: {exc}", feature=exc.feature) from None
-    return {"type": "struct", "fields": fields}
-
-
-# ---------------------------------------------------------------------------------------------- the schema
-def merged_metadata(snap: Snapshot, data: pa.Schema) -> A.Metadata | None:
-    """The table's metadata with the data's new top-level columns appended (nullable: existing files have no
-    values for them), as Spark's ``mergeSchema`` does; None when the data brings none. New nested fields and
-    type changes are not merged: the data-file writer refuses them, naming the column."""
-    existing = {f["name"].lower() for f in top_level_fields(snap.schema_json)}
-    new = [f.with_nullable(True) for f in data if f.name.lower() not in existing]
-    if not new:
-        return None
-    schema = dict(snap.schema_json)
-    schema["fields"] = [*top_level_fields(snap.schema_json), *schema_of(pa.schema(new))["fields"]]
-    metadata = dataclasses.replace(snap.metadata, schema_string=orjson.dumps(schema).decode())
-    return column_mapping.mapped_metadata(snap.metadata, metadata, snap.protocol)
 
 
 def _precheck(store: LogStore, target: WriteTarget, schema: pa.Schema) -> None:

@@ -31,7 +31,7 @@ from __future__ import annotations
 import logging
 import random
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 from typing import TypeVar
@@ -117,7 +117,8 @@ def _now_ms() -> int:
 
 @dataclass(frozen=True)
 class CommitResult:
-    """What a commit did. ``version`` is None only when an exactly-once commit was skipped."""
+    """What a commit did. ``version`` is None only when an exactly-once commit was skipped. ``metrics`` are the
+    ``operationMetrics`` its commitInfo records (Delta Spark's names for a MERGE, UPDATE or DELETE)."""
 
     version: int | None
     attempts: int
@@ -130,6 +131,7 @@ class CommitResult:
     skipped: bool = False
     elapsed_s: float = 0.0
     recovered_unknown_outcome: bool = False
+    metrics: Mapping[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,276 @@
+"""The second pass of a MERGE or UPDATE: the changed rows written, the old ones taken out.
+
+For each changed file, its full rows are read once, in batches, and only the rows acted on are kept: each
+update's new row is computed (:mod:`deltalog.dml.merge.output`) and written to new files, each deleted row is
+counted (and recorded in change files). Then the old rows go:
+
+* with deletion vectors (the table enables them): every changed file keeps its data and gets the positions
+  of its updated and deleted rows added to its vector, merged with the one it has, exactly as a delete does
+  (:func:`deltalog.dml.removal.with_deletion_vectors`); a file left without live rows is removed;
+* without: the file is removed and its unchanged rows are copied into new files with the updated ones.
+
+On a change-data-feed table, change files record every change of the commit: ``update_preimage`` and
+``update_postimage`` for every row an update clause applied to (even when its values did not change, as Spark
+does), ``delete`` for deleted rows, ``insert`` for inserted ones. On a table with row tracking enabled, updated
+rows keep their row ids and take the commit's version, copied rows keep both, inserted rows get fresh ones
+(:mod:`deltalog.data.row_ids`).
+
+Nothing here commits; the files written are the writer's (:class:`ChangeWriter`), deleted again by the caller
+if the commit does not happen.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import pyarrow as pa
+
+from deltalog.core import actions as A
+from deltalog.data.dv import read_deletion_vector
+from deltalog.data.files import WriteTarget
+from deltalog.data.read import DataFile, physical_rows, read_batches
+from deltalog.data.row_ids import Materialized, carrying, stable_ids
+from deltalog.data.scan import TableDescription
+from deltalog.dml.matching import FileMatch
+from deltalog.dml.merge.clauses import DELETE, MATCHED, UPDATE
+from deltalog.dml.merge.output import evaluation, output_rows
+from deltalog.dml.merge.plan import PAIR, BoundClause, MergePlan
+from deltalog.dml.merge.scan import POSITION, FileActions, first_clause
+from deltalog.dml.merge.source import MergeSource
+from deltalog.dml.removal import Removal, Rewriter, finish, with_deletion_vectors
+from deltalog.expr import tree as X
+from deltalog.storage.base import LogStore
+
+#: rows acted on per batch of files whose source rows are fetched together
+ROWS_PER_BATCH = 1 << 20
+
+
+@dataclass
+class Counts:
+    """Rows by what happened to them, as Delta Spark counts a MERGE's (and an UPDATE's) rows."""
+
+    inserted: int = 0
+    matched_updated: int = 0
+    nmbs_updated: int = 0
+    matched_deleted: int = 0
+    nmbs_deleted: int = 0
+    copied: int = 0
+
+    @property
+    def updated(self) -> int:
+        return self.matched_updated + self.nmbs_updated
+
+    @property
+    def deleted(self) -> int:
+        return self.matched_deleted + self.nmbs_deleted
+
+
+class ChangeWriter:
+    """The files a merge writes: new data files (carrying row ids where the table keeps them) and, on a
+    change-data-feed table, change files."""
+
+    def __init__(
+        self,
+        store: LogStore,
+        target: WriteTarget,
+        plan: MergePlan,
+        *,
+        changes: bool,
+        tracking: Materialized | None,
+        target_file_size: int | None = None,
+    ) -> None:
+        columns = tracking.names if tracking is not None else None
+        self.rewriter = Rewriter(
+            store, dataclasses.replace(target, row_tracking_columns=columns), changes, target_file_size
+        )
+        self.tracking = tracking
+        self.names = [c.name for c in plan.columns]
+
+    def _rows(self, batch: pa.RecordBatch) -> pa.RecordBatch:
+        return batch.select(self.names)
+
+    def _data(self, batch: pa.RecordBatch, ids: pa.Array | None = None, versions: pa.Array | None = None) -> None:
+        rows = self._rows(batch)
+        if self.tracking is not None:
+            rows = carrying(rows, self.tracking, ids, versions)
+        self.rewriter.keep(rows)
+
+    def updated(self, before: pa.RecordBatch, after: pa.RecordBatch, ids: pa.Array | None) -> None:
+        """New values of existing rows: their ids kept, the commit's version taken (NULL commit version)."""
+        self._data(after, ids, None)
+        self.rewriter.changed(self._rows(before), "update_preimage")
+        self.rewriter.changed(self._rows(after), "update_postimage")
+
+    def copied(self, rows: pa.RecordBatch, ids: pa.Array | None, versions: pa.Array | None) -> None:
+        self._data(rows, ids, versions)
+
+    def deleted(self, rows: pa.RecordBatch) -> None:
+        self.rewriter.changed(self._rows(rows), "delete")
+
+    def inserted(self, rows: pa.RecordBatch) -> None:
+        self._data(rows)
+        self.rewriter.changed(self._rows(rows), "insert")
+
+    def finish(self, removal: Removal) -> None:
+        """Close the writers: their files become ``removal``'s adds and cdc actions."""
+        finish(removal, self.rewriter)
+
+    def abort(self) -> None:
+        self.rewriter.abort()
+
+
+@dataclass
+class Applier:
+    """Applies the first pass's :class:`FileActions` (one group at a time, or all) with one writer."""
+
+    plan: MergePlan
+    description: TableDescription
+    writer: ChangeWriter
+    source: MergeSource | None
+    now_micros: int
+    counts: Counts
+
+    @property
+    def _clauses(self) -> tuple[BoundClause, ...]:
+        return self.plan.target_clauses
+
+    def _source_columns(self) -> list[str] | None:
+        """The source columns update assignments read (None: no clause reads the source)."""
+        out: dict[str, None] = {}
+        for c in self._clauses:
+            if c.scope == PAIR and c.action == UPDATE:
+                for _, e in c.assignments:
+                    for f in X.references(e):
+                        if f.relation == 1:
+                            out[f.path[0]] = None
+        return list(out) if out or any(c.scope == PAIR and c.action == UPDATE for c in self._clauses) else None
+
+    def _batches(self, files: Sequence[FileActions]) -> Iterator[list[FileActions]]:
+        batch: list[FileActions] = []
+        rows = 0
+        for f in files:
+            if batch and rows + len(f.positions) > ROWS_PER_BATCH:
+                yield batch
+                batch, rows = [], 0
+            batch.append(f)
+            rows += len(f.positions)
+        if batch:
+            yield batch
+
+    def _read(self, add: A.Add) -> Iterator[pa.RecordBatch]:
+        raw = self.writer.tracking.fields if self.writer.tracking is not None else ()
+        spec = self.description.read_schema()
+        yield from read_batches(self.description.store, spec, DataFile.of(add), positions=POSITION, raw_columns=raw)
+
+    def _sources(self, files: Sequence[FileActions]) -> tuple[np.ndarray, pa.RecordBatch | None]:
+        columns = self._source_columns()
+        if self.source is None or columns is None:
+            return np.empty(0, np.int64), None
+        pair_updates = np.array([c.scope == PAIR and c.action == UPDATE for c in self._clauses], dtype=bool)
+        wanted = [f.sources[pair_updates[f.clauses]] for f in files]
+        rows = np.unique(np.concatenate(wanted)) if wanted else np.empty(0, np.int64)
+        return rows, self.source.take(rows, columns)
+
+    def with_deletion_vectors(self, store: LogStore, files: Sequence[FileActions], now_ms: int) -> Removal:
+        matches = []
+        for group in self._batches(files):
+            rows, fetched = self._sources(group)
+            for f in group:
+                for batch in self._read(f.add):
+                    self._act(f, batch, rows, fetched)
+                file = DataFile.of(f.add)
+                n = physical_rows(store, file)
+                deleted = (
+                    read_deletion_vector(store, f.add.deletion_vector, n)
+                    if f.add.deletion_vector is not None
+                    else np.empty(0, np.int64)
+                )
+                matches.append(FileMatch(f.add, n, deleted, f.positions))
+        return with_deletion_vectors(store, matches, now_ms)
+
+    def by_rewriting(self, files: Sequence[FileActions], now_ms: int) -> Removal:
+        removal = Removal()
+        for group in self._batches(files):
+            rows, fetched = self._sources(group)
+            for f in group:
+                for batch in self._read(f.add):
+                    kept = self._act(f, batch, rows, fetched)
+                    if kept.num_rows:
+                        self._copy(f.add, kept)
+                        removal.copies_rows = True
+                removal.actions.append(f.add.remove(now_ms, True))
+                removal.touched.append(f.add)
+                removal.removed_files += 1
+                removal.removed_bytes += f.add.size
+                removal.dvs_removed += f.add.deletion_vector is not None
+        return removal
+
+    def _copy(self, add: A.Add, rows: pa.RecordBatch) -> None:
+        ids = versions = None
+        if self.writer.tracking is not None:
+            ids, versions = stable_ids(rows, add, self.writer.tracking, POSITION)
+        self.writer.copied(rows, ids, versions)
+        self.counts.copied += rows.num_rows
+
+    def _act(
+        self, f: FileActions, batch: pa.RecordBatch, rows: np.ndarray, fetched: pa.RecordBatch | None
+    ) -> pa.RecordBatch:
+        """Apply ``f``'s actions to the rows of ``batch`` they name; the rows left unchanged."""
+        at = np.asarray(batch.column(POSITION).to_numpy(), dtype=np.int64)
+        index = np.searchsorted(f.positions, at)
+        inside = index < len(f.positions)
+        hit = np.zeros(len(at), dtype=bool)
+        hit[inside] = f.positions[index[inside]] == at[inside]
+        if not hit.any():
+            return batch
+        acted = batch.filter(pa.array(hit))
+        which = f.clauses[index[hit]]
+        sources = f.sources[index[hit]]
+        for c in np.unique(which):
+            clause = self._clauses[int(c)]
+            chosen = np.flatnonzero(which == c)
+            target = acted.take(pa.array(chosen))
+            if clause.action == DELETE:
+                self.writer.deleted(target)
+                if clause.kind == MATCHED:
+                    self.counts.matched_deleted += target.num_rows
+                else:
+                    self.counts.nmbs_deleted += target.num_rows
+                continue
+            source = None
+            if clause.scope == PAIR:
+                assert fetched is not None
+                source = fetched.take(pa.array(np.searchsorted(rows, sources[chosen])))
+            after = output_rows(self.plan, clause, target, source, self.now_micros)
+            ids = None
+            if self.writer.tracking is not None:
+                ids, _ = stable_ids(target, f.add, self.writer.tracking, POSITION)
+            self.writer.updated(target, after, ids)
+            if clause.kind == MATCHED:
+                self.counts.matched_updated += target.num_rows
+            else:
+                self.counts.nmbs_updated += target.num_rows
+        return batch.filter(pa.array(~hit))
+
+    def insert(self, matched_sources: np.ndarray, chunk_bytes: int) -> None:
+        """The source rows no target row matched, through the ``WHEN NOT MATCHED`` clauses."""
+        clauses = self.plan.not_matched
+        if self.source is None or not clauses:
+            return
+        for start, chunk in self.source.chunks(chunk_bytes):
+            unmatched = ~matched_sources[start : start + chunk.num_rows]
+            if not unmatched.any():
+                continue
+            rows = chunk.filter(pa.array(unmatched))
+            ev = evaluation(clauses[0], None, rows, self.plan, self.now_micros)
+            which = first_clause(clauses, ev, rows.num_rows)
+            for c in np.unique(which[which >= 0]):
+                chosen = rows.take(pa.array(np.flatnonzero(which == c)))
+                self.writer.inserted(output_rows(self.plan, clauses[int(c)], None, chosen, self.now_micros))
+                self.counts.inserted += chosen.num_rows
+
+
+__all__ = ["ROWS_PER_BATCH", "Applier", "ChangeWriter", "Counts"]
