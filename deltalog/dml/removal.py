@@ -169,12 +169,17 @@ class Rewriter:
     target: WriteTarget
     changes: bool
     target_file_size: int | None = None
+    #: what each writer may hold in rows (:class:`~deltalog.data.files.DataFileWriter`); None: its defaults
+    max_buffered_bytes: int | None = None
 
     def __post_init__(self) -> None:
         size: dict[str, Any] = {} if self.target_file_size is None else {"target_file_size": self.target_file_size}
-        self.data = DataFileWriter(self.store, self.target, **size)
+        held = self.max_buffered_bytes
+        self.data = DataFileWriter(self.store, self.target, max_buffered_bytes=held, **size)
         self.change = (
-            DataFileWriter(self.store, _change_target(self.target), change_data=True) if self.changes else None
+            DataFileWriter(self.store, _change_target(self.target), change_data=True, max_buffered_bytes=held)
+            if self.changes
+            else None
         )
 
     def keep(self, batch: pa.RecordBatch) -> None:

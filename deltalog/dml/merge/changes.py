@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import pyarrow as pa
@@ -36,6 +36,7 @@ from deltalog.data.row_ids import Materialized, carrying, stable_ids
 from deltalog.data.scan import TableDescription
 from deltalog.dml.matching import FileMatch
 from deltalog.dml.merge.clauses import DELETE, MATCHED, UPDATE
+from deltalog.dml.merge.deferred import Deferred
 from deltalog.dml.merge.output import evaluation, output_rows
 from deltalog.dml.merge.plan import PAIR, BoundClause, MergePlan
 from deltalog.dml.merge.scan import POSITION, FileActions, first_clause
@@ -43,9 +44,6 @@ from deltalog.dml.merge.source import MergeSource
 from deltalog.dml.removal import Removal, Rewriter, finish, with_deletion_vectors
 from deltalog.expr import tree as X
 from deltalog.storage.base import LogStore
-
-#: rows acted on per batch of files whose source rows are fetched together
-ROWS_PER_BATCH = 1 << 20
 
 
 @dataclass
@@ -81,16 +79,20 @@ class ChangeWriter:
         changes: bool,
         tracking: Materialized | None,
         target_file_size: int | None = None,
+        max_buffered_bytes: int | None = None,
     ) -> None:
         columns = tracking.names if tracking is not None else None
-        self.rewriter = Rewriter(
-            store, dataclasses.replace(target, row_tracking_columns=columns), changes, target_file_size
-        )
+        target = dataclasses.replace(target, row_tracking_columns=columns)
+        self.rewriter = Rewriter(store, target, changes, target_file_size, max_buffered_bytes)
         self.tracking = tracking
         self.names = [c.name for c in plan.columns]
 
     def _rows(self, batch: pa.RecordBatch) -> pa.RecordBatch:
         return batch.select(self.names)
+
+    def names_only(self, batch: pa.RecordBatch) -> pa.RecordBatch:
+        """``batch`` with the table's columns only (what an output row is computed from)."""
+        return self._rows(batch)
 
     def _data(self, batch: pa.RecordBatch, ids: pa.Array | None = None, versions: pa.Array | None = None) -> None:
         rows = self._rows(batch)
@@ -124,7 +126,12 @@ class ChangeWriter:
 
 @dataclass
 class Applier:
-    """Applies the first pass's :class:`FileActions` (one group at a time, or all) with one writer."""
+    """Applies the first pass's :class:`FileActions` with one writer: each changed file is read once, in order.
+
+    An update that reads the source gets its source rows at once while the source is in memory; when it was
+    spilled, its target rows wait in buckets by source partition (:mod:`deltalog.dml.merge.deferred`) and are
+    written after the target pass, each partition of the source read once.
+    """
 
     plan: MergePlan
     description: TableDescription
@@ -132,13 +139,14 @@ class Applier:
     source: MergeSource | None
     now_micros: int
     counts: Counts
+    _deferred: Deferred | None = field(default=None, init=False)
 
     @property
     def _clauses(self) -> tuple[BoundClause, ...]:
         return self.plan.target_clauses
 
-    def _source_columns(self) -> list[str] | None:
-        """The source columns update assignments read (None: no clause reads the source)."""
+    def _source_columns(self) -> list[str]:
+        """The source columns update assignments read."""
         out: dict[str, None] = {}
         for c in self._clauses:
             if c.scope == PAIR and c.action == UPDATE:
@@ -146,41 +154,20 @@ class Applier:
                     for f in X.references(e):
                         if f.relation == 1:
                             out[f.path[0]] = None
-        return list(out) if out or any(c.scope == PAIR and c.action == UPDATE for c in self._clauses) else None
-
-    def _batches(self, files: Sequence[FileActions]) -> Iterator[list[FileActions]]:
-        batch: list[FileActions] = []
-        rows = 0
-        for f in files:
-            if batch and rows + len(f.positions) > ROWS_PER_BATCH:
-                yield batch
-                batch, rows = [], 0
-            batch.append(f)
-            rows += len(f.positions)
-        if batch:
-            yield batch
+        return list(out)
 
     def _read(self, add: A.Add) -> Iterator[pa.RecordBatch]:
         raw = self.writer.tracking.fields if self.writer.tracking is not None else ()
         spec = self.description.read_schema()
         yield from read_batches(self.description.store, spec, DataFile.of(add), positions=POSITION, raw_columns=raw)
 
-    def _sources(self, files: Sequence[FileActions]) -> tuple[np.ndarray, pa.RecordBatch | None]:
-        columns = self._source_columns()
-        if self.source is None or columns is None:
-            return np.empty(0, np.int64), None
-        pair_updates = np.array([c.scope == PAIR and c.action == UPDATE for c in self._clauses], dtype=bool)
-        wanted = [f.sources[pair_updates[f.clauses]] for f in files]
-        rows = np.unique(np.concatenate(wanted)) if wanted else np.empty(0, np.int64)
-        return rows, self.source.take(rows, columns)
-
     def with_deletion_vectors(self, store: LogStore, files: Sequence[FileActions], now_ms: int) -> Removal:
+        """Each file's acted rows applied, then taken out of it by its deletion vector."""
         matches = []
-        for group in self._batches(files):
-            rows, fetched = self._sources(group)
-            for f in group:
+        try:
+            for f in files:
                 for batch in self._read(f.add):
-                    self._act(f, batch, rows, fetched)
+                    self._act(f, batch)
                 file = DataFile.of(f.add)
                 n = physical_rows(store, file)
                 deleted = (
@@ -189,15 +176,18 @@ class Applier:
                     else np.empty(0, np.int64)
                 )
                 matches.append(FileMatch(f.add, n, deleted, f.positions))
+            self._replay()
+        finally:
+            self._close()
         return with_deletion_vectors(store, matches, now_ms)
 
     def by_rewriting(self, files: Sequence[FileActions], now_ms: int) -> Removal:
+        """Each file's acted rows applied and its other rows copied; the file removed."""
         removal = Removal()
-        for group in self._batches(files):
-            rows, fetched = self._sources(group)
-            for f in group:
+        try:
+            for f in files:
                 for batch in self._read(f.add):
-                    kept = self._act(f, batch, rows, fetched)
+                    kept = self._act(f, batch)
                     if kept.num_rows:
                         self._copy(f.add, kept)
                         removal.copies_rows = True
@@ -206,6 +196,9 @@ class Applier:
                 removal.removed_files += 1
                 removal.removed_bytes += f.add.size
                 removal.dvs_removed += f.add.deletion_vector is not None
+            self._replay()
+        finally:
+            self._close()
         return removal
 
     def _copy(self, add: A.Add, rows: pa.RecordBatch) -> None:
@@ -215,9 +208,7 @@ class Applier:
         self.writer.copied(rows, ids, versions)
         self.counts.copied += rows.num_rows
 
-    def _act(
-        self, f: FileActions, batch: pa.RecordBatch, rows: np.ndarray, fetched: pa.RecordBatch | None
-    ) -> pa.RecordBatch:
+    def _act(self, f: FileActions, batch: pa.RecordBatch) -> pa.RecordBatch:
         """Apply ``f``'s actions to the rows of ``batch`` they name; the rows left unchanged."""
         at = np.asarray(batch.column(POSITION).to_numpy(), dtype=np.int64)
         index = np.searchsorted(f.positions, at)
@@ -240,20 +231,46 @@ class Applier:
                 else:
                     self.counts.nmbs_deleted += target.num_rows
                 continue
-            source = None
-            if clause.scope == PAIR:
-                assert fetched is not None
-                source = fetched.take(pa.array(np.searchsorted(rows, sources[chosen])))
-            after = output_rows(self.plan, clause, target, source, self.now_micros)
             ids = None
             if self.writer.tracking is not None:
                 ids, _ = stable_ids(target, f.add, self.writer.tracking, POSITION)
-            self.writer.updated(target, after, ids)
-            if clause.kind == MATCHED:
-                self.counts.matched_updated += target.num_rows
+            if clause.scope != PAIR:
+                self._update(clause, target, None, ids)
+            elif self.source is not None and self.source.spilled:
+                self._wait(int(c), target, ids, sources[chosen])
             else:
-                self.counts.nmbs_updated += target.num_rows
+                assert self.source is not None
+                rows, inverse = np.unique(sources[chosen], return_inverse=True)
+                fetched = self.source.take(rows, self._source_columns())
+                self._update(clause, target, fetched.take(pa.array(inverse.astype(np.int64))), ids)
         return batch.filter(pa.array(~hit))
+
+    def _update(
+        self, clause: BoundClause, target: pa.RecordBatch, source: pa.RecordBatch | None, ids: pa.Array | None
+    ) -> None:
+        after = output_rows(self.plan, clause, target, source, self.now_micros)
+        self.writer.updated(target, after, ids)
+        if clause.kind == MATCHED:
+            self.counts.matched_updated += target.num_rows
+        else:
+            self.counts.nmbs_updated += target.num_rows
+
+    def _wait(self, clause: int, target: pa.RecordBatch, ids: pa.Array | None, sources: np.ndarray) -> None:
+        if self._deferred is None:
+            assert self.source is not None and self.source.directory is not None
+            self._deferred = Deferred(self.source, self.source.directory)
+        self._deferred.add(clause, self.writer.names_only(target), ids, sources)
+
+    def _replay(self) -> None:
+        if self._deferred is None:
+            return
+        for c, target, ids, source in self._deferred.replay(self._source_columns()):
+            self._update(self._clauses[c], target, source, ids if self.writer.tracking is not None else None)
+
+    def _close(self) -> None:
+        if self._deferred is not None:
+            self._deferred.close()
+            self._deferred = None
 
     def insert(self, matched_sources: np.ndarray, chunk_bytes: int) -> None:
         """The source rows no target row matched, through the ``WHEN NOT MATCHED`` clauses."""
@@ -273,4 +290,4 @@ class Applier:
                 self.counts.inserted += chosen.num_rows
 
 
-__all__ = ["ROWS_PER_BATCH", "Applier", "ChangeWriter", "Counts"]
+__all__ = ["Applier", "ChangeWriter", "Counts"]

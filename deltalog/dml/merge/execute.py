@@ -15,9 +15,11 @@ file is written:
 5. the second pass writes (:mod:`deltalog.dml.merge.changes`), the inserts last; the commit carries the
    removes or deletion vectors, the new files and change files, Delta Spark's parameters and metrics.
 
-Memory is bounded by ``max_memory``: half for the source held in memory (beyond, it is spilled to disk), a
-sixteenth per source chunk joined at once, an eighth for a group's narrow read; the rest is the writers'
-buffers and the evaluator's working set.
+Memory is bounded by ``max_memory`` (:class:`Budget`): a quarter for the source held in memory (beyond, it
+is spilled to disk), an eighth for a group's narrow read, a sixteenth each for a source chunk joined at once
+and for what each file writer holds (twice: buffered and encoding); the rest is the evaluator's working set
+and Arrow's allocator. A spilled source's updates wait on disk, bucketed by source partition
+(:mod:`deltalog.dml.merge.deferred`).
 
 The seam for running the passes elsewhere (Spark executors): :func:`~deltalog.dml.merge.scan.scan_group` takes
 a plan (a picklable value), one group of files and the source, and returns the group's changes;
@@ -83,15 +85,23 @@ class Budget:
 
     @property
     def source(self) -> int:
-        return self.max_memory // 2
+        """The source held in memory; beyond, it is spilled."""
+        return self.max_memory // 4
 
     @property
     def chunk(self) -> int:
+        """One chunk of the source joined or inserted at once."""
         return max(_MIB, self.max_memory // 16)
 
     @property
     def group(self) -> int:
+        """One group of candidate files' narrow read."""
         return max(_MIB, self.max_memory // 8)
+
+    @property
+    def writer(self) -> int:
+        """Rows each file writer may hold (buffered, and again being encoded)."""
+        return max(4 * _MIB, self.max_memory // 16)
 
 
 def budget_of(max_memory: int | None) -> Budget:
@@ -218,6 +228,7 @@ def _execute(run: _Run) -> CommitResult:
         changes=change_data_feed(snap.protocol, snap.configuration),
         tracking=tracking,
         target_file_size=run.target_file_size,
+        max_buffered_bytes=run.budget.writer,
     )
     applier = Applier(plan, run.description, writer, run.source, run.now, counts)
     removal = Removal()
