@@ -240,6 +240,7 @@ from deltalog.cli import (  # noqa: E402
     checkpoint_cmd,
     commit_cmd,
     compact_log_cmd,
+    dml_cmd,
     docs_cmd,
     doctor,
     intents,
@@ -257,6 +258,7 @@ for _module in (
     intents,
     scan_cmd,
     write_cmd,
+    dml_cmd,
     docs_cmd,
 ):
     _module.register(cli)

@@ -40,11 +40,13 @@ class Clause:
     condition: Any = None
     assignments: tuple[tuple[str, Any], ...] = ()
     star: bool = False
+    #: how messages name the statement when it is no MERGE clause (an UPDATE is one target-only update clause)
+    label: str = ""
 
     @property
     def shown(self) -> str:
         """How messages name the clause: ``WHEN MATCHED ... UPDATE``."""
-        return f"{SHOWN[self.kind]} {self.action.upper()}{' *' if self.star else ''}"
+        return self.label or f"{SHOWN[self.kind]} {self.action.upper()}{' *' if self.star else ''}"
 
 
 def clause(

@@ -446,13 +446,13 @@ def plan_update(
 ) -> MergePlan:
     """An UPDATE as a plan with one target-only update clause: the predicate is its condition (None: every row)."""
     scope = scopes(schema, None, None, None)[TARGET]
-    clause = C.clause(C.NOT_MATCHED_BY_SOURCE, C.UPDATE, predicate, updates)
-    shown = "UPDATE"
+    if not isinstance(updates, Mapping) or not updates:
+        raise InvalidArgumentError("UPDATE needs updates={column: expression, ...}")
+    clause = replace(C.clause(C.NOT_MATCHED_BY_SOURCE, C.UPDATE, predicate, updates), label="UPDATE")
+    shown = clause.shown
     cond, text = (None, None) if predicate is None else bind_condition(predicate, scope, "the UPDATE predicate")
     columns = _columns(schema)
-    pairs = _assignments(
-        replace(clause, kind=C.NOT_MATCHED_BY_SOURCE), scope, columns, None, None, None, False, identity_columns(schema)
-    )
+    pairs = _assignments(clause, scope, columns, None, None, None, False, identity_columns(schema))
     bound = BoundClause(C.NOT_MATCHED_BY_SOURCE, C.UPDATE, TARGET, cond, text, pairs, shown)
     return MergePlan(
         schema=schema,
