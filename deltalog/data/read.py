@@ -142,13 +142,15 @@ def read_batches(
     *,
     positions: str | None = None,
     raw_columns: Sequence[pa.Field] = (),
+    wanted_rows: np.ndarray | None = None,
 ) -> Iterator[pa.RecordBatch]:
     """The file's live rows in ``spec``'s schema, batch by batch (deleted rows dropped, empty batches skipped).
 
     ``positions`` names a column appended with each row's physical position in the file (what a deletion
     vector counts: rows a vector deletes still take their place); ``raw_columns`` are file columns outside the
     table's schema, read by their exact stored name and appended as typed (null where the file lacks one):
-    the materialized row-tracking columns a rewrite must carry over.
+    the materialized row-tracking columns a rewrite must carry over. ``wanted_rows`` (physical positions,
+    ascending) reads only the row groups holding one of them (the rest of those row groups' rows come too).
 
     Every failure is typed and names the file: missing or corrupt data or DV files, a DV that disagrees
     with the file, a partition value that is not of its column's type.
@@ -177,13 +179,11 @@ def read_batches(
         # pyarrow reads "a.b" as a nested path: with such a name, read every column and pick by position
         by_name = not any("." in n for n in names)
         position = {i: (k if by_name else i) for k, i in enumerate(selected)}
-        start = 0
         with _parquet_errors(source):
-            for batch in parquet.iter_batches(batch_size=batch_rows, columns=names if by_name else None):
+            for start, batch in _row_batches(parquet, batch_rows, names if by_name else None, wanted_rows):
                 n = batch.num_rows
                 keep = None if deleted is None else _kept(deleted, start, n)
                 at = np.arange(start, start + n, dtype=np.int64) if positions is not None else None
-                start += n
                 if keep is not None:
                     batch = batch.filter(keep)
                     at = at[keep.to_numpy(zero_copy_only=False)] if at is not None else None
@@ -197,6 +197,27 @@ def read_batches(
                 if at is not None and positions is not None:
                     out = out.append_column(positions, pa.array(at))
                 yield out
+
+
+def _row_batches(
+    parquet: pq.ParquetFile, batch_rows: int, columns: list[str] | None, wanted: np.ndarray | None
+) -> Iterator[tuple[int, pa.RecordBatch]]:
+    """(first row's physical position, batch) of the file, or of the row groups holding ``wanted`` rows."""
+    if wanted is None:
+        start = 0
+        for batch in parquet.iter_batches(batch_size=batch_rows, columns=columns):
+            yield start, batch
+            start += batch.num_rows
+        return
+    meta = parquet.metadata
+    sizes = [meta.row_group(g).num_rows for g in range(meta.num_row_groups)]
+    offsets = np.cumsum([0, *sizes])
+    groups = np.unique(np.searchsorted(offsets, wanted, side="right") - 1)
+    for g in groups[(groups >= 0) & (groups < len(sizes))]:
+        start = int(offsets[g])
+        for batch in parquet.iter_batches(batch_size=batch_rows, row_groups=[int(g)], columns=columns):
+            yield start, batch
+            start += batch.num_rows
 
 
 def _check_rows(file: DataFile, deleted: np.ndarray | None, rows: int, source: str) -> None:

@@ -100,17 +100,24 @@ class ChangeWriter:
             rows = carrying(rows, self.tracking, ids, versions)
         self.rewriter.keep(rows)
 
+    @property
+    def changes(self) -> bool:
+        """Whether change files are written (a change-data-feed table): they need every column of the rows."""
+        return self.rewriter.change is not None
+
     def updated(self, before: pa.RecordBatch, after: pa.RecordBatch, ids: pa.Array | None) -> None:
         """New values of existing rows: their ids kept, the commit's version taken (NULL commit version)."""
         self._data(after, ids, None)
-        self.rewriter.changed(self._rows(before), "update_preimage")
-        self.rewriter.changed(self._rows(after), "update_postimage")
+        if self.changes:
+            self.rewriter.changed(self._rows(before), "update_preimage")
+            self.rewriter.changed(self._rows(after), "update_postimage")
 
     def copied(self, rows: pa.RecordBatch, ids: pa.Array | None, versions: pa.Array | None) -> None:
         self._data(rows, ids, versions)
 
     def deleted(self, rows: pa.RecordBatch) -> None:
-        self.rewriter.changed(self._rows(rows), "delete")
+        if self.changes:
+            self.rewriter.changed(self._rows(rows), "delete")
 
     def inserted(self, rows: pa.RecordBatch) -> None:
         self._data(rows)
@@ -156,17 +163,44 @@ class Applier:
                             out[f.path[0]] = None
         return list(out)
 
-    def _read(self, add: A.Add) -> Iterator[pa.RecordBatch]:
+    def _needed(self, rewrite: bool) -> list[str] | None:
+        """The table columns the second pass reads of a changed file (None: every one). A rewrite copies whole
+        rows and change files hold whole rows; otherwise an update needs the columns its assignments read and
+        those it leaves as they are (not generated ones: those are computed again), a delete none at all."""
+        if rewrite or self.writer.changes:
+            return None
+        names: set[str] = set()
+        for c in self._clauses:
+            if c.action != UPDATE:
+                continue
+            assigned = {name for name, _ in c.assignments}
+            names |= {col.name for col in self.plan.columns if col.name not in assigned and col.generated is None}
+            for _, e in c.assignments:
+                names |= {f.path[0] for f in X.references(e) if f.relation == 0}
+        return [col.name for col in self.plan.columns if col.name in names]
+
+    def _read(self, f: FileActions, rewrite: bool) -> Iterator[pa.RecordBatch]:
+        """``f``'s rows as the second pass needs them: every row of a file it rewrites; otherwise the row groups
+        holding acted rows, with the columns the clauses need (none at all: the positions alone, unread)."""
         raw = self.writer.tracking.fields if self.writer.tracking is not None else ()
-        spec = self.description.read_schema()
-        yield from read_batches(self.description.store, spec, DataFile.of(add), positions=POSITION, raw_columns=raw)
+        columns = self._needed(rewrite)
+        if columns is not None and not columns and not raw:
+            yield pa.RecordBatch.from_arrays([pa.array(f.positions, pa.int64())], names=[POSITION])
+            return
+        if columns is not None and not columns:
+            columns = [self.plan.columns[0].name]  # something to count rows by, beside the row-id columns
+        spec = self.description.read_schema(columns)
+        wanted = None if rewrite else f.positions
+        store = self.description.store
+        file = DataFile.of(f.add)
+        yield from read_batches(store, spec, file, positions=POSITION, raw_columns=raw, wanted_rows=wanted)
 
     def with_deletion_vectors(self, store: LogStore, files: Sequence[FileActions], now_ms: int) -> Removal:
         """Each file's acted rows applied, then taken out of it by its deletion vector."""
         matches = []
         try:
             for f in files:
-                for batch in self._read(f.add):
+                for batch in self._read(f, rewrite=False):
                     self._act(f, batch)
                 file = DataFile.of(f.add)
                 n = physical_rows(store, file)
@@ -186,7 +220,7 @@ class Applier:
         removal = Removal()
         try:
             for f in files:
-                for batch in self._read(f.add):
+                for batch in self._read(f, rewrite=True):
                     kept = self._act(f, batch)
                     if kept.num_rows:
                         self._copy(f.add, kept)

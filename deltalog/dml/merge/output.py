@@ -37,8 +37,9 @@ def output_rows(
     source: pa.RecordBatch | None,
     now_micros: int,
 ) -> pa.RecordBatch:
-    """The rows ``clause`` writes for ``target`` (an update: every table column, logical names) and/or
-    ``source`` rows, one output row per input row, with the table's columns in order."""
+    """The rows ``clause`` writes for ``target`` (an update: the table columns it leaves as they are and those
+    its assignments read, logical names) and/or ``source`` rows, one output row per input row, with the table's
+    columns in order."""
     ev = evaluation(clause, target, source, plan, now_micros)
     n = ev.num_rows
     values = {name: evaluate(expr, ev, clause.shown) for name, expr in clause.assignments}
@@ -47,7 +48,7 @@ def output_rows(
         names.append(col.name)
         if col.name in values:
             arrays.append(values[col.name])
-        elif clause.action == UPDATE:
+        elif clause.action == UPDATE and col.generated is None:
             assert target is not None
             arrays.append(target.column(col.name))
         else:
