@@ -28,7 +28,7 @@ from benchmarks.report import load_average, machine_facts, markdown_grid, text_g
 
 MIN_RUNS_FOR_MARKDOWN = 3
 SUBDIR = "data"
-SECTION_TITLE = "## Data plane (issue 15)"
+SECTION_TITLE = "## Data plane (issues 15 and 26)"
 START = "<!-- bench:data:start -->"
 END = "<!-- bench:data:end -->"
 
@@ -83,9 +83,10 @@ def run_case(case: DataCase, sizes: Sizes, runs: int, work: str) -> list[DataRes
 
 def _cells(res: DataResult, base: DataResult) -> list[str]:
     seconds, other = res.median("seconds"), base.median("seconds")
-    peak = res.median("call_peak_rss_kib")
+    peak, base_peak = res.median("call_peak_rss_kib"), base.median("call_peak_rss_kib")
     files = res.median("files")
     ratio = f"{seconds / other:.2f}" if seconds and other else "—"
+    read, least = res.median("read_bytes"), res.median("min_bytes")
     return [
         res.case.name,
         res.engine,
@@ -93,12 +94,27 @@ def _cells(res: DataResult, base: DataResult) -> list[str]:
         ratio,
         f"{res.median('cpu_s') or 0:.2f}",
         f"{peak / 1024:.0f}" if peak else "—",
+        f"{peak / base_peak:.2f}" if peak and base_peak else "—",
         f"{files:.0f}" if files is not None else "—",
+        f"{read / 2**20:.1f}" if read is not None else "—",
+        f"{least / 2**20:.1f}" if least is not None else "—",
         str(res.runs[0]["rows"]),
     ]
 
 
-HEADER = ["case", "engine", "median s", "x deltalake", "cpu s", "call peak RSS MiB", "files opened", "rows"]
+HEADER = [
+    "case",
+    "engine",
+    "median s",
+    "x deltalake",
+    "cpu s",
+    "call peak RSS MiB",
+    "RSS x deltalake",
+    "files opened",
+    "MiB read",
+    "minimum MiB",
+    "rows",
+]
 
 
 def grid(results: Sequence[DataResult]) -> tuple[list[str], list[list[str]]]:

@@ -56,7 +56,7 @@ def test_the_read_predicate_is_delta_sparks() -> None:
         C.clause(C.MATCHED, C.UPDATE, "t.amount > 1", {"amount": "s.amount"}),
         C.clause(C.MATCHED, C.DELETE, "t.amount < 0 AND s.note = 'gone'"),
     )
-    assert X.to_sql(matched_only.read_predicate) == "(day = 'x') AND ((amount > 1) OR (amount < 0))"  # type: ignore[arg-type]
+    assert X.to_sql(matched_only.read_predicate) == "(day = 'x') AND ((amount > 1.0D) OR (amount < 0.0D))"  # type: ignore[arg-type]
     unconditional = plan("t.id = s.id", C.clause(C.MATCHED, C.UPDATE, "t.amount > 1", {"amount": "1"}), UPDATE_ALL)
     assert unconditional.read_predicate is None  # a clause without a target-only part: the whole table
     with_source_clause = plan(

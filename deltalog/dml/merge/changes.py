@@ -22,6 +22,7 @@ if the commit does not happen.
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 
@@ -31,6 +32,7 @@ import pyarrow as pa
 from deltalog.core import actions as A
 from deltalog.data.dv import read_deletion_vector
 from deltalog.data.files import WriteTarget
+from deltalog.data.parallel import ordered
 from deltalog.data.read import DataFile, physical_rows, read_batches
 from deltalog.data.row_ids import Materialized, carrying, stable_ids
 from deltalog.data.scan import TableDescription
@@ -44,6 +46,9 @@ from deltalog.dml.merge.source import MergeSource
 from deltalog.dml.removal import Removal, Rewriter, finish, with_deletion_vectors
 from deltalog.expr import tree as X
 from deltalog.storage.base import LogStore
+
+#: updates that read the source, held across files until this many rows wait (then written together)
+FLUSH_ROWS = 1 << 16
 
 
 @dataclass
@@ -146,7 +151,11 @@ class Applier:
     source: MergeSource | None
     now_micros: int
     counts: Counts
+    #: files read at once (None: the data plane's default)
+    workers: int | None = None
     _deferred: Deferred | None = field(default=None, init=False)
+    _pending: list[tuple[int, pa.RecordBatch, pa.Array | None, np.ndarray]] = field(default_factory=list, init=False)
+    _pending_rows: int = field(default=0, init=False)
 
     @property
     def _clauses(self) -> tuple[BoundClause, ...]:
@@ -195,15 +204,28 @@ class Applier:
         file = DataFile.of(f.add)
         yield from read_batches(store, spec, file, positions=POSITION, raw_columns=raw, wanted_rows=wanted)
 
+    def _batches_of(
+        self, files: Sequence[FileActions], rewrite: bool
+    ) -> Iterator[tuple[FileActions, pa.RecordBatch | None]]:
+        """(file, batch) for every batch of every file, then (file, None) when the file is done; files are read
+        :attr:`workers` at a time (pyarrow decodes without the GIL), in order."""
+
+        def tagged(f: FileActions) -> Iterator[tuple[FileActions, pa.RecordBatch | None]]:
+            for batch in self._read(f, rewrite):
+                yield f, batch
+            yield f, None
+
+        yield from ordered([functools.partial(tagged, f) for f in files], self.workers)
+
     def with_deletion_vectors(self, store: LogStore, files: Sequence[FileActions], now_ms: int) -> Removal:
         """Each file's acted rows applied, then taken out of it by its deletion vector."""
         matches = []
         try:
-            for f in files:
-                for batch in self._read(f, rewrite=False):
+            for f, batch in self._batches_of(files, rewrite=False):
+                if batch is not None:
                     self._act(f, batch)
-                file = DataFile.of(f.add)
-                n = physical_rows(store, file)
+                    continue
+                n = physical_rows(store, DataFile.of(f.add))
                 deleted = (
                     read_deletion_vector(store, f.add.deletion_vector, n)
                     if f.add.deletion_vector is not None
@@ -219,12 +241,13 @@ class Applier:
         """Each file's acted rows applied and its other rows copied; the file removed."""
         removal = Removal()
         try:
-            for f in files:
-                for batch in self._read(f, rewrite=True):
+            for f, batch in self._batches_of(files, rewrite=True):
+                if batch is not None:
                     kept = self._act(f, batch)
                     if kept.num_rows:
                         self._copy(f.add, kept)
                         removal.copies_rows = True
+                    continue
                 removal.actions.append(f.add.remove(now_ms, True))
                 removal.touched.append(f.add)
                 removal.removed_files += 1
@@ -273,11 +296,31 @@ class Applier:
             elif self.source is not None and self.source.spilled:
                 self._wait(int(c), target, ids, sources[chosen])
             else:
-                assert self.source is not None
-                rows, inverse = np.unique(sources[chosen], return_inverse=True)
-                fetched = self.source.take(rows, self._source_columns())
-                self._update(clause, target, fetched.take(pa.array(inverse.astype(np.int64))), ids)
+                self._queue(int(c), target, ids, sources[chosen])
         return batch.filter(pa.array(~hit))
+
+    def _queue(self, clause: int, target: pa.RecordBatch, ids: pa.Array | None, sources: np.ndarray) -> None:
+        """Hold updates that read the source until :data:`FLUSH_ROWS` of them (across files) are waiting: one
+        fetch of their source rows, one evaluation and one write for them all."""
+        self._pending.append((clause, target, ids, sources))
+        self._pending_rows += target.num_rows
+        if self._pending_rows >= FLUSH_ROWS:
+            self._flush()
+
+    def _flush(self) -> None:
+        pending, self._pending, self._pending_rows = self._pending, [], 0
+        assert self.source is not None or not pending
+        for c in sorted({p[0] for p in pending}):
+            mine = [p for p in pending if p[0] == c]
+            target = pa.Table.from_batches([p[1] for p in mine]).combine_chunks().to_batches()[0]
+            sources = np.concatenate([p[3] for p in mine])
+            ids = None
+            if self.writer.tracking is not None:
+                ids = pa.concat_arrays([p[2] for p in mine if p[2] is not None])
+            assert self.source is not None
+            rows, inverse = np.unique(sources, return_inverse=True)
+            fetched = self.source.take(rows, self._source_columns())
+            self._update(self._clauses[c], target, fetched.take(pa.array(inverse.astype(np.int64))), ids)
 
     def _update(
         self, clause: BoundClause, target: pa.RecordBatch, source: pa.RecordBatch | None, ids: pa.Array | None
@@ -296,6 +339,7 @@ class Applier:
         self._deferred.add(clause, self.writer.names_only(target), ids, sources)
 
     def _replay(self) -> None:
+        self._flush()
         if self._deferred is None:
             return
         for c, target, ids, source in self._deferred.replay(self._source_columns()):

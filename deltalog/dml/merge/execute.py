@@ -74,6 +74,8 @@ MERGE = "MERGE"
 UPDATE = "UPDATE"
 #: the default memory budget of a merge (bytes)
 MAX_MEMORY = 1 << 30
+#: target rows in one group of the first pass, at most (a join per group and source chunk; more saves little)
+GROUP_ROWS = 1 << 20
 _MIB = 1 << 20
 
 
@@ -117,9 +119,10 @@ def _ms(since: float) -> int:
 
 
 def _groups(files: Sequence[Add], columns: int, budget: int) -> Iterator[list[Add]]:
-    """Candidate files in groups whose narrow read stays within ``budget`` (estimated per row)."""
-    per_row = 16 * (columns + 2)
-    limit = max(1, budget // per_row)
+    """Candidate files in groups whose first pass stays within ``budget``: per row, the narrow columns, its
+    position and file, and the copies the keys and the join make (estimated), at most :data:`GROUP_ROWS`."""
+    per_row = 24 * (columns + 2)
+    limit = min(GROUP_ROWS, max(1, budget // per_row))
     group: list[Add] = []
     rows = 0
     for add in files:
@@ -230,7 +233,7 @@ def _execute(run: _Run) -> CommitResult:
         target_file_size=run.target_file_size,
         max_buffered_bytes=run.budget.writer,
     )
-    applier = Applier(plan, run.description, writer, run.source, run.now, counts)
+    applier = Applier(plan, run.description, writer, run.source, run.now, counts, run.workers)
     removal = Removal()
     try:
         if changed:

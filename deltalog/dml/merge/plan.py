@@ -30,6 +30,7 @@ import pyarrow as pa
 from deltalog.arrow.schema import delta_field
 from deltalog.core.schema import top_level_fields
 from deltalog.data.constraints import DEFAULT, GENERATION, IDENTITY_PREFIX
+from deltalog.data.expressions import fold
 from deltalog.data.filters import source as filter_source
 from deltalog.dml.merge import clauses as C
 from deltalog.errors import InvalidArgumentError, InvalidExpressionError, UnsupportedFeatureError
@@ -187,13 +188,14 @@ def _tree(value: Any, scope: Scope, what: str) -> tuple[X.Expr, str]:
     return found.tree, found.text
 
 
-def bind_condition(value: Any, scope: Scope, what: str) -> tuple[X.Expr, str]:
+def bind_condition(value: Any, scope: Scope, what: str, tz: str = "UTC") -> tuple[X.Expr, str]:
+    """A condition bound in ``scope`` and folded (constant parts evaluated once, in the session zone ``tz``)."""
     tree, text = _tree(value, scope, what)
-    return bind_predicate(tree, scope, text), text
+    return fold(bind_predicate(tree, scope, text), tz), text
 
 
 # ---------------------------------------------------------------------------------------------- columns
-def _columns(schema: Mapping[str, Any]) -> tuple[Column, ...]:
+def _columns(schema: Mapping[str, Any], tz: str) -> tuple[Column, ...]:
     """Every top-level column with its generated expression or default, bound over the table's logical scope
     and typed as the column (Spark stores the value cast to the column's type)."""
     scope = Scope.of_schema(schema, physical=False)
@@ -203,9 +205,9 @@ def _columns(schema: Mapping[str, Any]) -> tuple[Column, ...]:
         t = T.from_delta(f.get("type"), physical=False)
         generated = default = None
         if GENERATION in meta:
-            generated = _typed(bind(str(meta[GENERATION]), scope), t)
+            generated = fold(_typed(bind(str(meta[GENERATION]), scope), t), tz)
         elif DEFAULT in meta:
-            default = _typed(bind(str(meta[DEFAULT]), scope), t)
+            default = fold(_typed(bind(str(meta[DEFAULT]), scope), t), tz)
         out.append(Column(str(f["name"]), t, generated, default))
     return tuple(out)
 
@@ -255,6 +257,7 @@ def _assignments(
     source_alias: str | None,
     evolving: bool,
     identity: set[str],
+    tz: str = "UTC",
 ) -> tuple[tuple[str, X.Expr], ...]:
     if clause.action == C.DELETE:
         return ()
@@ -297,7 +300,7 @@ def _assignments(
         tree = parse(value) if isinstance(value, str) else value
         if not isinstance(tree, (X.Column, X.Field, X.Literal, X.Call, X.Cast, X.Case)):
             tree = X.literal_of(tree)
-        out.append((col.name, bind_assignment(tree, scope, col.name, col.type, text)))
+        out.append((col.name, fold(bind_assignment(tree, scope, col.name, col.type, text), tz)))
     return tuple(out)
 
 
@@ -397,9 +400,10 @@ def plan_merge(
     C.check_order(clauses)
     if target_alias is not None and source_alias is not None and target_alias.lower() == source_alias.lower():
         raise InvalidArgumentError(f"the source and the target have the same alias {target_alias!r}")
+    tz = session_time_zone or "UTC"
     found = scopes(schema, source, target_alias, source_alias)
-    bound_condition, text = bind_condition(condition, found[PAIR], "the merge condition")
-    columns = _columns(schema)
+    bound_condition, text = bind_condition(condition, found[PAIR], "the merge condition", tz)
+    columns = _columns(schema, tz)
     identity = identity_columns(schema)
     bound: list[BoundClause] = []
     for kind in C.KINDS:
@@ -407,8 +411,8 @@ def plan_merge(
             scope = found[_SCOPES[kind]]
             cond, cond_text = (None, None)
             if c.condition is not None:
-                cond, cond_text = bind_condition(c.condition, scope, f"the condition of {c.shown}")
-            pairs = _assignments(c, scope, columns, source, target_alias, source_alias, evolving, identity)
+                cond, cond_text = bind_condition(c.condition, scope, f"the condition of {c.shown}", tz)
+            pairs = _assignments(c, scope, columns, source, target_alias, source_alias, evolving, identity, tz)
             bound.append(BoundClause(kind, c.action, _SCOPES[kind], cond, cond_text, pairs, c.shown))
     keys, residual = split_keys(bound_condition)
     matched = [b for b in bound if b.kind == C.MATCHED]
@@ -450,9 +454,10 @@ def plan_update(
         raise InvalidArgumentError("UPDATE needs updates={column: expression, ...}")
     clause = replace(C.clause(C.NOT_MATCHED_BY_SOURCE, C.UPDATE, predicate, updates), label="UPDATE")
     shown = clause.shown
-    cond, text = (None, None) if predicate is None else bind_condition(predicate, scope, "the UPDATE predicate")
-    columns = _columns(schema)
-    pairs = _assignments(clause, scope, columns, None, None, None, False, identity_columns(schema))
+    tz = session_time_zone or "UTC"
+    cond, text = (None, None) if predicate is None else bind_condition(predicate, scope, "the UPDATE predicate", tz)
+    columns = _columns(schema, tz)
+    pairs = _assignments(clause, scope, columns, None, None, None, False, identity_columns(schema), tz)
     bound = BoundClause(C.NOT_MATCHED_BY_SOURCE, C.UPDATE, TARGET, cond, text, pairs, shown)
     return MergePlan(
         schema=schema,

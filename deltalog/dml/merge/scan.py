@@ -22,6 +22,7 @@ and returns its :class:`GroupScan`; the driver checks nothing more than what the
 from __future__ import annotations
 
 import functools
+import itertools
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 
@@ -33,13 +34,14 @@ from deltalog.actions import Add
 from deltalog.compute import Evaluation, evaluate
 from deltalog.core.schema import top_level_fields
 from deltalog.data.parallel import ordered
-from deltalog.data.read import DataFile, read_batches
+from deltalog.data.read import DataFile, ReadSchema, read_batches
 from deltalog.data.scan import TableDescription
 from deltalog.dml.merge.join import key_arrays, pairs
 from deltalog.dml.merge.plan import BoundClause, MergePlan
 from deltalog.dml.merge.source import MergeSource
 from deltalog.errors import DuplicateMatchError
 from deltalog.expr import tree as X
+from deltalog.storage.base import LogStore
 
 #: the columns a narrow read adds: the file (its index in the group) and the row's physical position
 FILE = "__deltalog_file"
@@ -74,8 +76,12 @@ def narrow_columns(plan: MergePlan, schema_fields: Sequence[str]) -> list[str]:
     return [next((n for n in names if n in plan.partition_columns), names[0])]
 
 
-def _file_rows(store: object, spec: object, add: Add, index: int) -> Iterator[pa.RecordBatch]:
-    for batch in read_batches(store, spec, DataFile.of(add), positions=POSITION):  # type: ignore[arg-type]
+#: rows per batch of a narrow read (a few columns: large batches, few Python steps per file)
+NARROW_BATCH_ROWS = 1 << 20
+
+
+def _file_rows(store: LogStore, spec: ReadSchema, add: Add, index: int) -> Iterator[pa.RecordBatch]:
+    for batch in read_batches(store, spec, DataFile.of(add), NARROW_BATCH_ROWS, positions=POSITION):
         yield batch.append_column(FILE, pa.array(np.full(batch.num_rows, index, dtype=np.int32)))
 
 
@@ -127,6 +133,10 @@ def first_clause(clauses: Sequence[BoundClause], ev: Evaluation, n: int) -> np.n
     return chosen
 
 
+def _concat(parts: list[np.ndarray], dtype: type) -> np.ndarray:
+    return np.concatenate(parts) if parts else np.empty(0, dtype=dtype)
+
+
 def scan_group(
     plan: MergePlan,
     description: TableDescription,
@@ -139,7 +149,11 @@ def scan_group(
     workers: int | None = None,
 ) -> GroupScan:
     """The changes one group of candidate files gets; marks in ``matched_sources`` the source rows that matched
-    a row of the group. Raises :class:`DuplicateMatchError` when Delta Spark's rule forbids the merge."""
+    a row of the group. Raises :class:`DuplicateMatchError` when Delta Spark's rule forbids the merge.
+
+    What is kept grows with the pairs the join finds, not with the group: the pairs (for the duplicate rule),
+    the pairs a matched clause took, and, only when ``NOT MATCHED BY SOURCE`` clauses must know the target
+    rows nothing matched, one byte per row."""
     narrow = read_narrow(description, plan, files, workers)
     n = narrow.num_rows
     result = GroupScan(rows_read=n)
@@ -147,11 +161,12 @@ def scan_group(
         return result
     tz = plan.session_time_zone
     target_ev = Evaluation.of(narrow, session_time_zone=tz, now_micros=now_micros)
-    matched = plan.matched
-    count = np.zeros(n, dtype=np.int32)
-    counted = np.zeros(n, dtype=np.int32)  # pairs for which some matched clause holds
-    chosen = np.full(n, NO_CLAUSE, dtype=np.int32)
-    chosen_source = np.full(n, -1, dtype=np.int64)
+    matched, nmbs = plan.matched, plan.not_matched_by_source
+    paired: list[np.ndarray] = []  # target rows of every pair the condition holds for
+    taken: list[np.ndarray] = []  # target rows of the pairs a matched clause took ...
+    clauses: list[np.ndarray] = []  # ... that clause ...
+    sources: list[np.ndarray] = []  # ... and the source row
+    seen = np.zeros(n, dtype=bool) if nmbs else None
     if source is not None and plan.condition is not None:
         target_keys = key_arrays(plan.keys, "target", target_ev)
         wanted = _source_columns(plan)
@@ -178,45 +193,51 @@ def scan_group(
                     ev = ev.take(np.flatnonzero(keep))
                 if matched_sources is not None:
                     matched_sources[start + s_idx] = True
+                if seen is not None:
+                    seen[t_idx] = True
+                paired.append(t_idx)
                 if not matched:
-                    np.add.at(count, t_idx, 1)
                     continue
                 assert ev is not None
                 which = first_clause(matched, ev, len(t_idx))
-                np.add.at(count, t_idx, 1)
                 hit = which != NO_CLAUSE
-                np.add.at(counted, t_idx[hit], 1)
-                chosen[t_idx[hit]] = which[hit]
-                chosen_source[t_idx[hit]] = start + s_idx[hit]
-        _check_duplicates(plan, narrow, files, count, counted, now_micros)
-    nmbs = plan.not_matched_by_source
-    if nmbs:
-        unmatched = np.flatnonzero(count == 0)
+                taken.append(t_idx[hit])
+                clauses.append(which[hit])
+                sources.append(start + s_idx[hit])
+    acted_rows = _concat(taken, np.int64)
+    acted_clauses = _concat(clauses, np.int32)
+    acted_sources = _concat(sources, np.int64)
+    _check_duplicates(plan, narrow, files, _concat(paired, np.int64), acted_rows, now_micros)
+    if len(acted_rows) and plan.only_unconditional_delete:  # duplicates allowed: one delete per target row
+        acted_rows, first = np.unique(acted_rows, return_index=True)
+        acted_clauses, acted_sources = acted_clauses[first], acted_sources[first]
+    if nmbs and seen is not None:
+        unmatched = np.flatnonzero(~seen)
         if len(unmatched):
             sub = target_ev if len(unmatched) == n else target_ev.take(unmatched)
             which = first_clause(nmbs, sub, len(unmatched))
             hit = which != NO_CLAUSE
-            chosen[unmatched[hit]] = which[hit] + len(matched)
-    acted = np.flatnonzero(chosen != NO_CLAUSE)
-    if len(acted):
-        result.files = _by_file(narrow, files, acted, chosen, chosen_source)
+            acted_rows = np.concatenate([acted_rows, unmatched[hit]])
+            acted_clauses = np.concatenate([acted_clauses, which[hit] + len(matched)])
+            acted_sources = np.concatenate([acted_sources, np.full(int(hit.sum()), -1, dtype=np.int64)])
+    if len(acted_rows):
+        result.files = _by_file(narrow, files, acted_rows, acted_clauses, acted_sources)
     return result
 
 
 def _by_file(
-    narrow: pa.RecordBatch, files: Sequence[Add], acted: np.ndarray, chosen: np.ndarray, sources: np.ndarray
+    narrow: pa.RecordBatch, files: Sequence[Add], rows: np.ndarray, clauses: np.ndarray, sources: np.ndarray
 ) -> list[FileActions]:
-    file_of = np.asarray(narrow.column(FILE).to_numpy(), dtype=np.int32)[acted]
-    position = np.asarray(narrow.column(POSITION).to_numpy(), dtype=np.int64)[acted]
-    out = []
+    """The acted rows (indexes into ``narrow``) as one :class:`FileActions` per file, positions ascending."""
+    file_of = np.asarray(narrow.column(FILE).to_numpy(), dtype=np.int32)[rows]
+    position = np.asarray(narrow.column(POSITION).to_numpy(), dtype=np.int64)[rows]
     order = np.lexsort((position, file_of))
-    file_of, position, rows = file_of[order], position[order], acted[order]
-    bounds = np.flatnonzero(np.diff(file_of)) + 1
-    for part in np.split(np.arange(len(rows)), bounds):
-        if len(part) == 0:
-            continue
-        f = int(file_of[part[0]])
-        out.append(FileActions(files[f], position[part], chosen[rows[part]], sources[rows[part]]))
+    file_of, position, clauses, sources = file_of[order], position[order], clauses[order], sources[order]
+    out = []
+    bounds = [0, *(np.flatnonzero(np.diff(file_of)) + 1).tolist(), len(file_of)]
+    for lo, hi in itertools.pairwise(bounds):
+        if hi > lo:
+            out.append(FileActions(files[int(file_of[lo])], position[lo:hi], clauses[lo:hi], sources[lo:hi]))
     return out
 
 
@@ -224,36 +245,39 @@ def _check_duplicates(
     plan: MergePlan,
     narrow: pa.RecordBatch,
     files: Sequence[Add],
-    count: np.ndarray,
-    counted: np.ndarray,
+    paired: np.ndarray,
+    taken: np.ndarray,
     now_micros: int,
 ) -> None:
+    """Delta Spark's duplicate-match rule over one group's pairs (every target row is in one group only)."""
     if not plan.matched and not plan.not_matched_by_source:
         return  # insert-only: Delta Spark's insert-only path pairs nothing with the target
     if plan.only_unconditional_delete:
         return
-    per_row = counted if plan.matched_only else count
-    bad = np.flatnonzero(per_row > 1)
+    counted = taken if plan.matched_only else paired
+    if len(counted) < 2:
+        return
+    rows, counts = np.unique(counted, return_counts=True)
+    bad = np.flatnonzero(counts > 1)
     if len(bad) == 0:
         return
-    row = int(bad[0])
+    row, times = int(rows[bad[0]]), int(counts[bad[0]])
     key: dict[str, object] = {}
+    one = Evaluation.of(narrow.slice(row, 1), now_micros=now_micros)
     for k in plan.keys:
-        key[X.to_sql(k.target)] = evaluate(k.target, Evaluation.of(narrow.slice(row, 1), now_micros=now_micros))[
-            0
-        ].as_py()
+        key[X.to_sql(k.target)] = evaluate(k.target, one)[0].as_py()
     if not key:
         for name in plan.target_columns:
             key[name] = narrow.column(name)[row].as_py()
     path = files[int(narrow.column(FILE)[row].as_py())].path
     raise DuplicateMatchError(
-        f"cannot MERGE: {int(per_row[row])} source rows matched the target row with {key} (in {path}) and would "
+        f"cannot MERGE: {times} source rows matched the target row with {key} (in {path}) and would "
         f"{'update or delete' if plan.matched else 'change'} it; Delta Spark refuses such a merge as ambiguous "
         f"({len(bad)} target row(s) matched more than once). Deduplicate the source on the merge key; nothing "
         "was written",
         key=key,
         path=path,
-        matches=int(per_row[row]),
+        matches=times,
     )
 
 
