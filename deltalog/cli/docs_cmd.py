@@ -20,6 +20,7 @@ import deltalog
 TOPICS: dict[str, tuple[str, str]] = {
     "start": ("index.md", "getting started: install, a first table, the demo"),
     "data": ("data.md", "reading and writing data: snapshots, files, commits, time travel"),
+    "merge": ("merge.md", "MERGE and UPDATE: upserts by deletion vectors, Delta Spark's semantics, bounded memory"),
     "expressions": ("expressions.md", "Spark SQL expressions and filters: forms, functions, semantics, time zone"),
     "cli": ("cli.md", "the deltalog command: every verb, its options, its --json documents"),
     "storage": ("storage.md", "where tables live, storage options and credentials, safe stores, doctor"),
