@@ -406,3 +406,33 @@ def test_a_merge_that_changes_nothing_commits_nothing(tmp_path: Path) -> None:
     assert result.version is None and result.skipped and result.metrics["numSourceRows"] == "1"
     assert log.latest_version() == 1
     assert pc.sum(DeltaLog.for_table(root).snapshot().to_arrow()["id"]).as_py() == sum(range(300))
+
+
+def test_a_table_with_every_modern_feature(tmp_path: Path) -> None:
+    """Column mapping, in-commit timestamps, clustering, change data feed, deletion vectors and row tracking at
+    once: a merge and an update commit what each feature asks (physical names, a later in-commit timestamp,
+    clustering statistics, change files, vectors, kept row ids), and the protocol checker and both peers read
+    the result."""
+    root = tmp_path / "t"
+    configuration = {
+        "delta.columnMapping.mode": "name",
+        "delta.enableInCommitTimestamps": "true",
+        "delta.enableChangeDataFeed": "true",
+        "delta.enableRowTracking": "true",
+        **DV,
+    }
+    log = DeltaLog.for_table(root)
+    log.create(numbers(0).schema, configuration=configuration, clustering_columns=["id"])
+    for start in range(0, 600, 200):
+        deltalog.write(numbers(600).slice(start, 200), root)
+    source = upsert_source([5, 205, 405], [900])
+    result = log.merge(source, "t.id = s.id").when_matched_update_all().when_not_matched_insert_all().execute()
+    assert any(isinstance(a, A.Cdc) for a in result.actions)
+    new = [a for a in result.actions if isinstance(a, A.Add) and a.deletion_vector is None]
+    assert new and all(a.path.split("/")[0] != "id" for a in new)  # random prefixes, no logical names
+    info = commit_info(root)
+    assert isinstance(info.get("inCommitTimestamp"), int) and info["tags"] == {"delta.rowTracking.preserved": "true"}
+    log.update({"name": "upper(name)"}, "id < 3")
+    expected = expected_upsert(numbers(600), source)
+    expected = [{**r, "name": r["name"].upper()} if r["id"] < 3 else r for r in expected]
+    assert_everyone_reads(root, expected)
