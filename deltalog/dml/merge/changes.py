@@ -243,8 +243,8 @@ class Applier:
         try:
             for f, batch in self._batches_of(files, rewrite=True):
                 if batch is not None:
-                    kept = self._act(f, batch)
-                    if kept.num_rows:
+                    kept = self._act(f, batch, unchanged=True)
+                    if kept is not None and kept.num_rows:
                         self._copy(f.add, kept)
                         removal.copies_rows = True
                     continue
@@ -265,15 +265,16 @@ class Applier:
         self.writer.copied(rows, ids, versions)
         self.counts.copied += rows.num_rows
 
-    def _act(self, f: FileActions, batch: pa.RecordBatch) -> pa.RecordBatch:
-        """Apply ``f``'s actions to the rows of ``batch`` they name; the rows left unchanged."""
+    def _act(self, f: FileActions, batch: pa.RecordBatch, unchanged: bool = False) -> pa.RecordBatch | None:
+        """Apply ``f``'s actions to the rows of ``batch`` they name; with ``unchanged``, return the rows left
+        unchanged (a rewrite copies them; a deletion vector leaves them where they are)."""
         at = np.asarray(batch.column(POSITION).to_numpy(), dtype=np.int64)
         index = np.searchsorted(f.positions, at)
         inside = index < len(f.positions)
         hit = np.zeros(len(at), dtype=bool)
         hit[inside] = f.positions[index[inside]] == at[inside]
         if not hit.any():
-            return batch
+            return batch if unchanged else None
         acted = batch.filter(pa.array(hit))
         which = f.clauses[index[hit]]
         sources = f.sources[index[hit]]
@@ -297,7 +298,7 @@ class Applier:
                 self._wait(int(c), target, ids, sources[chosen])
             else:
                 self._queue(int(c), target, ids, sources[chosen])
-        return batch.filter(pa.array(~hit))
+        return batch.filter(pa.array(~hit)) if unchanged else None
 
     def _queue(self, clause: int, target: pa.RecordBatch, ids: pa.Array | None, sources: np.ndarray) -> None:
         """Hold updates that read the source until :data:`FLUSH_ROWS` of them (across files) are waiting: one

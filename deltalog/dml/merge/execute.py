@@ -75,7 +75,7 @@ UPDATE = "UPDATE"
 #: the default memory budget of a merge (bytes)
 MAX_MEMORY = 1 << 30
 #: target rows in one group of the first pass, at most (a join per group and source chunk; more saves little)
-GROUP_ROWS = 1 << 20
+GROUP_ROWS = 1 << 19
 _MIB = 1 << 20
 
 
