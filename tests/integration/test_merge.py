@@ -13,6 +13,7 @@ in every form ``deltalog.write`` takes, one-shot readers included.
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -436,3 +437,31 @@ def test_a_table_with_every_modern_feature(tmp_path: Path) -> None:
     expected = expected_upsert(numbers(600), source)
     expected = [{**r, "name": r["name"].upper()} if r["id"] < 3 else r for r in expected]
     assert_everyone_reads(root, expected)
+
+
+def test_a_spilled_source_gives_the_same_table(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    """Past its share of max_memory the source is spilled and the updates that read it wait on disk, bucketed
+    by source partition: the same rows, change files and metrics as an in-memory source gives."""
+    caplog.set_level(logging.INFO, logger="deltalog.dml.merge.source")
+    results = []
+    for name, budget in (("in-memory", None), ("spilled", 16 << 20)):
+        root = tmp_path / name
+        log = table(root, {**DV, "delta.enableChangeDataFeed": "true"}, n=3000)
+        ids = np.arange(0, 400_000, 2, dtype=np.int64)  # 1,500 of them match, the rest are new
+        source = pa.table({"id": ids, "amount": ids * 0.25, "name": pa.array(["s" * 20] * len(ids))})
+        given = source if budget is None else source.to_batches(max_chunksize=10_000)  # a table is never spilled
+        result = (
+            log.merge(given, "t.id = s.id", max_memory=budget)
+            .when_matched_update({"amount": "s.amount + t.amount"}, "s.id % 4 = 0")
+            .when_matched_delete()
+            .when_not_matched_insert({"id": "s.id", "name": "'new'"}, "s.id < 10000")
+            .execute()
+        )
+        rows = sorted(DeltaLog.for_table(root).snapshot().to_arrow().to_pylist(), key=lambda r: r["id"])
+        metrics = {k: v for k, v in result.metrics.items() if not k.endswith("TimeMs")}
+        results.append((rows, metrics))
+        assert ("spilling" in caplog.text) == (budget is not None)
+    assert results[0] == results[1]
+    rows, metrics = results[0]
+    assert metrics["numTargetRowsUpdated"] == "750" and metrics["numTargetRowsDeleted"] == "750"
+    assert metrics["numTargetRowsInserted"] == str(len(range(3000, 10000, 2)))
