@@ -62,6 +62,9 @@ def _deltalog(spec: dict[str, Any]) -> tuple[Callable[[], Any], Callable[[Any], 
 
         return scan, opened
     if case == "delete":
+        from deltalog.expr import parse
+
+        parse("1")  # sqlglot, imported by the first Spark SQL text: before the clock, as deltalake's imports are
         return lambda: DeltaLog.for_table(table).delete("k = 7"), lambda _: {"rows": _rows_left(table)}
     if case in ("update-dv", "merge-dv", "merge", "merge-small"):
         # imported before the clock, as deltalake's are: the merge modules and sqlglot, which the first Spark
