@@ -11,7 +11,23 @@ user calls it), in fresh processes (:mod:`benchmarks.data_child`):
   pyarrow pruned them with deltalake's guarantees);
 * ``scan-full``: every row of that table, the same two calls without a filter;
 * ``delete``: 1% of the rows (``k = 7``, spread over every file) of a 2M-row, 20-file table with deletion
-  vectors enabled: ``DeltaLog.delete`` (deletion vectors) against ``DeltaTable.delete`` (rewrites the files).
+  vectors enabled: ``DeltaLog.delete`` (deletion vectors) against ``DeltaTable.delete`` (rewrites the files);
+* ``changes``: the change data feed of a 100-commit table (appends, deletes with and without deletion vectors,
+  updates) from version 0: ``DeltaLog.changes`` against ``DeltaTable.load_cdf``, both read whole into memory,
+  the rows compared as a multiset (every column but ``_commit_timestamp``, which the two define differently).
+
+Issue 27's OPTIMIZE cases, each on a fresh copy of its table per run (made before the clock starts):
+
+* ``optimize-compact``: 10,000 files of 1,000 rows in 10 partitions: ``DeltaLog.optimize()`` against
+  ``DeltaTable.optimize.compact()``, time and the call's peak RSS (also its growth over the process's RSS before
+  the call: deltalog's interpreter holds pyarrow, about 130 MiB, before it starts, deltalake's about 40);
+* ``optimize-zorder``: 10M rows in 20 files, ``a`` and ``b`` independent and uniform over [0, 1e6):
+  ``optimize(z_order_by=["a", "b"])`` against ``optimize.z_order(["a", "b"])``, both at a 4 MiB target size (so
+  that a box filter has files to skip); then the filter ``a < 250000 AND b < 250000`` (1/16 of the rows)
+  planned by deltalog's file skipping on each engine's result: files kept and the rows in them;
+* ``purge``: a 2M-row, 20-file table with deletion vectors marking 10% of the rows:
+  ``DeltaLog.purge_deletion_vectors()`` against ``optimize.compact()``, deltalake's only way to rewrite files
+  without their deleted rows.
 
 Issue 26's MERGE and UPDATE cases, on a 10M-row table of 100 files (sorted ids, written by ``deltalake``, one
 append per file), with deletion vectors enabled (``-dv``) or not:
@@ -54,6 +70,15 @@ class Sizes:
     merge_files: int = 100
     upsert_rows: int = 100_000
     small_upsert_rows: int = 1_000
+    changes_commits: int = 100
+    changes_rows: int = 20_000  # per append
+    compact_files: int = 10_000
+    compact_rows: int = 1_000
+    zorder_rows: int = 10_000_000
+    zorder_files: int = 20
+    zorder_target: int = 4 * 1024 * 1024
+    purge_rows: int = 2_000_000
+    purge_files: int = 20
 
 
 FULL = Sizes()
@@ -66,6 +91,20 @@ QUICK = Sizes(
     merge_files=10,
     upsert_rows=2_000,
     small_upsert_rows=100,
+    changes_commits=20,
+    changes_rows=2_000,
+    compact_files=200,
+    compact_rows=100,
+    zorder_rows=200_000,
+    zorder_files=4,
+    zorder_target=256 * 1024,
+    purge_rows=100_000,
+    purge_files=5,
+)
+#: the box filter of the Z-order case, and the cases that change their table (a fresh copy per run)
+BOX = 250_000
+CHANGES_TABLE = frozenset(
+    {"delete", "merge-dv", "merge", "update-dv", "merge-small", "optimize-compact", "optimize-zorder", "purge"}
 )
 
 
@@ -105,9 +144,31 @@ CASES = {
         "merge-dv",
         "bytes read vs the minimum (the key column of the candidate files): reported",
     ),
+    "changes": DataCase(
+        "changes",
+        "change data feed of 100 commits (appends, deletes with and without DVs, updates) vs load_cdf",
+        "changes",
+        "time <= 0.5x load_cdf, same rows",
+    ),
+    "optimize-compact": DataCase(
+        "optimize-compact",
+        "compact 10,000 files of 1,000 rows in 10 partitions",
+        "compact",
+        "time <= 0.7x optimize.compact(); peak RSS <= 0.5x",
+    ),
+    "optimize-zorder": DataCase(
+        "optimize-zorder",
+        "Z-order 10M rows on 2 columns, then the box filter a < 250000 AND b < 250000",
+        "zorder",
+        "time <= 1.0x optimize.z_order; files kept <= deltalake's, rows in them <= 0.5x deltalake's and <= 4x matching",
+    ),
+    "purge": DataCase(
+        "purge",
+        "purge deletion vectors (10% of rows deleted) of a 20-file table",
+        "purge",
+        "reported (deltalake: optimize.compact)",
+    ),
 }
-#: cases that change their table: each run works on a fresh copy (data files hard-linked, the log copied)
-CHANGES_TABLE = frozenset({"delete", "merge-dv", "merge", "update-dv", "merge-small"})
 
 
 def write_data(rows: int, partitions: int, seed: int = 15) -> pa.Table:
@@ -210,6 +271,49 @@ def build_merge_table(root: str, sizes: Sizes, dvs: bool) -> str:
     return path
 
 
+def _change_rows(i: int, rows: int) -> pa.Table:
+    ids = np.arange(i * rows, (i + 1) * rows, dtype=np.int64)
+    return pa.table(
+        {
+            "id": ids,
+            "k": ids % 100,
+            "part": pa.array([f"p{j}" for j in range(4)]).take(pa.array(ids % 4)),
+            "value": ids * 0.5,
+            "name": pa.array([f"n{j}" for j in range(997)]).take(pa.array(ids % 997)),
+        }
+    )
+
+
+def build_changes_table(root: str, sizes: Sizes) -> str:
+    """``changes_commits`` commits on a table with change data feed and deletion vectors on, four partitions:
+    appends of ``changes_rows`` rows (deltalake), and in every ten commits a delete that rewrites files with
+    change files (deltalake), a delete with deletion vectors (deltalog: deltalake's rewrites) and an update
+    (deltalake: pre- and post-images)."""
+    from deltalake import DeltaTable, write_deltalake
+
+    from deltalog import DeltaLog
+
+    path = os.path.join(root, f"changes-{sizes.changes_commits}x{sizes.changes_rows}")
+    params = {"kind": "changes", "commits": sizes.changes_commits, "rows": sizes.changes_rows}
+    if _built(path, params):
+        return path
+    shutil.rmtree(path, ignore_errors=True)
+    conf = {"delta.enableChangeDataFeed": "true", "delta.enableDeletionVectors": "true"}
+    write_deltalake(path, _change_rows(0, sizes.changes_rows), partition_by=["part"], configuration=conf)
+    for i in range(1, sizes.changes_commits):
+        if i % 10 == 3:
+            DeltaTable(path).delete(f"k = {i % 100}")
+        elif i % 10 == 6:
+            DeltaLog.for_table(path).delete(f"k = {(i + 1) % 100}")
+        elif i % 10 == 9:
+            DeltaTable(path).update({"value": "value + 1"}, predicate=f"k = {(i + 2) % 100}")
+        else:
+            write_deltalake(path, _change_rows(i, sizes.changes_rows), mode="append")
+    assert DeltaTable(path).version() == sizes.changes_commits - 1
+    _mark(path, params)
+    return path
+
+
 def merge_rows(ids: np.ndarray) -> pa.Table:
     """The merge table's columns for ``ids``: a key, a 1%-selective k, a float and a short string."""
     return pa.table(
@@ -233,14 +337,99 @@ def upsert_source(sizes: Sizes, rows: int, seed: int = 26) -> pa.Table:
     return source.set_column(2, "value", pa.array(-ids.astype(np.float64)))
 
 
+def build_compact_table(root: str, sizes: Sizes) -> str:
+    """``compact_files`` files of ``compact_rows`` rows in ten partitions, one commit (deltalog's file writer,
+    rolling a file at a row count)."""
+    from deltalog import DeltaLog
+    from deltalog.data.files import WriteTarget, write_files
+
+    path = os.path.join(root, f"compact-{sizes.compact_files}x{sizes.compact_rows}")
+    params = {"kind": "compact", **asdict(sizes)}
+    if _built(path, params):
+        return path
+    shutil.rmtree(path, ignore_errors=True)
+    total = sizes.compact_files * sizes.compact_rows
+    ids = np.arange(total, dtype=np.int64)
+    part = (ids // sizes.compact_rows) % sizes.partitions
+    rng = np.random.default_rng(27)
+    data = pa.table(
+        {
+            "id": ids,
+            "part": pa.array([f"p{i:02d}" for i in range(sizes.partitions)]).take(pa.array(part)),
+            "value": pa.array(rng.random(total)),
+            "name": pa.array([f"n{i % 997}" for i in range(total)]),
+        }
+    )
+    log = DeltaLog.for_table(path)
+    log.create(data.schema, partition_columns=["part"])
+    adds = write_files(log.store, data, WriteTarget.of(log.snapshot()), max_rows_per_file=sizes.compact_rows)
+    log.start_transaction().commit(adds, operation="WRITE")
+    _mark(path, params)
+    return path
+
+
+def zorder_data(rows: int, seed: int = 27) -> pa.Table:
+    rng = np.random.default_rng(seed)
+    return pa.table(
+        {
+            "id": np.arange(rows, dtype=np.int64),
+            "a": rng.integers(0, 1_000_000, rows),
+            "b": rng.integers(0, 1_000_000, rows),
+        }
+    )
+
+
+def build_zorder_table(root: str, sizes: Sizes) -> str:
+    """``zorder_rows`` rows of independent uniform ``a`` and ``b`` in ``zorder_files`` files (deltalake's appends)."""
+    from deltalake import write_deltalake
+
+    path = os.path.join(root, f"zorder-{sizes.zorder_rows}x{sizes.zorder_files}")
+    params = {"kind": "zorder", **asdict(sizes)}
+    if _built(path, params):
+        return path
+    shutil.rmtree(path, ignore_errors=True)
+    data = zorder_data(sizes.zorder_rows)
+    per_file = sizes.zorder_rows // sizes.zorder_files
+    for f in range(sizes.zorder_files):
+        write_deltalake(path, data.slice(f * per_file, per_file), mode="append")
+    _mark(path, params)
+    return path
+
+
+def build_purge_table(root: str, sizes: Sizes) -> str:
+    """``purge_rows`` rows in ``purge_files`` files with deletion vectors enabled (deltalake's appends), then
+    every tenth row deleted with deletion vectors (deltalog's delete)."""
+    from deltalake import write_deltalake
+
+    from deltalog import DeltaLog
+
+    path = os.path.join(root, f"purge-{sizes.purge_rows}x{sizes.purge_files}")
+    params = {"kind": "purge", **asdict(sizes)}
+    if _built(path, params):
+        return path
+    shutil.rmtree(path, ignore_errors=True)
+    per_file = sizes.purge_rows // sizes.purge_files
+    for f in range(sizes.purge_files):
+        ids = np.arange(f * per_file, (f + 1) * per_file, dtype=np.int64)
+        data = pa.table({"id": ids, "k": ids % 10, "value": ids * 0.5})
+        write_deltalake(path, data, mode="append", configuration={"delta.enableDeletionVectors": "true"})
+    DeltaLog.for_table(path).delete("k = 3")
+    _mark(path, params)
+    return path
+
+
 def build(case: DataCase, root: str, sizes: Sizes) -> str | None:
-    if case.table == "scan":
-        return build_scan_table(root, sizes)
-    if case.table == "delete":
-        return build_delete_table(root, sizes)
-    if case.table in ("merge-dv", "merge"):
-        return build_merge_table(root, sizes, case.table == "merge-dv")
-    return None
+    builders = {
+        "scan": build_scan_table,
+        "delete": build_delete_table,
+        "changes": build_changes_table,
+        "compact": build_compact_table,
+        "zorder": build_zorder_table,
+        "purge": build_purge_table,
+        "merge-dv": lambda root, sizes: build_merge_table(root, sizes, dvs=True),
+        "merge": lambda root, sizes: build_merge_table(root, sizes, dvs=False),
+    }
+    return builders[case.table](root, sizes) if case.table is not None else None
 
 
 def fresh_copy(table: str, scratch: str) -> None:
@@ -256,6 +445,7 @@ def fresh_copy(table: str, scratch: str) -> None:
 
 
 __all__ = [
+    "BOX",
     "CASES",
     "CHANGES_TABLE",
     "ENGINES",
@@ -264,12 +454,17 @@ __all__ = [
     "DataCase",
     "Sizes",
     "build",
+    "build_changes_table",
+    "build_compact_table",
     "build_delete_table",
     "build_merge_table",
+    "build_purge_table",
     "build_scan_table",
+    "build_zorder_table",
     "fresh_copy",
     "merge_rows",
     "selective_range",
     "upsert_source",
     "write_data",
+    "zorder_data",
 ]

@@ -18,7 +18,6 @@ from collections.abc import Callable
 from typing import Any
 
 from benchmarks.child import peak_rss_kib, report, reset_peak_rss, status_kib
-from benchmarks.data_cases import CHANGES_TABLE, fresh_copy
 from benchmarks.source import use_exported_source
 
 
@@ -34,7 +33,9 @@ def _filter(spec: dict[str, Any]) -> Any:
 def _deltalog(spec: dict[str, Any]) -> tuple[Callable[[], Any], Callable[[Any], dict[str, Any]]]:
     # the modules the calls import on first use, imported before the clock starts (deltalake's are, by
     # ``from deltalake import ...``): the cases time the operation, not the import
+    import deltalog.data.changes
     import deltalog.data.scan
+    import deltalog.dml.changes
     import deltalog.dml.delete
     import deltalog.dml.write
     from deltalog import DeltaLog
@@ -87,7 +88,56 @@ def _deltalog(spec: dict[str, Any]) -> tuple[Callable[[], Any], Callable[[Any], 
             return builder.when_matched_update_all().when_not_matched_insert_all().execute()
 
         return merge, _merged(spec, source)
+    if case == "changes":
+        return lambda: DeltaLog.for_table(table).changes(0).read_all(), _change_rows
+    if case in ("optimize-compact", "optimize-zorder", "purge"):
+        import deltalog.dml.optimize
+
+        log = DeltaLog.for_table(table)
+        if case == "purge":
+            return log.purge_deletion_vectors, lambda _: _optimized(table)
+        if case == "optimize-compact":
+            return log.optimize, lambda _: _optimized(table)
+        target = _sizes(spec).zorder_target
+        return lambda: log.optimize(z_order_by=["a", "b"], target_size=target), lambda _: _boxed(table)
     raise ValueError(f"unknown case {case!r}")
+
+
+def _sizes(spec: dict[str, Any]) -> Any:
+    from benchmarks.data_cases import Sizes
+
+    return Sizes(**spec["sizes"])
+
+
+def _optimized(table: str) -> dict[str, Any]:
+    """Rows every reader sees after the rewrite, and the live files."""
+    from deltalog import DeltaLog
+
+    return {"rows": _rows_left(table), "files_after": DeltaLog.for_table(table).snapshot().num_files}
+
+
+def _boxed(table: str) -> dict[str, Any]:
+    """The box filter planned by deltalog's skipping on the Z-ordered table: files kept, rows in them."""
+    import orjson
+    import pyarrow.compute as pc
+
+    from benchmarks.data_cases import BOX
+    from deltalog import DeltaLog
+    from deltalog.data.scan import TableDescription, plan
+
+    snap = DeltaLog.for_table(table).snapshot()
+    desc = TableDescription(snap.context.store, snap.schema_json, tuple(snap.partition_columns))
+    expr = (pc.field("a") < BOX) & (pc.field("b") < BOX)
+    kept = plan(snap.raw_files(stats=True), desc, expr)
+    rows = sum(orjson.loads(f.stats or "{}").get("numRecords", 0) for f in kept)
+    matching = snap.to_arrow(columns=["id"], filter=expr).num_rows
+    return {
+        "rows": _rows_left(table),
+        "files": len(kept),
+        "kept_rows": rows,
+        "matching": matching,
+        "files_after": snap.num_files,
+    }
 
 
 def _source(spec: dict[str, Any]) -> Any:
@@ -165,7 +215,36 @@ def _deltalake(spec: dict[str, Any]) -> tuple[Callable[[], Any], Callable[[Any],
             return merger.when_matched_update_all().when_not_matched_insert_all().execute()
 
         return merge, _merged(spec, source)
+    if case == "changes":
+        return lambda: DeltaTable(table).load_cdf(starting_version=0).read_all(), _change_rows
+    if case in ("optimize-compact", "purge"):
+        dt = DeltaTable(table)
+        return dt.optimize.compact, lambda _: _optimized(table)
+    if case == "optimize-zorder":
+        dt, target = DeltaTable(table), _sizes(spec).zorder_target
+        return lambda: dt.optimize.z_order(["a", "b"], target_size=target), lambda _: _boxed(table)
     raise ValueError(f"unknown case {case!r}")
+
+
+def _change_rows(result: Any) -> dict[str, Any]:
+    """How many change rows, and a digest of them as a multiset: every column but ``_commit_timestamp`` (the
+    engines define it differently), in one canonical type each, sorted, hashed."""
+    import hashlib
+
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    table = pa.table(result)
+    names = sorted(n for n in table.column_names if n != "_commit_timestamp")
+    canonical = {pa.string_view(): pa.string(), pa.uint64(): pa.int64()}
+    columns = [
+        pc.cast(table.column(n), canonical.get(table.schema.field(n).type, table.schema.field(n).type)) for n in names
+    ]
+    plain = pa.table(columns, names=names).sort_by([(n, "ascending") for n in names])
+    digest = hashlib.sha256()
+    for name in names:
+        digest.update(repr(plain.column(name).to_pylist()).encode())
+    return {"rows": table.num_rows, "digest": digest.hexdigest()}
 
 
 def _read_chars() -> int | None:
@@ -190,6 +269,8 @@ def _rows_left(table: str) -> int:
 
 
 def measure(spec: dict[str, Any]) -> dict[str, Any]:
+    from benchmarks.data_cases import CHANGES_TABLE, fresh_copy
+
     if spec["case"] in CHANGES_TABLE:  # a fresh copy per run: the case changes the table
         fresh_copy(spec["table"], spec["scratch"])
         spec = {**spec, "table": spec["scratch"], "original": spec["table"]}
@@ -209,6 +290,7 @@ def measure(spec: dict[str, Any]) -> dict[str, Any]:
         "cpu_s": c1 - c0,
         "rss_before_kib": rss_before,
         "call_peak_rss_kib": peak if reset else None,
+        "call_rss_growth_kib": peak - rss_before if reset else None,
         "read_bytes": read1 - read0 if read0 is not None and read1 is not None else None,
         **check(result),
     }

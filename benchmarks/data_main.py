@@ -75,16 +75,18 @@ def run_case(case: DataCase, sizes: Sizes, runs: int, work: str) -> list[DataRes
                 shutil.rmtree(scratch, ignore_errors=True)
             results[engine].runs.append(out)
             print(f"  {case.name} {engine} run {i + 1}: {out['seconds']:.2f} s", flush=True)
-    rows = {e: {r["rows"] for r in res.runs} for e, res in results.items()}
-    if len({frozenset(v) for v in rows.values()}) != 1 or any(len(v) != 1 for v in rows.values()):
-        raise BenchError(f"{case.name}: the engines disagree on the rows: {rows}")
+    for key in ("rows", "digest"):  # a digest of the rows, where the case gives one
+        seen = {e: {r.get(key) for r in res.runs} for e, res in results.items()}
+        if len({frozenset(v) for v in seen.values()}) != 1 or any(len(v) != 1 for v in seen.values()):
+            raise BenchError(f"{case.name}: the engines disagree on the rows ({key}): {seen}")
     return list(results.values())
 
 
 def _cells(res: DataResult, base: DataResult) -> list[str]:
     seconds, other = res.median("seconds"), base.median("seconds")
     peak, base_peak = res.median("call_peak_rss_kib"), base.median("call_peak_rss_kib")
-    files = res.median("files")
+    growth = res.median("call_rss_growth_kib")
+    files, kept = res.median("files"), res.median("kept_rows")
     ratio = f"{seconds / other:.2f}" if seconds and other else "—"
     read, least = res.median("read_bytes"), res.median("min_bytes")
     return [
@@ -95,7 +97,9 @@ def _cells(res: DataResult, base: DataResult) -> list[str]:
         f"{res.median('cpu_s') or 0:.2f}",
         f"{peak / 1024:.0f}" if peak else "—",
         f"{peak / base_peak:.2f}" if peak and base_peak else "—",
+        f"{growth / 1024:.0f}" if growth is not None else "—",
         f"{files:.0f}" if files is not None else "—",
+        f"{kept:.0f}" if kept is not None else "—",
         f"{read / 2**20:.1f}" if read is not None else "—",
         f"{least / 2**20:.1f}" if least is not None else "—",
         str(res.runs[0]["rows"]),
@@ -110,7 +114,9 @@ HEADER = [
     "cpu s",
     "call peak RSS MiB",
     "RSS x deltalake",
+    "peak growth MiB",
     "files opened",
+    "rows in files opened",
     "MiB read",
     "minimum MiB",
     "rows",

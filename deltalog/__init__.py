@@ -1,8 +1,10 @@
 """deltalog: a Delta Lake transaction-log engine.
 
-The writing side (:class:`Transaction`, :class:`CommitResult`, :class:`RetryPolicy`) is imported on first
-use: reading a table never needs the committer, conflict checks or intents, and ``import deltalog`` is paid
-by every reader (see ``tests/unit/test_import_surface.py``).
+Everything but the errors and the action types is imported on first use (PEP 562): ``DeltaLog`` and
+``Snapshot`` bring the read path (pyarrow), the writing side (``Transaction``, ``CommitResult``,
+``RetryPolicy``, ``write``) the committer, conflict checks and the data writer. ``import deltalog`` is paid
+by every reader and by every run of the ``deltalog`` command, ``--version`` included, so it stays small
+(see ``tests/unit/test_import_surface.py``).
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 from deltalog import actions
 from deltalog._version import __version__
 from deltalog.errors import (
+    AccessDeniedError,
     CheckpointError,
     CommitNotReachableError,
     CommitStateUnknownError,
@@ -45,18 +48,20 @@ from deltalog.errors import (
     UnsupportedFeatureError,
     VersionNotFoundError,
 )
-from deltalog.log import DeltaLog
-from deltalog.table.snapshot import Snapshot
 
 if TYPE_CHECKING:  # what a type checker sees of the lazy names below (``write`` would otherwise be Any)
     from deltalog.dml.write import write
+    from deltalog.log import DeltaLog
     from deltalog.table.commit_loop import RetryPolicy
     from deltalog.table.history import HistoryEntry
+    from deltalog.table.snapshot import Snapshot
     from deltalog.table.transaction import CommitResult, Transaction
 
 logging.getLogger(__name__).addHandler(logging.NullHandler())
 
 _LAZY = {
+    "DeltaLog": "deltalog.log",
+    "Snapshot": "deltalog.table.snapshot",
     "CommitResult": "deltalog.table.transaction",
     "Transaction": "deltalog.table.transaction",
     "RetryPolicy": "deltalog.table.commit_loop",
@@ -68,7 +73,7 @@ _LAZY = {
 if not TYPE_CHECKING:  # a checker that saw a module __getattr__ would take any name (a typo too) as Any
 
     def __getattr__(name: str) -> Any:
-        """The writing API and history entries, imported when first named (PEP 562)."""
+        """The table API, the writing API and history entries, imported when first named (PEP 562)."""
         module = _LAZY.get(name)
         if module is None:
             raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
@@ -84,6 +89,7 @@ def __dir__() -> list[str]:
 
 
 __all__ = [
+    "AccessDeniedError",
     "CommitResult",
     "RetryPolicy",
     "Transaction",

@@ -242,6 +242,11 @@ class NotFoundError(StorageError, FileNotFoundError):
         return str(self.args[0])  # the message, not OSError's "[Errno 2] ...: 'path'"
 
 
+class AccessDeniedError(StorageError):
+    """The store refused the credentials (or their rights) for a call: retrying cannot help, fixing the
+    credentials (storage options, the environment) can. The message names where to give them."""
+
+
 class BulkDeleteError(StorageError):
     """A bulk delete answered, but some of its keys were not deleted; ``failed`` names them (store-relative),
     with the store's reason in the message. Every other key of the request is gone (a key already absent
@@ -338,13 +343,51 @@ class CheckpointError(DeltaLogError):
     """A checkpoint could not be written or validated."""
 
 
+class ChangeReadError(DeltaLogError):
+    """What changed in a range of versions cannot be read as asked, because of what ``version`` holds."""
+
+    def __init__(self, message: str, *, version: int) -> None:
+        super().__init__(message)
+        self.version = version
+
+
+class ChangeDataNotRecordedError(ChangeReadError):
+    """Change data feed (``delta.enableChangeDataFeed``) was off at ``version``, the first such version of the
+    range: that version recorded no change data, so the range's changes cannot be read."""
+
+
+class IncompatibleSchemaChangeError(ChangeReadError):
+    """The schema at ``version`` cannot be read in the schema the changes are read in: a column renamed or
+    dropped under column mapping, a column's type changed, or made NOT NULL (Delta Spark refuses these too)."""
+
+
+class DataChangedError(ChangeReadError):
+    """``version`` removed or changed rows where only appended rows were asked for (``new_files``); its changes
+    are read with ``changes()``, or such versions skipped with ``skip_change_commits=True``."""
+
+
+class SourceTableChangedError(DeltaLogError):
+    """A streaming query's checkpoint holds offsets of another table than the one now at its source's location
+    (``table_id``): the table was deleted and created again, or the checkpoint belongs to a query that read
+    another table (Delta Spark's ``differentDeltaTableReadByStreamingSource``). Start the query with a new
+    checkpoint location."""
+
+    def __init__(self, message: str, *, table_id: str | None = None, checkpoint_table_id: str | None = None) -> None:
+        super().__init__(message)
+        self.table_id = table_id
+        self.checkpoint_table_id = checkpoint_table_id
+
+
 class SetupError(DeltaLogError):
     """This machine lacks what the call needs: an optional package, Java for Spark, deltalog on Spark's
     executors. Nothing is wrong with the table; the message says what to install or configure."""
 
 
 __all__ = [
+    "AccessDeniedError",
     "BulkDeleteError",
+    "ChangeDataNotRecordedError",
+    "ChangeReadError",
     "CheckpointError",
     "CommitNotReachableError",
     "CommitStateUnknownError",
@@ -356,10 +399,12 @@ __all__ = [
     "ConstraintViolationError",
     "CorruptDataError",
     "CorruptLogError",
+    "DataChangedError",
     "DeltaLogError",
     "DuplicateMatchError",
     "ExpressionValueError",
     "FileAlreadyExistsError",
+    "IncompatibleSchemaChangeError",
     "InvalidArgumentError",
     "InvalidCommitError",
     "InvalidExpressionError",
@@ -375,6 +420,7 @@ __all__ = [
     "SchemaError",
     "SchemaMismatchError",
     "SetupError",
+    "SourceTableChangedError",
     "StorageError",
     "TableAlreadyExistsError",
     "TableNotFoundError",

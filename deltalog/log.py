@@ -9,6 +9,7 @@ the table's :class:`~deltalog.table.context.TableContext`; nothing below this mo
 
 from __future__ import annotations
 
+import datetime as dt
 import logging
 import os
 import threading
@@ -30,20 +31,26 @@ from deltalog.table.context import TableContext
 from deltalog.table.snapshot import Snapshot
 
 if TYPE_CHECKING:
+    import pyarrow as pa
+
     from deltalog.checkpoint.writer import CheckpointResult, Progress
     from deltalog.core.cleanup_plan import Retention
     from deltalog.dml.merge.builder import MergeBuilder
+    from deltalog.dml.optimize import OptimizeResult
     from deltalog.maintenance.cleanup import CleanupResult
     from deltalog.maintenance.log_compaction import LogCompactionResult
     from deltalog.maintenance.restore import RestoreResult
     from deltalog.maintenance.vacuum import VacuumProgress, VacuumResult
     from deltalog.table.commit_loop import RetryPolicy, Young
     from deltalog.table.history import HistoryEntry
+    from deltalog.table.new_table import NewTable
     from deltalog.table.transaction import CommitResult, Committed, Transaction
 
 log = logging.getLogger(__name__)
 
 Timestamp = Any  # str (ISO-8601), datetime, date, or epoch milliseconds
+#: what a time after the latest commit means to :meth:`DeltaLog.snapshot`: an error (Delta Spark) or the latest
+AFTER_LATEST = ("error", "latest")
 
 
 class DeltaLog:
@@ -125,17 +132,27 @@ class DeltaLog:
         return listing.earliest_version(self.context)
 
     # ------------------------------------------------------------------------------------------ snapshots
-    def snapshot(self, version: int | None = None, timestamp: Timestamp | None = None) -> Snapshot:
+    def snapshot(
+        self, version: int | None = None, timestamp: Timestamp | None = None, *, after_latest: str = "error"
+    ) -> Snapshot:
         """The table at ``version``, at the latest commit at or before ``timestamp``, or at the latest version.
 
-        The latest snapshot is cached: asking again replays only the commits that arrived since.
+        ``timestamp`` is ISO-8601 text (``"2026-11-01T10:00:00Z"``; no zone means UTC), a ``datetime`` or
+        ``date``, or epoch milliseconds. A time after the latest commit is a
+        :class:`~deltalog.errors.VersionNotFoundError` naming that commit's time, as in Delta Spark (a clock or
+        zone mistake more often than a wish), unless ``after_latest="latest"``, which gives the latest version
+        as deltalake's ``load_as_version`` does. The latest snapshot is cached: asking again replays only the
+        commits that arrived since.
         """
         if version is not None and timestamp is not None:
             raise InvalidArgumentError("pass version or timestamp, not both")
+        if after_latest not in AFTER_LATEST:
+            raise InvalidArgumentError(f"after_latest must be one of {AFTER_LATEST}, not {after_latest!r}")
         if timestamp is not None:
             from deltalog.table import history
 
-            found, paths = history.version_and_listing(self.context, self.snapshot, timestamp)
+            allow = after_latest == "latest"
+            found, paths = history.version_and_listing(self.context, self.snapshot, timestamp, allow)
             return load.snapshot_in(self.context, found, paths)
         if version is None:
             return self._refresh()
@@ -144,6 +161,16 @@ class DeltaLog:
         if cached is not None and cached.version == version and holds(cached.tip, self.list_log(version, version)):
             return cached
         return load.snapshot_at(self.context, version)
+
+    def load_as_version(self, version: int | Timestamp) -> Snapshot:
+        """deltalake's ``load_as_version``: an ``int`` is a version; ISO-8601 text, a ``datetime`` or a ``date``
+        is a time, and a time after the latest commit gives the latest version (``snapshot(timestamp=t,
+        after_latest="latest")``)."""
+        if isinstance(version, int) and not isinstance(version, bool):
+            return self.snapshot(version=version)
+        if not isinstance(version, (str, dt.date)):
+            raise InvalidArgumentError(f"load_as_version takes a version (int) or a time, not {version!r}")
+        return self.snapshot(timestamp=version, after_latest="latest")
 
     def fresh_snapshot(self, version: int | None = None) -> Snapshot:
         """The table at ``version`` (the latest by default) loaded from the log as it is now, never from the
@@ -189,11 +216,11 @@ class DeltaLog:
         name the field or key) before anything is written; ``allow_unknown_properties`` stores ``delta.*``
         keys deltalog does not know (other engines'). The protocol lists the features the schema and
         properties need; ``clustering_columns`` makes a clustered table (liquid clustering's metadata).
+        To create a table with its first files in the same version, use :meth:`start_create`.
         """
         from deltalog.table import ddl
 
-        return ddl.create_table(
-            self.context,
+        txn = self.start_create(
             schema,
             partition_columns,
             configuration,
@@ -202,6 +229,78 @@ class DeltaLog:
             retry,
             allow_unknown_properties=allow_unknown_properties,
             clustering_columns=clustering_columns,
+        )
+        return ddl.commit_create(txn)
+
+    def start_create(
+        self,
+        schema: Any,
+        partition_columns: Sequence[str] = (),
+        configuration: Mapping[str, str] | None = None,
+        name: str | None = None,
+        description: str | None = None,
+        retry: RetryPolicy | None = None,
+        *,
+        app_id: str | None = None,
+        app_version: int | None = None,
+        allow_unknown_properties: bool = False,
+        clustering_columns: Sequence[str] | None = None,
+    ) -> Transaction:
+        """A transaction that creates the table: its commit is version 0, holding the table's protocol and
+        metadata (checked now, as :meth:`create` checks them) and whatever the caller commits with them,
+        typically the first data files, as Delta Spark and deltalake create a table with data. Until it
+        commits there is no table, so a failed first write leaves none behind.
+
+        ``txn.new_table`` is the table as it will be (schema with physical names, partitioning, features),
+        for writing the files. Another writer creating the table first makes the commit raise
+        :class:`TableAlreadyExistsError` (nothing written).
+        """
+        from deltalog.table import ddl
+        from deltalog.table.transaction import Transaction
+
+        table = ddl.plan_table(
+            self.context,
+            schema,
+            partition_columns,
+            configuration,
+            name,
+            description,
+            allow_unknown_properties=allow_unknown_properties,
+            clustering_columns=clustering_columns,
+        )
+        return Transaction(
+            self.context,
+            None,
+            new_table=table,
+            app_id=app_id,
+            app_version=app_version,
+            retry=retry,
+            on_committed=self._committed,
+        )
+
+    def start_planned_create(
+        self,
+        table: NewTable,
+        *,
+        app_id: str | None = None,
+        app_version: int | None = None,
+        retry: RetryPolicy | None = None,
+    ) -> Transaction:
+        """The transaction that creates ``table``, a create planned by :meth:`start_create` (``txn.new_table``) in
+        another process: an engine plans the table and writes its files on one machine and commits on another
+        (Spark's driver and its Python workers). It commits exactly the planned protocol and metadata (the
+        physical names its files were written with); :meth:`start_create`'s rules apply."""
+        from deltalog.table.transaction import Transaction
+
+        if table.location != self.location:
+            raise InvalidArgumentError(f"the planned table is at {table.location}, not {self.location}")
+        return Transaction(
+            self.context,
+            None,
+            new_table=table,
+            app_id=app_id,
+            app_version=app_version,
+            retry=retry,
             on_committed=self._committed,
         )
 
@@ -212,9 +311,27 @@ class DeltaLog:
         app_id: str | None = None,
         app_version: int | None = None,
         retry: RetryPolicy | None = None,
+        version: int | None = None,
     ) -> Transaction:
-        """A transaction on the latest snapshot; with ``app_id``/``app_version`` it commits exactly once."""
+        """A transaction on the latest snapshot; with ``app_id``/``app_version`` it commits exactly once.
+
+        ``version`` makes it read that version instead, for an engine that planned its work on one snapshot and
+        commits from another process (Spark's driver plans, a Python worker commits): every commit since is
+        checked against what the transaction reads, as if it had been started when the work was planned.
+        """
         from deltalog.table.transaction import Transaction
+
+        if version is not None:
+            snap = self.snapshot(version=version)
+            return Transaction(
+                self.context,
+                snap,
+                isolation,
+                app_id=app_id,
+                app_version=app_version,
+                retry=retry,
+                on_committed=self._committed,
+            )
 
         # A blind append needs protocol, metadata and txns, not the file list: the transaction's snapshot
         # loads its files only if the transaction reads them. While our last commit is young the cached
@@ -344,6 +461,25 @@ class DeltaLog:
             from deltalog.maintenance.log_compaction import compact_when_due
 
             compact_when_due(self.context, version, self.log_compaction_interval, self.snapshot)
+        self._auto_compact(result)
+
+    def _auto_compact(self, result: CommitResult) -> None:
+        """Auto compaction (``delta.autoOptimize.autoCompact``) of the partitions the commit wrote into; see
+        :mod:`deltalog.dml.auto_compact`. Never raises."""
+        with self._lock:
+            latest = self._latest
+        if result.version is None or latest is None:
+            return
+        from deltalog.dml import auto_compact
+
+        if not auto_compact.enabled(latest.configuration):
+            return
+        try:
+            snap = self.snapshot()
+        except Exception:
+            log.exception("auto compaction could not read version %s", result.version)
+            return
+        auto_compact.compact_when_due(self.start_transaction, snap, result.operation, result.actions)
 
     # ------------------------------------------------------------------------------------------ time
     def commit_timeline(self) -> list[tuple[int, int]]:
@@ -357,6 +493,49 @@ class DeltaLog:
         from deltalog.table import history
 
         return history.version_at(self.context, self.snapshot, timestamp, allow_after_latest)
+
+    def changes(
+        self,
+        starting_version: int | None = None,
+        ending_version: int | None = None,
+        *,
+        starting_timestamp: Timestamp | None = None,
+        ending_timestamp: Timestamp | None = None,
+        columns: Sequence[str] | None = None,
+        filter: Any = None,
+        allow_out_of_range: bool = False,
+    ) -> pa.RecordBatchReader:
+        """What changed in versions ``starting_version..ending_version`` (change data feed), streamed: the rows in
+        the table's latest schema (``columns``: some of them) plus ``_change_type`` (``insert``, ``delete``,
+        ``update_preimage``, ``update_postimage``), ``_commit_version`` and ``_commit_timestamp``, versions in
+        order. A bound is a version or a timestamp (both for one bound is an error); no start means version 0, no
+        end the latest version, and an end past it is clipped. ``filter`` (a pyarrow Expression, as
+        :meth:`Snapshot.scan` takes, which may also name the change columns) prunes files and keeps rows.
+
+        Typed errors (:class:`ChangeDataNotRecordedError`, :class:`IncompatibleSchemaChangeError`,
+        :class:`VersionNotFoundError`) name the version at fault; ``allow_out_of_range`` reads a start past the
+        latest version, or an end before the start, as no changes. See :mod:`deltalog.dml.changes`.
+        """
+        from deltalog.dml.changes import Bounds, plan_changes
+
+        bounds = Bounds(starting_version, ending_version, starting_timestamp, ending_timestamp, allow_out_of_range)
+        latest = self._refresh(lazy=True)  # its schema and properties; never its file list
+        return plan_changes(self.context, latest, bounds, columns, filter).read(self.context)
+
+    def new_files(
+        self, since_version: int, until_version: int | None = None, *, skip_change_commits: bool = False
+    ) -> pa.RecordBatchReader:
+        """The rows the versions after ``since_version`` (up to ``until_version``, the latest by default) appended,
+        with ``_commit_version`` and ``_commit_timestamp``: for append-only pipelines, on tables with or without
+        change data feed. A version that removes or changes rows raises :class:`DataChangedError` naming it, or
+        is skipped whole with ``skip_change_commits`` (Delta Spark's streaming source option)."""
+        from deltalog.dml.changes import plan_new_files
+
+        latest = self._refresh(lazy=True)  # its schema and properties; never its file list
+        plan = plan_new_files(
+            self.context, latest, since_version, until_version, skip_change_commits=skip_change_commits
+        )
+        return plan.read(self.context)
 
     def history(self, limit: int | None = None) -> list[HistoryEntry]:
         """Commits newest first (at most ``limit``): version, time (ms, as time travel sees it), the commitInfo's
@@ -398,16 +577,27 @@ class DeltaLog:
         force: bool = False,
         progress: VacuumProgress | None = None,
         lite: bool = False,
+        retention_hours: float | None = None,
+        enforce_retention_duration: bool | None = None,
     ) -> VacuumResult:
         """Delete data files no version within the retention references (a dry run by default).
 
         See :mod:`deltalog.maintenance.vacuum`. A retention shorter than ``delta.deletedFileRetentionDuration``
         is refused unless ``force``. ``lite`` takes the candidates from the expired removes in the log instead
         of listing the table (Delta Spark's ``VACUUM LITE``): far fewer requests, but files no commit named are
-        left for a full vacuum.
+        left for a full vacuum. deltalake's names work too: ``retention_hours`` for ``retention``,
+        ``enforce_retention_duration=False`` for ``force=True``.
         """
         from deltalog.maintenance.vacuum import vacuum
 
+        if retention_hours is not None:
+            if retention is not None:
+                raise InvalidArgumentError("pass retention or retention_hours, not both")
+            retention = _hours(retention_hours)
+        if enforce_retention_duration is not None:
+            if force and enforce_retention_duration:
+                raise InvalidArgumentError("force=True and enforce_retention_duration=True contradict each other")
+            force = not enforce_retention_duration
         snap = self.snapshot()
         return vacuum(
             self.context, snap, retention=retention, dry_run=dry_run, force=force, progress=progress, lite=lite
@@ -421,12 +611,14 @@ class DeltaLog:
         force: bool = False,
         ignore_missing_files: bool = False,
         check_files: bool = True,
+        dry_run: bool = False,
     ) -> RestoreResult:
         """Make ``version`` (or the version as of ``timestamp``) current again as a new version, operation
         RESTORE: its files, metadata and clustering (see :mod:`deltalog.maintenance.restore`).
 
         ``force`` allows a target older than ``delta.deletedFileRetentionDuration``; ``ignore_missing_files``
         restores without the target's files that are gone from storage (``check_files=False`` is its old name).
+        ``dry_run`` checks and plans it and commits nothing (the ``deltalog restore`` command's default).
         """
         from deltalog.maintenance import restore
 
@@ -435,11 +627,65 @@ class DeltaLog:
         target = self.snapshot(version=restore.resolve_target(self.context, txn, version, timestamp))
         missing = ignore_missing_files or not check_files
         return restore.restore(
-            self.context, txn, target, version=version, timestamp=timestamp, force=force, ignore_missing_files=missing
+            self.context,
+            txn,
+            target,
+            version=version,
+            timestamp=timestamp,
+            force=force,
+            ignore_missing_files=missing,
+            dry_run=dry_run,
         )
 
     def __repr__(self) -> str:
         return f"DeltaLog({self.location!r})"
+
+    def optimize(
+        self,
+        where: Any = None,
+        target_size: int | None = None,
+        z_order_by: Sequence[str] | None = None,
+        min_file_size: int | None = None,
+        max_concurrent_tasks: int | None = None,
+        dry_run: bool = False,
+        *,
+        min_commit_interval: float | dt.timedelta | None = None,
+    ) -> OptimizeResult:
+        """OPTIMIZE: rewrite small files (and files with many rows deleted by deletion vectors) into files of about
+        ``target_size`` bytes, committed with ``dataChange: false`` so concurrent appends and deletes of other files
+        go on; see :mod:`deltalog.dml.optimize`.
+
+        ``where`` selects partitions (SQL text, a ``where`` mapping, deltalake's DNF filters or a pyarrow
+        Expression, on partition columns only). ``target_size`` defaults to ``delta.targetFileSize``, else
+        100 MiB; files under ``min_file_size`` (default: ``target_size``) are compacted. ``z_order_by`` rewrites
+        every file of the selected partitions sorted along the Z-order curve of those columns. On a clustered
+        table it clusters by the clustering columns (Hilbert curve) instead. ``min_commit_interval`` (seconds
+        or a timedelta) commits finished work in batches that far apart. ``dry_run`` reports what would be
+        rewritten and writes nothing.
+        """
+        from deltalog.dml.optimize import Request, optimize
+
+        request = Request(
+            where=where,
+            target_size=target_size,
+            z_order_by=(z_order_by,) if isinstance(z_order_by, str) else tuple(z_order_by or ()),
+            min_file_size=min_file_size,
+            max_concurrent_tasks=max_concurrent_tasks,
+            dry_run=dry_run,
+            min_commit_interval=_seconds(min_commit_interval),
+        )
+        return optimize(self.start_transaction, request)
+
+    def purge_deletion_vectors(
+        self, where: Any = None, *, max_concurrent_tasks: int | None = None, dry_run: bool = False
+    ) -> OptimizeResult:
+        """REORG TABLE ... APPLY (PURGE): rewrite every file that has a deletion vector (in the partitions
+        ``where`` selects) without its deleted rows, committed as ``REORG`` with ``dataChange: false``, so that
+        the table can drop the feature or be read by engines without deletion-vector support."""
+        from deltalog.dml.optimize import Request, optimize
+
+        request = Request(where=where, purge=True, max_concurrent_tasks=max_concurrent_tasks, dry_run=dry_run)
+        return optimize(self.start_transaction, request)
 
     def delete(self, predicate: Any = None, *, session_time_zone: str | None = None) -> CommitResult:
         """Delete the rows matching ``predicate`` (Spark SQL text, a pyarrow Expression, DNF tuples or a mapping;
@@ -501,4 +747,20 @@ class DeltaLog:
         )
 
 
-__all__ = ["DeltaLog", "Timestamp"]
+def _hours(hours: float) -> dt.timedelta:
+    """deltalake's ``retention_hours`` as a retention."""
+    if isinstance(hours, bool) or not isinstance(hours, (int, float)) or hours != hours or hours < 0:
+        raise InvalidArgumentError(f"retention_hours must be a number of hours >= 0, not {hours!r}")
+    return dt.timedelta(hours=hours)
+
+
+def _seconds(interval: float | dt.timedelta | None) -> float | None:
+    if interval is None:
+        return None
+    value = interval.total_seconds() if isinstance(interval, dt.timedelta) else float(interval)
+    if value < 0:
+        raise InvalidArgumentError(f"min_commit_interval must not be negative, not {interval!r}")
+    return value
+
+
+__all__ = ["AFTER_LATEST", "DeltaLog", "Timestamp"]

@@ -79,6 +79,20 @@ ensure_venv() {
 
 # Azurite, the Azure Blob emulator the storage tests and `scripts/bench --store azure` run against (npm, into
 # the git-ignored .azurite/; DELTALOG_AZURITE_BIN points elsewhere instead).
+# Chromium, for scripts/site_check.py (the built docs site rendered headless): Debian's package, installed with
+# apt-get when missing (root on a fresh machine, as CI is); elsewhere say what to install.
+ensure_chromium() {
+  if command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1; then
+    return 0
+  fi
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends chromium
+    return $?
+  fi
+  echo "chromium not found and not installable here (needs root and apt-get): install Debian's chromium" >&2
+  return 1
+}
+
 ensure_azurite() {
   local bin="${DELTALOG_AZURITE_BIN:-$ROOT/.azurite/node_modules/.bin/azurite-blob}"
   if [ ! -x "$bin" ]; then

@@ -7,27 +7,31 @@ Each step is a situation deltalog exists to get right, staged so it happens the 
 3. two overwrites of one partition racing: one wins, the other gets a typed conflict and its files go away;
 4. the checkpoints that keep reads cheap: one written by the committing writer, one by a Spark job.
 
-The ordering is forced with ``deltalog.spark.writer``'s ``before_commit`` hook (no sleeps), so the versions
-printed here are the ones the test (tests/integration/test_demo.py) asserts.
+Every Spark job goes through ``format("deltalog")``: the daily batches and the reads are
+``df.write.format("deltalog")`` and ``spark.read.format("deltalog")`` as a PySpark user writes them; the races
+use :func:`deltalog.spark.write` (the same sink) for its ``before_commit`` hook, which holds a job between
+writing its files and committing them at a :class:`deltalog.spark.gate.Gate` (no sleeps: Spark commits in a
+Python worker beside the driver, so the hook waits for this process over a socket). So the versions printed
+here are the ones the test (tests/integration/test_demo.py) asserts.
 """
 
 from __future__ import annotations
 
 import datetime as dt
+import threading
 from collections.abc import Callable, Mapping
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from threading import Event
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote
 
 import demo_plain_writer
 
 from deltalog import DeltaLog
 from deltalog.checkpoint.writer import CheckpointResult
-from deltalog.errors import ConcurrentModificationError
-from deltalog.spark import checkpoint, read, write
+from deltalog.errors import ConcurrentModificationError, TableNotFoundError
+from deltalog.spark import checkpoint, register, write
+from deltalog.spark.gate import Gate
 from deltalog.spark.writer import WriteResult
 
 if TYPE_CHECKING:
@@ -37,7 +41,7 @@ Say = Callable[[str], None]
 
 PARTITION = "day"
 APP_ID = "daily-sales"  # the batch jobs' exactly-once id; app_version is the day as yyyymmdd
-CHECKPOINT_INTERVAL = 5
+CHECKPOINT_INTERVAL = 4  # the racing overwrite of step 3 lands on v4: its committer writes the checkpoint
 DAY1, DAY2, DAY3, DAY4 = "2026-11-01", "2026-11-02", "2026-11-03", "2026-11-04"
 BACKFILL_DAY = "2026-10-31"  # the plain-Python writer's own partition
 #: rows per batch: (day, first id, row count)
@@ -102,30 +106,70 @@ def app_version(day: str) -> int:
     return int(dt.date.fromisoformat(day).strftime("%Y%m%d"))
 
 
+def _latest(uri: str) -> int:
+    try:
+        return DeltaLog.for_table(uri).latest_version()
+    except TableNotFoundError:
+        return -1
+
+
 def daily_batch(
-    spark: SparkSession,
-    uri: str,
-    day: str,
-    say: Say,
-    configuration: Mapping[str, str] | None = None,
-    before_commit: Callable[[], None] | None = None,
+    spark: SparkSession, uri: str, day: str, say: Say, configuration: Mapping[str, str] | None = None
 ) -> int | None:
-    """One daily append, exactly once; returns the version, None when the day was already committed."""
+    """One daily append, exactly once (``txnAppId``/``txnVersion``), as a PySpark job writes it; returns the
+    version, None when the day was already committed."""
     first, count = BATCHES[day]
-    result = write(
-        batch_frame(spark, day, first, count),
-        uri,
-        partition_by=[PARTITION],
-        app_id=APP_ID,
-        app_version=app_version(day),
-        configuration=configuration,
-        before_commit=before_commit,
+    writer = (
+        batch_frame(spark, day, first, count)
+        .write.format("deltalog")
+        .mode("append")
+        .option("partitionBy", PARTITION)
+        .option("txnAppId", APP_ID)
+        .option("txnVersion", str(app_version(day)))
     )
-    if result.skipped:
+    for key, value in (configuration or {}).items():  # delta.* options: the table's properties when created
+        writer = writer.option(key, value)
+    before = _latest(uri)
+    writer.save(uri)
+    entry = DeltaLog.for_table(uri).history(limit=1)[0]
+    if entry.version == before:
         say(f"    day {day} again ({APP_ID}={app_version(day)}): already committed, skipped")
         return None
-    say(f"    day {day}: v{result.version}, {result.num_files} file(s), {result.num_rows} rows")
-    return result.version
+    metrics = entry.operation_metrics or {}
+    say(f"    day {day}: v{entry.version}, {metrics.get('numFiles')} file(s), {metrics.get('numOutputRows')} rows")
+    return entry.version
+
+
+def _held_at_commit(job: Callable[[Callable[[], None]], Any]) -> tuple[threading.Thread, Gate, list[Any], list[Any]]:
+    """Run ``job(before_commit)`` in a thread; return once its files are written and its commit waits at a gate."""
+    gate = Gate()
+    done: list[Any] = []
+    failed: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            done.append(job(gate.hook))
+        except BaseException as exc:  # the caller reports it
+            failed.append(exc)
+
+    thread = threading.Thread(target=run, name="spark-job")
+    thread.start()
+    try:
+        gate.arrivals(1, alive=thread.is_alive)
+    except BaseException:
+        gate.close()
+        thread.join(timeout=WAIT_S)
+        if failed:
+            raise failed[0] from None
+        raise
+    return thread, gate, done, failed
+
+
+def _finish(thread: threading.Thread, gate: Gate) -> None:
+    gate.close()  # the held commit goes ahead
+    thread.join(timeout=WAIT_S)
+    if thread.is_alive():
+        raise TimeoutError("the Spark job did not finish its commit")
 
 
 # ---------------------------------------------------------------------------------------------- step 2
@@ -135,39 +179,36 @@ def concurrent_writers(spark: SparkSession, root: Path, say: Say) -> tuple[int, 
     """A plain-Python writer (``deltalog.write``) and a Spark job on the same table at the same time; both
     must land.
 
-    The Spark job's ``before_commit`` (its files are written, its commit not yet made) lets the plain writer
-    write and commit its day first, so the Spark commit finds a winner it did not read, checks it (an append
-    into another partition: no conflict) and lands on the next version.
+    The Spark job is held between writing its files and committing them while the plain writer writes and
+    commits its day, so the Spark commit finds a winner it did not read, checks it (an append into another
+    partition: no conflict) and lands on the next version.
     Returns (plain writer's version, Spark job's version, the version the Spark job read).
     """
-    spark_in_flight = Event()
     writer = demo_plain_writer.PlainWriter(root, PARTITION, BACKFILL_DAY)
+    first, count = BATCHES[DAY3]
 
-    def plain_job() -> int:
-        if not spark_in_flight.wait(WAIT_S):
-            raise TimeoutError("the Spark job never reached its commit")
+    def spark_job(before_commit: Callable[[], None]) -> WriteResult:
+        frame = batch_frame(spark, DAY3, first, count)
+        what = {"app_id": APP_ID, "app_version": app_version(DAY3), "before_commit": before_commit}
+        return write(frame, str(root), partition_by=[PARTITION], **what)
+
+    thread, gate, done, failed = _held_at_commit(spark_job)
+    try:
         result = writer.write(*BACKFILL)
         assert result.version is not None
-        return result.version
-
-    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="plain-writer") as pool:
-        plain = pool.submit(plain_job)
-
-        def let_plain_writer_commit() -> None:
-            spark_in_flight.set()
-            version = plain.result(timeout=WAIT_S)  # its error, if any, fails the Spark job before it commits
-            say(
-                f"    plain-Python writer (deltalog.write, in a thread): v{version}, {writer.num_files} file, "
-                f"{writer.num_rows} rows into {PARTITION}={BACKFILL_DAY}, committed while the Spark job had its "
-                "files written"
-            )
-
-        try:
-            spark_version = daily_batch(spark, str(root), DAY3, say, before_commit=let_plain_writer_commit)
-        finally:
-            spark_in_flight.set()  # never leave the thread waiting when the Spark job failed early
-        plain_version = plain.result(timeout=WAIT_S)
+        plain_version = result.version
+        say(
+            f"    plain-Python writer (deltalog.write): v{plain_version}, {writer.num_files} file, "
+            f"{writer.num_rows} rows into {PARTITION}={BACKFILL_DAY}, committed while the Spark job had its "
+            "files written"
+        )
+    finally:
+        _finish(thread, gate)
+    if failed:
+        raise failed[0]
+    spark_version = done[0].version
     assert spark_version is not None
+    say(f"    day {DAY3}: v{spark_version}, {done[0].num_files} file(s), {done[0].num_rows} rows")
     commit_info = DeltaLog.for_table(root).snapshot(version=spark_version).commit_info or {}
     spark_read = int(commit_info.get("readVersion", -1))
     say(f"    the Spark job had read v{spark_read}: checked v{plain_version} (no conflict), landed as v{spark_version}")
@@ -193,27 +234,27 @@ def racing_overwrites(spark: SparkSession, root: Path, say: Say) -> Conflict:
     """
     uri = str(root)
     where = {PARTITION: DAY1}
-    a_files: list[str] = []  # filled in by job B's start: what A wrote is on disk but not in the log
-    b_results: list[WriteResult] = []
 
-    def run_job_b() -> None:
-        a_files.extend(sorted(_on_disk(root, DAY1) - _live(root)))
+    def job_a(before_commit: Callable[[], None]) -> WriteResult:
+        frame = batch_frame(spark, DAY1, *OVERWRITE_A)
+        return write(frame, uri, mode="overwrite", replace_where=where, before_commit=before_commit)
+
+    thread, gate, _, failed = _held_at_commit(job_a)
+    try:
+        a_files = sorted(_on_disk(root, DAY1) - _live(root))  # what A wrote: on disk, not in the log
         # B runs inside A's commit window, so it declared later than A; it skips the early check to show
-        # the commit protocol's own conflict (in separate processes, B would simply stop early).
+        # the commit protocol's own conflict (on its own, B would stop early, before writing anything).
         b = write(
             batch_frame(spark, DAY1, *OVERWRITE_B), uri, mode="overwrite", replace_where=where, early_conflicts=False
         )
-        b_results.append(b)
         say(f"    job B: v{b.version}, replaced {b.num_removed} file(s) of {PARTITION}={DAY1} by {b.num_files}")
-
-    try:
-        job_a = batch_frame(spark, DAY1, *OVERWRITE_A)
-        write(job_a, uri, mode="overwrite", replace_where=where, before_commit=run_job_b)
-    except ConcurrentModificationError as exc:
-        error = exc
-    else:
+    finally:
+        _finish(thread, gate)
+    if not failed:
         raise AssertionError("job A committed although job B replaced the same partition first")
-    (b,) = b_results
+    error = failed[0]
+    if not isinstance(error, ConcurrentModificationError):
+        raise error
     left = tuple(f for f in a_files if (root / f).exists())
     say(f"    job A: {type(error).__name__} (winning version {error.winning_version})")
     say(f"           {error}")
@@ -232,10 +273,14 @@ def _checkpoint_files(root: Path, version: int) -> tuple[str, ...]:
 def run_pipeline(spark: SparkSession, root: Path, say: Say = print) -> Outcome:
     """Steps 1-4 on a table that does not exist yet at ``root``; returns what happened."""
     uri = str(root)
+    register(spark)  # format("deltalog") for this session
     say(f"== 1. daily Spark batches into {root} (exactly once: {APP_ID}, app_version=yyyymmdd)")
     conf = {"delta.checkpointInterval": str(CHECKPOINT_INTERVAL)}
     day1 = daily_batch(spark, uri, DAY1, say, configuration=conf)
-    say(f"    (the first job created the table as v0, with delta.checkpointInterval={CHECKPOINT_INTERVAL})")
+    say(
+        f"    (the first job created the table with its files as v0, with "
+        f"delta.checkpointInterval={CHECKPOINT_INTERVAL})"
+    )
     day2 = daily_batch(spark, uri, DAY2, say)
     rerun = daily_batch(spark, uri, DAY2, say)
     assert day1 is not None and day2 is not None
@@ -282,14 +327,15 @@ def run_pipeline(spark: SparkSession, root: Path, say: Say = print) -> Outcome:
 
 def read_back(spark: SparkSession, root: Path, earlier_version: int) -> ReadBack:
     """Step 5's Spark side: the latest version and ``earlier_version`` (time travel), counted by Spark."""
-    latest = read(spark, str(root))
+    register(spark)
+    latest = spark.read.format("deltalog").load(str(root))
     per_day = {str(r[PARTITION]): int(r["count"]) for r in latest.groupBy(PARTITION).count().collect()}
     return ReadBack(
         latest_version=DeltaLog.for_table(root).snapshot().version,
         latest_rows=sum(per_day.values()),  # the same job as the per-day counts: one Spark job fewer
         rows_per_day=dict(sorted(per_day.items())),
         earlier_version=earlier_version,
-        earlier_rows=read(spark, str(root), version=earlier_version).count(),
+        earlier_rows=spark.read.format("deltalog").option("versionAsOf", earlier_version).load(str(root)).count(),
     )
 
 

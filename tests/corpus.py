@@ -1,7 +1,9 @@
-"""Where the conformance corpus is: ``$DELTALOG_CORPUS``, else ``../shared/conformance`` beside the checkout.
+"""Where the conformance corpus is: ``$DELTALOG_CORPUS``, else ``../shared/conformance`` beside the checkout;
+``DELTALOG_CORPUS=none`` runs as a fresh clone does, without one.
 
-Tests over the corpus are parametrized by what this finds; without a corpus they have no cases (and
-``scripts/test`` says so), while every other test still runs.
+Tests over the corpus carry ``@pytest.mark.corpus`` and are parametrized by what this finds; without a corpus
+they are deselected (``tests/conftest.py``: no case is ever reported as skipped, and ``scripts/test`` says in one
+line what did not run), while every other test still runs.
 """
 
 from __future__ import annotations
@@ -14,10 +16,13 @@ from typing import Any
 import orjson
 
 REPO = Path(__file__).resolve().parent.parent
+NO_CORPUS = "none"  # the value of DELTALOG_CORPUS that means: no corpus, even if ../shared/conformance is there
 
 
 def corpus_dir() -> Path | None:
     env = os.environ.get("DELTALOG_CORPUS")
+    if env == NO_CORPUS:
+        return None
     candidate = Path(env) if env else REPO.parent / "shared" / "conformance"
     if (candidate / "manifest.json").is_file():
         return candidate
@@ -36,7 +41,7 @@ def corpus_entries() -> list[dict[str, Any]]:
 
 def table_path(name: str) -> Path:
     root = corpus_dir()
-    assert root is not None
+    assert root is not None, f"no conformance corpus for {name}: a test that reads one is marked corpus"
     return root / "tables" / name
 
 

@@ -20,7 +20,7 @@ import orjson
 from deltalog.core import last_checkpoint as hints
 from deltalog.core.paths import LAST_CHECKPOINT, LOG_DIR, log_files, version_prefix
 from deltalog.core.segment import complete_checkpoints
-from deltalog.errors import NotFoundError, StorageError
+from deltalog.errors import AccessDeniedError, NotFoundError, StorageError
 from deltalog.storage.base import LogStore
 
 log = logging.getLogger(__name__)
@@ -46,8 +46,8 @@ def read_hint(store: LogStore, where: str | None = None) -> hints.LastCheckpoint
     except NotFoundError:
         return None
     except StorageError as exc:
-        if exc.retryable:
-            raise
+        if exc.retryable or isinstance(exc, AccessDeniedError):
+            raise  # a listing would meet the same refusal: say it once, now
         # Only a hint: something that is not a readable file in its place (a directory, a FIFO) means list.
         _ignored(where, exc)
         return None

@@ -34,6 +34,7 @@ from deltalog.checkpoint.rows import (
 from deltalog.checkpoint.v2 import write_v2
 from deltalog.core import properties
 from deltalog.core.paths import LOG_DIR, Kind, checkpoint_name, multipart_name
+from deltalog.core.result_repr import result_repr
 from deltalog.core.segment import CheckpointRef
 from deltalog.core.state import BaseState
 from deltalog.core.state.files import FileState, key_column
@@ -78,6 +79,18 @@ class CheckpointResult:
     def bytes(self) -> int:
         """The checkpoint's size on the store."""
         return self.size_in_bytes
+
+    def __repr__(self) -> str:
+        """Version, kind and size; the files are on :attr:`files`."""
+        return result_repr(
+            "CheckpointResult",
+            "already_existed" if self.already_existed else "",
+            version=self.version,
+            kind=self.kind,
+            files=self.num_files,
+            actions=self.num_actions,
+            bytes=self.size_in_bytes,
+        )
 
 
 class CheckpointWriter:

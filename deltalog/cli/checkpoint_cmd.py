@@ -1,7 +1,10 @@
-"""The ``checkpoint`` and ``compact`` verbs.
+"""The ``checkpoint`` and ``checkpoint-job`` verbs.
 
-``checkpoint`` writes one checkpoint now; ``compact`` is the compaction job over many tables
+``checkpoint`` writes one checkpoint now; ``checkpoint-job`` checkpoints every table of many that needs one
 (:mod:`deltalog.maintenance.checkpoint_job`). Both feed the checkpoint writer's progress to a bar on stderr.
+
+``compact`` is ``checkpoint-job``'s old name, kept one release with a warning: every Delta user reads
+"compact" as data-file compaction (Delta's OPTIMIZE), which is what the name will mean.
 """
 
 from __future__ import annotations
@@ -137,7 +140,7 @@ def compact_listing(doc: Document) -> render.Listing:
 
 def render_compact(doc: Document, screen: Screen) -> None:
     listing = compact_listing(doc)
-    screen.table("Compaction", listing.columns, listing.rows)
+    screen.table("Checkpoint job", listing.columns, listing.rows)
     total = doc["num_checkpointed"] + doc["num_skipped"] + doc["num_failed"]
     render.shown_note(screen, len(doc["tables"]), total, "table", "--limit N shows the first N")
     screen.line(
@@ -205,7 +208,7 @@ def spark_engine_checkpoint(table: str, master: str, version: int | None, parts:
     return spark_checkpoint(spark, table, version=version, parts=parts, storage_options=given_storage_options())
 
 
-@click.command("compact")
+@click.command("checkpoint-job")
 @click.argument("tables", nargs=-1, metavar="[TABLE]...")
 @click.option(
     "--prefix", metavar="DIR", help="Also every Delta table under DIR (a folder holding _delta_log), searched."
@@ -222,10 +225,10 @@ def spark_engine_checkpoint(table: str, master: str, version: int | None, parts:
 @_parts_option
 @limit_option
 @output_format(csv=True)
-def compact_cmd(
+def checkpoint_job_cmd(
     tables: tuple[str, ...], prefix: str | None, min_commits: int, parts: int | None, limit: int | None, fmt: str
 ) -> None:
-    """The compaction job: checkpoint each TABLE (and each table under --prefix) that needs one."""
+    """The checkpoint job: checkpoint each TABLE (and each table under --prefix) that needs one."""
     ctx = click.get_current_context()
     if not tables and prefix is None:
         raise click.UsageError("give at least one TABLE or --prefix DIR", ctx)
@@ -242,16 +245,33 @@ def compact_cmd(
     failed = [r for r in results if r.failed]
     if failed:
         click.echo(
-            f"error: compaction failed for {len(failed)} of {len(results)} tables: "
+            f"error: checkpoints failed for {len(failed)} of {len(results)} tables: "
             + "; ".join(f"{r.location} ({r.error_type})" for r in failed),
             err=True,
         )
         ctx.exit(EXIT_ERROR)
 
 
-def register(group: click.Group) -> None:
-    group.add_command(checkpoint_cmd)
-    group.add_command(compact_cmd)
+#: what the deprecated ``compact`` says on every run
+COMPACT_DEPRECATED = (
+    "'deltalog compact' is now 'deltalog checkpoint-job' (it writes checkpoints); the old name goes in the next "
+    "release, and 'compact' will then mean data-file compaction (OPTIMIZE)"
+)
+
+
+def _compact(**kwargs: Any) -> None:
+    logging.getLogger(__name__).warning(COMPACT_DEPRECATED)
+    click.get_current_context().invoke(checkpoint_job_cmd, **kwargs)
+
+
+compact_cmd = click.Command(
+    "compact",
+    callback=_compact,
+    params=list(checkpoint_job_cmd.params),
+    help=f"Deprecated: {COMPACT_DEPRECATED}.",
+    short_help="Deprecated name of checkpoint-job.",
+    hidden=True,
+)
 
 
 __all__ = [
@@ -259,6 +279,8 @@ __all__ = [
     "checkpoint_progress",
     "compact_document",
     "compact_listing",
-    "register",
+    "checkpoint_job_cmd",
+    "COMPACT_DEPRECATED",
+    "compact_cmd",
     "spark_engine_checkpoint",
 ]

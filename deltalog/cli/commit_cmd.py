@@ -212,8 +212,4 @@ def read_actions(path: str) -> list[Action]:
     return parse_actions(data, path)
 
 
-def register(group: click.Group) -> None:
-    group.add_command(commit)
-
-
-__all__ = ["parse_actions", "read_actions", "register"]
+__all__ = ["commit", "parse_actions", "read_actions"]

@@ -68,8 +68,4 @@ def compact_log_cmd(table: str, start: int | None, end: int | None, dry_run: boo
     emit(compact_log_document(log.location, result), fmt, render_compact_log)
 
 
-def register(group: click.Group) -> None:
-    group.add_command(compact_log_cmd)
-
-
-__all__ = ["compact_log_document", "register", "render_compact_log"]
+__all__ = ["compact_log_cmd", "compact_log_document", "render_compact_log"]

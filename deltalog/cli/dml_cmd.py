@@ -1,6 +1,6 @@
 """``deltalog update TABLE --set COL=EXPR ... [--where EXPR]`` and ``deltalog merge TABLE SOURCE --on EXPR``.
 
-Registered on the main group by :mod:`deltalog.cli.main`. Both are :meth:`deltalog.DeltaLog.update` and
+Listed in :data:`deltalog.cli.main.VERBS`, imported when one of them runs. Both are :meth:`deltalog.DeltaLog.update` and
 :meth:`deltalog.DeltaLog.merge`, one commit each, and show Delta Spark's metrics of the commit. ``merge``
 reads its source from a parquet or CSV file (streamed, as ``write`` reads one; the merge materializes it, in
 memory up to its budget and spilled beyond) under the alias ``s``, the table being ``t``; ``--update-all``,
@@ -136,9 +136,4 @@ def merge_cmd(
     _emit(log.location, builder.execute(), fmt)
 
 
-def register(group: click.Group) -> None:
-    group.add_command(update_cmd)
-    group.add_command(merge_cmd)
-
-
-__all__ = ["dml_document", "merge_cmd", "register", "render_dml", "update_cmd"]
+__all__ = ["dml_document", "merge_cmd", "render_dml", "update_cmd"]

@@ -18,14 +18,15 @@ import deltalog
 
 #: topic -> (file under docs/, what it covers); the order is the order of ``--list``
 TOPICS: dict[str, tuple[str, str]] = {
-    "start": ("index.md", "getting started: install, a first table, the demo"),
+    "start": ("index.md", "getting started: a first table, install, the log itself, the demo"),
+    "deltalake": ("deltalake.md", "coming from deltalake: its calls in deltalog's names, what is not supported yet"),
     "data": ("data.md", "reading and writing data: snapshots, files, commits, time travel"),
     "merge": ("merge.md", "MERGE and UPDATE: upserts by deletion vectors, Delta Spark's semantics, bounded memory"),
     "expressions": ("expressions.md", "Spark SQL expressions and filters: forms, functions, semantics, time zone"),
     "cli": ("cli.md", "the deltalog command: every verb, its options, its --json documents"),
     "storage": ("storage.md", "where tables live, storage options and credentials, safe stores, doctor"),
     "spark": ("spark.md", "Spark writes, reads and checkpoints (deltalog.spark)"),
-    "operations": ("operations.md", "checkpoints, log cleanup, vacuum, restore, the compaction job, logging"),
+    "operations": ("operations.md", "checkpoints, log cleanup, vacuum, restore, the checkpoint job, logging"),
     "concurrency": ("concurrency.md", "concurrent writers, isolation levels, conflicts, intents"),
     "protocol": ("protocol.md", "where the protocol or the peers disagree, and what deltalog chose"),
 }
@@ -64,8 +65,4 @@ def docs_cmd(topic: str | None, list_topics: bool) -> None:
         click.echo(text, nl=False)
 
 
-def register(group: click.Group) -> None:
-    group.add_command(docs_cmd)
-
-
-__all__ = ["TOPICS", "docs_cmd", "docs_dir", "register", "topic_text"]
+__all__ = ["TOPICS", "docs_cmd", "docs_dir", "topic_text"]

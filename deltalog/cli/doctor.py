@@ -108,8 +108,4 @@ def _has_table(log: DeltaLog) -> bool:
     return True
 
 
-def register(group: click.Group) -> None:
-    group.add_command(doctor_cmd)
-
-
-__all__ = ["EXIT_UNSAFE", "check_location", "doctor_cmd", "register", "render_report"]
+__all__ = ["EXIT_UNSAFE", "check_location", "doctor_cmd", "render_report"]

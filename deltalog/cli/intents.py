@@ -113,8 +113,4 @@ def intents_cmd(table: str, limit: int | None, fmt: str) -> None:
     emit(doc, fmt, render_intents, intents_listing)
 
 
-def register(group: click.Group) -> None:
-    group.add_command(intents_cmd)
-
-
-__all__ = ["intents_cmd", "intents_document", "intents_listing", "register", "render_intents"]
+__all__ = ["intents_cmd", "intents_document", "intents_listing", "render_intents"]

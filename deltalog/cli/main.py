@@ -11,44 +11,30 @@ options change it. Every verb accepts those options as well as the group, so ``d
 and ``deltalog files T -v`` both work.
 
 The verbs are thin: open the snapshot, build a document (:mod:`deltalog.cli.documents`), render it
-(:mod:`deltalog.cli.render`). A slow step added later gets a rich progress bar on a stderr console
-around the engine call here, leaving stdout to the result.
+(:mod:`deltalog.cli.render`). A slow step gets a rich progress bar on a stderr console around the engine
+call, leaving stdout to the result.
 
-The read verbs live here; ``commit`` (:mod:`deltalog.cli.commit_cmd`), ``checkpoint``/``compact``
-(:mod:`deltalog.cli.checkpoint_cmd`), the maintenance verbs (:mod:`deltalog.cli.maintenance`),
-``doctor`` (:mod:`deltalog.cli.doctor`) and the data verbs ``scan`` and ``write``
-(:mod:`deltalog.cli.scan_cmd`, :mod:`deltalog.cli.write_cmd`) register themselves on the group.
+Each verb lives in its own module (:data:`VERBS`), imported only when that verb runs or its help is asked
+for: ``deltalog --version`` and ``deltalog --help`` load click and deltalog's errors, not pyarrow, pandas or
+rich (``tests/unit/test_cli_startup.py`` counts the modules). The group's help lists each verb by the summary
+given here, which a test keeps equal to the verb's own.
 """
 
 from __future__ import annotations
 
+import importlib
 import os
+import re
 import sys
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 import click
 
-from deltalog import (
-    ConcurrentModificationError,
-    DeltaLogError,
-    InvalidCommitError,
-    __version__,
-)
-from deltalog.cli import documents, logs, render
-from deltalog.cli.options import (
-    emit,
-    json_flag,
-    limit_option,
-    open_log,
-    open_snapshot,
-    open_table,
-    output_format,
-    parse_where,
-    table_argument,
-    time_travel,
-)
+from deltalog import __version__
+from deltalog.cli import logs
 from deltalog.cli.store_options import storage_option_params
+from deltalog.errors import ConcurrentModificationError, DeltaLogError, InvalidCommitError
 
 EXIT_ERROR = 1
 EXIT_USAGE = 2
@@ -67,6 +53,107 @@ def _fail(message: str, code: int) -> int:
 
 class Interrupted(Exception):
     """Ctrl-C while a verb ran."""
+
+
+class Verb(NamedTuple):
+    """Where a verb's click command lives, and what ``deltalog --help`` says of it without importing it."""
+
+    module: str
+    command: str
+    summary: str
+    hidden: bool = False
+
+
+VERBS: dict[str, Verb] = {
+    "describe": Verb(
+        "deltalog.cli.inspect_cmd",
+        "describe",
+        "Protocol, metadata, schema and totals of TABLE, and the features it actively uses.",
+    ),
+    "history": Verb(
+        "deltalog.cli.inspect_cmd",
+        "history",
+        "Commits of TABLE, newest first (the timestamps are what --timestamp takes).",
+    ),
+    "files": Verb("deltalog.cli.inspect_cmd", "files", "Live data files of TABLE, sorted by path."),
+    "snapshot": Verb("deltalog.cli.inspect_cmd", "snapshot", "Short summary of TABLE at one version."),
+    "scan": Verb(
+        "deltalog.cli.scan_cmd", "scan_cmd", "Live rows of TABLE (deletion vectors applied, column mapping resolved)."
+    ),
+    "changes": Verb(
+        "deltalog.cli.changes_cmd",
+        "changes_cmd",
+        "What changed in TABLE from one version to another (change data feed).",
+    ),
+    "write": Verb(
+        "deltalog.cli.write_cmd",
+        "write_cmd",
+        "Write the rows of FILE (parquet or CSV) to TABLE as one commit, creating the table if there is none.",
+    ),
+    "update": Verb(
+        "deltalog.cli.dml_cmd",
+        "update_cmd",
+        "Set columns of TABLE's rows (all, or those --where matches) to Spark SQL values, as one commit.",
+    ),
+    "merge": Verb(
+        "deltalog.cli.dml_cmd",
+        "merge_cmd",
+        "Merge the rows of SOURCE (parquet or CSV, alias s) into TABLE (alias t) on EXPR, as one commit.",
+    ),
+    "commit": Verb("deltalog.cli.commit_cmd", "commit", "Commit the actions in FILE to TABLE as one new version."),
+    "intents": Verb(
+        "deltalog.cli.intents",
+        "intents_cmd",
+        "List the intents long-running writers declared on TABLE (live and stale).",
+    ),
+    "checkpoint": Verb(
+        "deltalog.cli.checkpoint_cmd",
+        "checkpoint_cmd",
+        "Write a checkpoint of TABLE and move _last_checkpoint forward.",
+    ),
+    "checkpoint-job": Verb(
+        "deltalog.cli.checkpoint_cmd",
+        "checkpoint_job_cmd",
+        "The checkpoint job: checkpoint each TABLE (and each table under --prefix) that needs one.",
+    ),
+    "compact": Verb("deltalog.cli.checkpoint_cmd", "compact_cmd", "Deprecated name of checkpoint-job.", hidden=True),
+    "compact-log": Verb(
+        "deltalog.cli.compact_log_cmd",
+        "compact_log_cmd",
+        "Write the log compaction file of a range of commits (Delta Spark reads it instead of the commits).",
+    ),
+    "optimize": Verb(
+        "deltalog.cli.optimize_cmd",
+        "optimize_cmd",
+        "Compact small files into larger ones (or Z-order, cluster, purge deletion vectors) as one commit with "
+        "dataChange=false: concurrent appends are not disturbed.",
+    ),
+    "cleanup": Verb(
+        "deltalog.cli.maintenance",
+        "cleanup_cmd",
+        "Delete expired log files below a checkpoint; shows the earliest version that stays reachable.",
+    ),
+    "vacuum": Verb(
+        "deltalog.cli.maintenance",
+        "vacuum_cmd",
+        "Delete data files (and deletion vectors, change data files) no version within the retention needs.",
+    ),
+    "restore": Verb(
+        "deltalog.cli.maintenance",
+        "restore_cmd",
+        "Make an older version current again: its files, schema, partitioning and properties (a new version).",
+    ),
+    "doctor": Verb(
+        "deltalog.cli.doctor",
+        "doctor_cmd",
+        "Self-test the table's store in a scratch prefix: can concurrent writers lose commits here?",
+    ),
+    "docs": Verb(
+        "deltalog.cli.docs_cmd",
+        "docs_cmd",
+        "Print the manual's page on TOPIC (default: start); 'deltalog docs --list' names the topics.",
+    ),
+}
 
 
 class DeltalogGroup(click.Group):
@@ -103,11 +190,28 @@ class DeltalogGroup(click.Group):
         except KeyboardInterrupt:
             raise Interrupted from None
 
-    def add_command(self, cmd: click.Command, name: str | None = None) -> None:
-        """Register a verb, giving it its own copy of the logging and storage options (see the module docstring)."""
-        cmd.params.extend(logs.logging_options())
-        cmd.params.extend(storage_option_params())
-        super().add_command(cmd, name)
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted(VERBS)
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        """The verb's command, its module imported now; given its own copy of the logging and storage
+        options once (so ``deltalog -v files T`` and ``deltalog files T -v`` both work)."""
+        verb = VERBS.get(cmd_name)
+        if verb is None:
+            return None
+        command: click.Command = getattr(importlib.import_module(verb.module), verb.command)
+        if not any(getattr(p, "name", None) == "storage_option" for p in command.params):
+            command.params.extend(logs.logging_options())
+            command.params.extend(storage_option_params())
+        return command
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        """The verbs and their summaries, as :data:`VERBS` gives them: listing them imports none."""
+        shown = sorted((name, verb) for name, verb in VERBS.items() if not verb.hidden)
+        limit = formatter.width - 6 - max(len(name) for name, _ in shown)  # as click shortens a command's help
+        rows = [(name, click.Command(name, help=verb.summary).get_short_help_str(limit)) for name, verb in shown]
+        with formatter.section("Commands"):
+            formatter.write_dl(rows)
 
 
 def _exit_code(run: Callable[[], Any]) -> int:
@@ -135,9 +239,31 @@ def _exit_code(run: Callable[[], Any]) -> int:
     return rv if isinstance(rv, int) else 0
 
 
+#: the library's words for what the command spells as flags: errors are worded for Python callers
+#: (``partition_by``, ``schema_mode='merge'``), and a shell user must be told what to type
+FLAG_WORDS = (
+    (re.compile(r"\bstorage_options\b"), "--storage-option (or --profile)"),
+    (re.compile(r"\bpartition_by\b"), "--partition-by"),
+    (re.compile(r"\bschema_mode='merge'"), "--merge-schema"),
+    (re.compile(r"\breplace_where\b"), "--replace-where"),
+    (re.compile(r"\bmode='(\w+)'"), r"--mode \1"),
+    (re.compile(r"\bforce=True\b"), "--force"),
+    (re.compile(r"\bignore_missing_files\b"), "--ignore-missing-files"),
+    (re.compile(r"\benforce_retention_duration=False\b"), "--force"),
+)
+
+
+def flag_words(text: str) -> str:
+    """``text`` with the library's parameter names replaced by the command's flags (:data:`FLAG_WORDS`)."""
+    for pattern, flag in FLAG_WORDS:
+        text = pattern.sub(flag, text)
+    return text
+
+
 def error_text(exc: DeltaLogError) -> str:
-    """The message, plus what a caller acts on: the rule a commit broke, or that it lost to another writer."""
-    text = str(exc) or type(exc).__name__
+    """The message in the command's words (:func:`flag_words`), plus what a caller acts on: the rule a commit
+    broke, or that it lost to another writer."""
+    text = flag_words(str(exc) or type(exc).__name__)
     if isinstance(exc, InvalidCommitError):
         return f"{text} (rule: {exc.rule}; nothing was written)"
     if isinstance(exc, ConcurrentModificationError):
@@ -173,103 +299,21 @@ def cli() -> None:
     """
 
 
-@cli.command()
-@table_argument
-@time_travel
-@json_flag
-def describe(table: str, version: int | None, timestamp: str | None, fmt: str) -> None:
-    """Protocol, metadata, schema and totals of TABLE, and the features it actively uses."""
-    emit(documents.describe(open_snapshot(table, version, timestamp)), fmt, render.describe)
-
-
-@cli.command()
-@table_argument
-@click.option("--limit", type=click.IntRange(min=1), metavar="N", help="Show only the N newest commits.")
-@output_format(csv=True)
-def history(table: str, limit: int | None, fmt: str) -> None:
-    """Commits of TABLE, newest first (the timestamps are what --timestamp takes)."""
-    doc = documents.history(open_log(table), limit)
-    emit(doc, fmt, render.history, render.history_listing)
-
-
-@cli.command()
-@table_argument
-@time_travel
-@click.option(
-    "--where",
-    "where",
-    multiple=True,
-    callback=parse_where,
-    metavar="COLUMN=VALUE",
-    help="Only files whose partition COLUMN equals VALUE (repeatable; an empty VALUE matches null).",
-)
-@click.option("--stats", is_flag=True, help="Include each file's statistics.")
-@limit_option
-@output_format(csv=True)
-def files(
-    table: str,
-    version: int | None,
-    timestamp: str | None,
-    where: dict[str, str],
-    stats: bool,
-    limit: int | None,
-    fmt: str,
-) -> None:
-    """Live data files of TABLE, sorted by path."""
-    doc = documents.files(open_snapshot(table, version, timestamp), where, stats, limit)
-    emit(doc, fmt, render.files, render.files_listing)
-
-
-@cli.command()
-@table_argument
-@time_travel
-@json_flag
-def snapshot(table: str, version: int | None, timestamp: str | None, fmt: str) -> None:
-    """Short summary of TABLE at one version."""
-    log, snap = open_table(table, version, timestamp)
-    emit(documents.snapshot(snap, log), fmt, render.snapshot)
-
-
 def main() -> None:
     """Console-script entry point (``deltalog = "deltalog.cli.main:main"`` in pyproject.toml)."""
     cli(prog_name="deltalog")
 
 
-# The other verbs live in their own modules and are registered here, after ``cli`` exists.
-from deltalog.cli import (  # noqa: E402
-    checkpoint_cmd,
-    commit_cmd,
-    compact_log_cmd,
-    dml_cmd,
-    docs_cmd,
-    doctor,
-    intents,
-    maintenance,
-    scan_cmd,
-    write_cmd,
-)
-
-for _module in (
-    commit_cmd,
-    checkpoint_cmd,
-    compact_log_cmd,
-    maintenance,
-    doctor,
-    intents,
-    scan_cmd,
-    write_cmd,
-    dml_cmd,
-    docs_cmd,
-):
-    _module.register(cli)
-
 __all__ = [
+    "VERBS",
+    "Verb",
     "EXIT_ERROR",
     "EXIT_INTERRUPTED",
     "EXIT_USAGE",
     "DeltalogGroup",
     "cli",
     "error_text",
+    "flag_words",
     "main",
     "one_line",
 ]

@@ -1,9 +1,10 @@
-"""The maintenance verbs: ``cleanup``, ``vacuum`` and ``restore``, registered on the main group.
+"""The maintenance verbs: ``cleanup``, ``vacuum`` and ``restore``, loaded by :mod:`deltalog.cli.main` when one
+of them runs. Each verb builds one document (the
+``--json`` contract, described in docs/cli.md) and renders the same document for people.
 
-They live apart from :mod:`deltalog.cli.main` so that module stays small and other verbs can be added to
-it concurrently; ``main`` calls :func:`register` once at import. Each verb builds one document (the
-``--json`` contract, described in docs/cli.md) and renders the same document for people. ``cleanup`` and
-``vacuum`` are dry runs unless ``--apply`` is given: deleting is the one thing here that cannot be undone.
+One rule for the verbs that delete files or take the table back: ``cleanup``, ``vacuum`` and ``restore`` show
+what they would do unless ``--apply`` is given. Verbs that only add (``write``, ``commit``, ``checkpoint``,
+``compact-log``) act at once.
 """
 
 from __future__ import annotations
@@ -122,7 +123,8 @@ def restore_document(log: DeltaLog, result: RestoreResult) -> Document:
         "metadata_restored": result.metadata_restored,
         "protocol_upgraded": result.protocol_upgraded,
         "skipped_missing": list(result.skipped_missing),
-        "txn_id": result.commit.txn_id,
+        "txn_id": result.commit.txn_id if result.commit is not None else None,
+        "dry_run": result.dry_run,
     }
 
 
@@ -221,13 +223,20 @@ def render_vacuum(doc: Document, screen: Screen, show_all: bool = False) -> None
 
 RESTORE_FIELDS: tuple[render.Field, ...] = (
     ("location", "table"),
-    ("committed version", "version"),
+    (
+        "committed version",
+        lambda doc: (
+            f"dry run: nothing committed (--apply commits version {doc['read_version'] + 1} or later)"
+            if doc["dry_run"]
+            else doc["version"]
+        ),
+    ),
     ("restored version", "restored_version"),
     ("files removed", "num_removed"),
     ("files restored", "num_restored"),
     ("metadata restored", lambda doc: "yes" if doc["metadata_restored"] else "no (unchanged)"),
     ("skipped (missing)", lambda doc: len(doc["skipped_missing"])),
-    ("txn id", "txn_id"),
+    ("txn id", lambda doc: doc["txn_id"] or "-"),
 )
 
 
@@ -381,32 +390,42 @@ def vacuum_cmd(
     help="Restore without the version's files that are gone from storage (their rows stay lost).",
 )
 @click.option("--force", is_flag=True, help="Allow a version older than delta.deletedFileRetentionDuration.")
+@click.option(
+    "--dry-run/--apply",
+    "dry_run",
+    default=True,
+    show_default=True,
+    help="Only show what the restore would commit (the default), or commit it.",
+)
 @json_flag
 def restore_cmd(
-    table: str, version: int | None, timestamp: str | None, ignore_missing: bool, force: bool, fmt: str
+    table: str,
+    version: int | None,
+    timestamp: str | None,
+    ignore_missing: bool,
+    force: bool,
+    dry_run: bool,
+    fmt: str,
 ) -> None:
     """Make an older version current again: its files, schema, partitioning and properties (a new version)."""
     ctx = click.get_current_context()
     if (version is None) == (timestamp is None):
         raise click.UsageError("give exactly one of --version and --timestamp", ctx)
     log = open_log(table)
-    result = log.restore(version=version, timestamp=timestamp, force=force, ignore_missing_files=ignore_missing)
+    what = {"force": force, "ignore_missing_files": ignore_missing, "dry_run": dry_run}
+    result = log.restore(version=version, timestamp=timestamp, **what)
     emit(restore_document(log, result), fmt, render_restore)
-
-
-def register(group: click.Group) -> None:
-    """Add the maintenance verbs to ``group`` (the ``deltalog`` command)."""
-    for command in (cleanup_cmd, vacuum_cmd, restore_cmd):
-        group.add_command(command)
 
 
 __all__ = [
     "check_vacuum_retention",
+    "cleanup_cmd",
     "cleanup_document",
     "cleanup_listing",
     "duration",
-    "register",
+    "restore_cmd",
     "restore_document",
+    "vacuum_cmd",
     "vacuum_document",
     "vacuum_listing",
 ]

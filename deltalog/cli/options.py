@@ -21,12 +21,26 @@ from deltalog.cli.documents import Document
 from deltalog.cli.store_options import given_storage_options
 
 
+def _column_value(item: str) -> tuple[str, str] | None:
+    """``COLUMN=VALUE`` split, the column without the spaces around it (``day = 2026-11-01`` names ``day``); the
+    value keeps its own spaces (a partition value may be ``" "``) but for the one after a spaced ``=``. None when
+    it is not that form: no ``=``, no column, or a comparison (``day >= x``: only equality selects files)."""
+    column, sep, value = item.partition("=")
+    if column.endswith(" ") and value.startswith(" "):
+        value = value[1:]
+    column = column.strip()
+    if not sep or not column or column[-1] in "<>!":
+        return None
+    return column, value
+
+
 def parse_where(ctx: click.Context, param: click.Parameter, values: Sequence[str]) -> dict[str, str]:
     where: dict[str, str] = {}
     for item in values:
-        column, sep, value = item.partition("=")
-        if not sep or not column:
+        split = _column_value(item)
+        if split is None:
             raise click.BadParameter(f"{item!r} is not COLUMN=VALUE", ctx, param)
+        column, value = split
         if column in where:
             raise click.BadParameter(
                 f"column {column!r} is given twice; a file has one value per partition column", ctx, param
@@ -39,9 +53,10 @@ def parse_read_where(ctx: click.Context, param: click.Parameter, values: Sequenc
     """``--where`` grammar, except that a column given again widens to IN: a read of several partitions."""
     where: dict[str, str | list[str]] = {}
     for item in values:
-        column, sep, value = item.partition("=")
-        if not sep or not column:
+        split = _column_value(item)
+        if split is None:
             raise click.BadParameter(f"{item!r} is not COLUMN=VALUE", ctx, param)
+        column, value = split
         prior = where.get(column)
         if prior is None:
             where[column] = value

@@ -77,8 +77,15 @@ def rows_of(
     """The live rows, filtered by ``where`` (files pruned by what it implies first), at most ``limit``."""
     wanted = list(columns) if columns is not None else [f["name"] for f in top_level_fields(snap.schema_json)]
     read = wanted if where is None else list(dict.fromkeys([*wanted, *where.columns]))
+    return limited(snap.scan(read, where.pruning if where is not None else None), wanted, where, limit)
+
+
+def limited(
+    reader: pa.RecordBatchReader, wanted: Sequence[str], where: RowFilter | None, limit: int | None
+) -> Iterator[pa.RecordBatch]:
+    """``reader``'s rows where ``where`` is true, columns ``wanted``, at most ``limit``; the reader is closed
+    once they are out (or the caller stops)."""
     left = limit
-    reader = snap.scan(read, where.pruning if where is not None else None)
     try:
         for batch in reader:
             if where is not None:
@@ -87,14 +94,15 @@ def rows_of(
                 batch = batch.slice(0, left)
                 left -= batch.num_rows
             if batch.num_rows:
-                yield batch.select(wanted)
+                yield batch.select(list(wanted))
             if left == 0:
                 return
     finally:
         reader.close()
 
 
-def _stream_csv(names: Sequence[str], batches: Iterator[pa.RecordBatch]) -> None:
+def stream_csv(names: Sequence[str], batches: Iterator[pa.RecordBatch]) -> None:
+    """The rows as CSV on stdout, written as they come (values as :func:`plain` gives them)."""
     writer = csv.writer(sys.stdout, lineterminator="\n")
     writer.writerow(names)
     for batch in batches:
@@ -117,7 +125,12 @@ def scan_document(
 
 
 def render_scan(doc: Document, screen: Screen) -> None:
-    title = f"Rows of {doc['table']} at version {doc['version']}" + (f" where {doc['where']}" if doc["where"] else "")
+    show_rows(f"Rows of {doc['table']} at version {doc['version']}", doc, screen)
+
+
+def show_rows(title: str, doc: Document, screen: Screen) -> None:
+    """A document's ``rows`` as a table under ``title`` (plus its ``where``), and how many there are."""
+    title += f" where {doc['where']}" if doc["where"] else ""
     columns = [Column(n, fold=True) for n in doc["columns"]]
     screen.table(title, columns, [[r[n] for n in doc["columns"]] for r in doc["rows"]])
     screen.line(render.count(doc["num_rows"], "row"))
@@ -150,7 +163,7 @@ def scan_cmd(
     chosen = row_filter(where, snap.schema_json, snap.partition_columns) if where is not None else None
     batches = rows_of(snap, names, chosen, limit)
     if fmt == "csv":
-        _stream_csv(names, batches)
+        stream_csv(names, batches)
         return
     doc = scan_document(snap, names, where, batches)
     if fmt == "json":
@@ -159,8 +172,13 @@ def scan_cmd(
         render.show(render_scan, doc)
 
 
-def register(group: click.Group) -> None:
-    group.add_command(scan_cmd)
-
-
-__all__ = ["plain", "register", "render_scan", "rows_of", "scan_cmd", "scan_document"]
+__all__ = [
+    "limited",
+    "plain",
+    "render_scan",
+    "rows_of",
+    "scan_cmd",
+    "scan_document",
+    "show_rows",
+    "stream_csv",
+]

@@ -130,8 +130,4 @@ def write_cmd(
         render.show(render_write, doc)
 
 
-def register(group: click.Group) -> None:
-    group.add_command(write_cmd)
-
-
-__all__ = ["open_input", "register", "render_write", "write_cmd", "write_document"]
+__all__ = ["open_input", "render_write", "write_cmd", "write_document"]

@@ -219,6 +219,12 @@ def _to_string(arr: pa.Array, frm: T.DataType, tz: str) -> pa.Array:
 
 
 # ---------------------------------------------------------------------------------------------- numbers
+def _int_dtype(out: pa.DataType) -> np.dtype[Any]:
+    """numpy's integer of an Arrow integer type: ``DataType.to_pandas_dtype`` imports pandas on some pyarrow
+    versions, and pandas is not a dependency of deltalog."""
+    return np.dtype(f"int{out.bit_width}")
+
+
 def _integral_to(arr: pa.Array, frm: T.DataType, to: T.DataType, try_: bool) -> pa.Array:
     out = arrow_type(to)
     if to in _INT_RANGE:
@@ -229,7 +235,7 @@ def _integral_to(arr: pa.Array, frm: T.DataType, to: T.DataType, try_: bool) -> 
             if not try_:
                 raise _overflow(int(values[bad][0]), frm, to)
             mask = mask & ~bad
-        return from_numbers(np.where(mask, values, 0).astype(out.to_pandas_dtype()), mask, out)
+        return from_numbers(np.where(mask, values, 0).astype(_int_dtype(out)), mask, out)
     if to in (T.FLOAT, T.DOUBLE):
         return pc.cast(arr, out, safe=False)
     if isinstance(to, T.Decimal):
@@ -266,7 +272,7 @@ def _fractional_to(arr: pa.Array, frm: T.DataType, to: T.DataType, try_: bool) -
                 raise _overflow(text.java_float_text(float(first), frm == T.FLOAT), frm, to)
             mask = mask & ~bad
         safe = np.where(mask, truncated, 0)
-        return from_numbers(safe.astype(out.to_pandas_dtype()), mask, out)
+        return from_numbers(safe.astype(_int_dtype(out)), mask, out)
     if to in (T.FLOAT, T.DOUBLE):
         return pc.cast(arr, out, safe=False)
     if isinstance(to, T.Decimal):

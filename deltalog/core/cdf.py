@@ -8,9 +8,14 @@ its ``cdc`` files *only*. A ``cdc`` action has ``dataChange=false``; its file li
 is a data file the same commit adds when that file holds no copied rows and fills ``_change_type``.
 
 Delta Spark (facts): ``commands/WriteIntoDelta.scala`` writes change files for row-copying rewrites and, when
-it writes any, for the inserts too; ``commands/cdc/CDCReader.scala`` derives a DV-only delete
-(remove(p, dv1) + add(p, dv2)) by diffing the vectors; ``cdc`` is a ``FileAction``, so a commit with one is
-not a blind append (``OptimisticTransaction.scala``, ``actions/actions.scala``).
+it writes any, for the inserts too; ``commands/cdc/CDCReader.scala`` reads a pair remove(p, dv1) + add(p, dv2)
+by diffing the vectors (``generateFileActionsWithInlineDv``): rows dv2 masks and dv1 did not are deletes, rows
+dv1 masked and dv2 does not are inserts, and a missing vector masks nothing. So a DV delete needs no change
+files, nor does a RESTORE that brings a file back with an older, smaller vector or none
+(``RestoreTableCommand`` writes none); only a pair where neither side has a vector cannot be read that way.
+That deleted rows stay deleted in ordinary writes is a deletion-vector rule
+(:mod:`deltalog.core.deletion_vectors`), not a change-feed one. ``cdc`` is a ``FileAction``, so a commit with
+one is not a blind append (``OptimisticTransaction.scala``, ``actions/actions.scala``).
 
 "Covers every change" cannot be read from the log: the rows are in files. So a commit with ``cdc`` actions and
 data-changing adds or removes is accepted only when its writer declares that the change files hold every
@@ -47,7 +52,7 @@ class Changes:
 
     inserts: tuple[str, ...]  # adds of new files, dataChange=true
     deletes: tuple[str, ...]  # whole-file removes, dataChange=true
-    dv_deletes: tuple[str, ...]  # remove(p, dv1) + add(p, dv2)
+    dv_deletes: tuple[str, ...]  # remove(p, dv1) + add(p, dv2): read as the vectors' difference
     rearranged: int  # adds and removes with dataChange=false
     cdc: tuple[A.Cdc, ...]
 
@@ -78,12 +83,11 @@ def classify(actions: Sequence[A.Action]) -> Changes:
 
 
 def _check_dv_pair(add: A.Add, remove: A.Remove) -> None:
-    """remove(p, dv1) + add(p, dv2) is a delete only when the new vector has at least the old one's rows."""
-    old = remove.deletion_vector.cardinality if remove.deletion_vector is not None else 0
-    new = add.deletion_vector.cardinality if add.deletion_vector is not None else None
-    if new is None or new < old:
+    """remove(p, dv1) + add(p, dv2) reads as the difference of the vectors, whichever way it goes (rows a
+    shrinking vector unmasks are inserts); with no vector on either side there is no difference to read."""
+    if add.deletion_vector is None and remove.deletion_vector is None:
         raise UnsupportedFeatureError(
-            f"{add.path}: removing and re-adding a file without growing its deletion vector rewrites it, which "
+            f"{add.path}: removing and re-adding a file with no deletion vector on either side rewrites it, which "
             "needs change files (cdc) on a change-data-feed table",
             feature=FEATURE,
         )
@@ -130,7 +134,7 @@ def check_commit(
 
     Refused by name: ``cdc`` actions on a table without change data feed, a ``cdc`` without any data change,
     ``cdc`` not declared to cover the commit, and on a change-data-feed table a row-copying commit without
-    ``cdc`` or a remove/re-add pair that does not grow the file's deletion vector.
+    ``cdc`` or a remove/re-add pair with no deletion vector on either side.
     """
     changes = classify(actions)
     on = enabled(protocol, configuration)

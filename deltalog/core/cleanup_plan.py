@@ -22,6 +22,7 @@ from typing import Any
 from deltalog.core import properties
 from deltalog.core.actions import Protocol
 from deltalog.core.feature_gate import CLEANUP, check_operation
+from deltalog.core.file_age import age_clock
 from deltalog.core.paths import SIDECAR_DIR, Kind, LogPath
 from deltalog.core.segment import CheckpointRef, complete_checkpoints, earliest_version
 from deltalog.core.timetravel import monotonize
@@ -206,7 +207,7 @@ def orphan_cutoff(now_ms: int, newest_ms: int | None) -> int:
     it is being written. The price: in a table where nothing was written for a day, an abandoned file as
     new as the newest one waits for the next write.
     """
-    return min(now_ms, now_ms if newest_ms is None else newest_ms) - ORPHAN_AGE_MS
+    return age_clock(now_ms, newest_ms) - ORPHAN_AGE_MS
 
 
 def plan_cleanup(

@@ -57,20 +57,34 @@ def _encode_value(value: Any) -> Any:
     return value
 
 
+_FIELD_NAMES: dict[type, tuple[tuple[str, str, bool], ...]] = {}
+
+
+def _field_names(cls: type) -> tuple[tuple[str, str, bool], ...]:
+    """(attribute, JSON key, written even when empty) of each field of an action class, worked out once per class:
+    encoding a commit of many file actions asked ``dataclasses.fields`` and re-camel-cased every name per action."""
+    found = _FIELD_NAMES.get(cls)
+    if found is None:
+        always = issubclass(cls, (A.Add, A.Cdc))
+        found = tuple((f.name, _camel(f.name), always and f.name in _ALWAYS_WRITTEN) for f in dataclasses.fields(cls))
+        _FIELD_NAMES[cls] = found
+    return found
+
+
 def _encode_fields(obj: Any) -> dict[str, Any]:
     out: dict[str, Any] = {}
-    for f in dataclasses.fields(obj):
-        value = getattr(obj, f.name)
-        if f.name == "other":  # CommitInfo's free-form remainder goes back at top level
+    for name, key, always in _field_names(type(obj)):
+        value = getattr(obj, name)
+        if name == "other":  # CommitInfo's free-form remainder goes back at top level
             for k, v in value.items():
                 out.setdefault(k, v)
             continue
-        if value is None and not (f.name in _ALWAYS_WRITTEN and isinstance(obj, (A.Add, A.Cdc))):
+        if value is None and not always:
             continue
-        if f.name == "operation_parameters" and value is not None:
+        if name == "operation_parameters" and value is not None:
             # Spark writes every parameter value as JSON text (a string inside the JSON object).
             value = {k: v if isinstance(v, str) else orjson.dumps(v).decode() for k, v in value.items()}
-        out[_camel(f.name)] = _encode_value(value if value is not None else {})
+        out[key] = _encode_value(value if value is not None else {})
     return out
 
 

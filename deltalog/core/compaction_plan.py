@@ -52,6 +52,12 @@ def plan_range(paths: Sequence[LogPath], start: int | None, end: int | None, whe
     latest, oldest = max(commits), min(commits)
     first = default_start(paths) if start is None else start
     last = latest if end is None else end
+    if start is None and end is None and last - first + 1 < MIN_COMMITS:
+        count = _commits(last - first + 1)
+        held = f"{count} after the newest checkpoint or compaction file" if first > oldest else f"the log holds {count}"
+        raise InvalidArgumentError(
+            f"nothing to compact in {where}: {held}, and a log compaction file covers at least {MIN_COMMITS}"
+        )
     if first < 0 or last < first or last - first + 1 < MIN_COMMITS:
         raise InvalidArgumentError(
             f"cannot compact versions {first}..{last} of {where}: a log compaction file covers at least "
@@ -77,6 +83,10 @@ def plan_range(paths: Sequence[LogPath], start: int | None, end: int | None, whe
                 path=f"{where}/{v:020d}.json",
             )
     return CompactionRange(first, last, tuple(commits[v] for v in range(first, last + 1)))
+
+
+def _commits(n: int) -> str:
+    return "no commit" if n <= 0 else "1 commit" if n == 1 else f"{n} commits"
 
 
 def due(version: int, interval: int) -> bool:

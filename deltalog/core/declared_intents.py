@@ -42,7 +42,7 @@ from typing import Any
 import orjson
 
 from deltalog.core.conflicts import ReadPredicate
-from deltalog.core.partitions import Condition, PartitionValueError, typed_conditions
+from deltalog.core.partitions import Condition, PartitionValueError, serialize_partition_value, typed_conditions
 from deltalog.errors import ConcurrentAppendError, ConcurrentDeleteReadError, ConcurrentModificationError
 
 INTENTS_DIR = "_delta_log/_intents"
@@ -58,17 +58,14 @@ ConditionSpec = tuple[str, str, tuple[str | None, ...]]
 
 
 def value_text(value: Any) -> str | None:
-    """A typed partition literal as a string :func:`~deltalog.core.partitions.parse_value` reads back."""
+    """A typed partition literal as a string :func:`~deltalog.core.partitions.parse_value` reads back: the
+    partition value serialization for the types it covers (four-digit years for dates and timestamps)."""
     if value is None or isinstance(value, str):
         return value
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, (dt.date, dt.datetime)):
-        return value.isoformat()
     if isinstance(value, bytes):
         return value.decode("utf-8", "surrogateescape")
-    if isinstance(value, (int, float, Decimal)):
-        return str(value)
+    if isinstance(value, (bool, int, float, Decimal, dt.date)):
+        return serialize_partition_value(value)
     return str(value)
 
 

@@ -33,6 +33,9 @@ DELETE = "delete"  # whole files removed with dataChange=true
 OVERWRITE = "overwrite"  # whole files removed and new rows added (partition replaceWhere, full overwrite)
 REWRITE = "rewrite"  # files removed and some of their rows copied into new files (update, merge, delete)
 REARRANGE = "rearrange"  # dataChange=false: the same rows in other files (compaction, OPTIMIZE)
+#: a rearrangement whose data writer stored every copied row's id and commit version in the table's materialized
+#: row-tracking columns (deltalog's OPTIMIZE and REORG PURGE); named by the caller, as RESTORE is
+REARRANGE_KEEPING_IDS = "rearrange_keeping_ids"
 DV_DELETE = "dv_delete"  # remove(path, old DV) + add(path, new DV)
 METADATA = "metadata"  # metaData, protocol or domain changes only
 RESTORE = "restore"
@@ -41,13 +44,13 @@ CLEANUP = "cleanup"
 VACUUM = "vacuum"
 WRITE = "write"  # a commit of undeclared kind: every commit operation's duties (features.check_writable)
 
-COMMITS = (APPEND, DELETE, OVERWRITE, REWRITE, REARRANGE, DV_DELETE, METADATA, RESTORE)
+COMMITS = (APPEND, DELETE, OVERWRITE, REWRITE, REARRANGE, REARRANGE_KEEPING_IDS, DV_DELETE, METADATA, RESTORE)
 MAINTENANCE = (CHECKPOINT, CLEANUP, VACUUM)
 OPERATIONS = (*COMMITS, *MAINTENANCE, WRITE)
 NEW_ROWS = frozenset({APPEND, OVERWRITE, REWRITE})
-COPIES_ROWS = frozenset({REWRITE, REARRANGE})
-ADDS_FILES = frozenset({APPEND, OVERWRITE, REWRITE, REARRANGE, DV_DELETE, RESTORE})
-REMOVES_FILES = frozenset({DELETE, OVERWRITE, REWRITE, REARRANGE, DV_DELETE, RESTORE})
+COPIES_ROWS = frozenset({REWRITE, REARRANGE, REARRANGE_KEEPING_IDS})
+ADDS_FILES = frozenset({APPEND, OVERWRITE, REWRITE, REARRANGE, REARRANGE_KEEPING_IDS, DV_DELETE, RESTORE})
+REMOVES_FILES = frozenset({DELETE, OVERWRITE, REWRITE, REARRANGE, REARRANGE_KEEPING_IDS, DV_DELETE, RESTORE})
 REMOVES_DATA = frozenset({DELETE, OVERWRITE, REWRITE, DV_DELETE})
 
 # ------------------------------------------------------------------------------------------------ rule modules
@@ -195,10 +198,10 @@ def _ict(op: str, t: Table) -> Duty:
 def _row_tracking(op: str, t: Table) -> Duty:
     if t.flag("delta.rowTrackingSuspended") or op not in ADDS_FILES | REMOVES_FILES:
         return NONE
-    if op in COPIES_ROWS and t.flag("delta.enableRowTracking"):
+    if op in COPIES_ROWS and op != REARRANGE_KEEPING_IDS and t.flag("delta.enableRowTracking"):
         return Duty(
             "row tracking is enabled: rows copied to new files must keep their row ids and commit "
-            "versions in materialized columns, which only deltalog's MERGE and UPDATE write",
+            "versions in materialized columns, which only deltalog's MERGE, UPDATE and OPTIMIZE write",
             ROW_ID_PRESERVATION,
         )
     return Duty(
@@ -328,6 +331,7 @@ __all__ = [
     "OPERATIONS",
     "OVERWRITE",
     "REARRANGE",
+    "REARRANGE_KEEPING_IDS",
     "REMOVES_DATA",
     "REMOVES_FILES",
     "RESTORE",

@@ -8,12 +8,15 @@ the empty string and ``__HIVE_DEFAULT_PARTITION__`` all mean null.
 Reading is lenient (:func:`parse_value`: other engines wrote those values); writing is strict
 (:func:`check_serialized`: the protocol's "Partition Value Serialization" formats only), because a value
 one peer parses loosely another refuses, and a table whose partition values a reader cannot parse is
-unreadable for it.
+unreadable for it. :func:`serialize_partition_value` is the one writer of those formats, for the Python
+writer, Spark's executors and declared intents alike: a year is always four digits (``0999-01-01``), which
+``strftime("%Y")`` does not give before year 1000.
 """
 
 from __future__ import annotations
 
 import datetime as dt
+import math
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -21,6 +24,7 @@ from decimal import Decimal, InvalidOperation
 from typing import Any
 
 from deltalog.core.isotime import parse_datetime
+from deltalog.errors import InvalidArgumentError
 
 HIVE_NULL = "__HIVE_DEFAULT_PARTITION__"
 
@@ -100,6 +104,51 @@ def parse_value(delta_type: Any, raw: Any) -> Any:
     except (ValueError, TypeError, InvalidOperation) as exc:
         raise PartitionValueError(f"{raw!r} is not a valid {t} value") from exc
     return raw if isinstance(raw, str) else str(raw)
+
+
+def format_timestamp(value: dt.datetime) -> str:
+    """A timestamp as the protocol spells it, microseconds always: zone-aware values as ISO-8601 in UTC
+    (``YYYY-MM-DDTHH:MM:SS.ffffffZ``, the protocol's recommended form), naive ones (``timestamp_ntz``) as
+    ``YYYY-MM-DD HH:MM:SS.ffffff``. A zone-aware value whose UTC instant falls outside years 1-9999 has no
+    spelling and is refused (:class:`~deltalog.errors.InvalidArgumentError`)."""
+    if value.tzinfo is None:
+        return value.isoformat(" ", "microseconds")
+    try:
+        utc = value.astimezone(dt.timezone.utc)
+    except OverflowError:
+        raise InvalidArgumentError(
+            f"timestamp {value.isoformat()} is outside the years 0001-9999 in UTC, which Delta timestamps cover"
+        ) from None
+    return utc.replace(tzinfo=None).isoformat("T", "microseconds") + "Z"
+
+
+def serialize_partition_value(value: Any) -> str | None:
+    """The protocol's string form of a typed partition value (PROTOCOL "Partition Value Serialization");
+    :func:`check_serialized` accepts every string it returns and :func:`parse_value` reads the value back.
+
+    The empty string is null (Spark writes ``""`` as null); dates are ``YYYY-MM-DD``, timestamps as
+    :func:`format_timestamp` writes them; decimals in plain notation; floats as ``repr`` or ``NaN`` /
+    ``[-]Infinity``. Other types are refused (:class:`~deltalog.errors.InvalidArgumentError`).
+    """
+    if value is None:
+        return None
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, str):
+        return value or None
+    if isinstance(value, dt.datetime):
+        return format_timestamp(value)
+    if isinstance(value, dt.date):
+        return value.isoformat()  # four-digit years, unlike strftime("%Y") on glibc
+    if isinstance(value, Decimal):
+        return format(value, "f")
+    if isinstance(value, float):
+        if math.isfinite(value):
+            return repr(value)
+        return "NaN" if math.isnan(value) else ("Infinity" if value > 0 else "-Infinity")
+    if isinstance(value, int):
+        return str(value)
+    raise InvalidArgumentError(f"cannot use a {type(value).__name__} value as a partition value")
 
 
 def check_serialized(delta_type: Any, raw: Any) -> Any:
@@ -232,6 +281,8 @@ __all__ = [
     "PartitionValueError",
     "check_serialized",
     "conditions_from_where",
+    "format_timestamp",
     "parse_value",
+    "serialize_partition_value",
     "typed_conditions",
 ]

@@ -41,7 +41,10 @@ def to_epoch_ms(value: str | dt.datetime | dt.date | int | float) -> int:
         try:
             value = parse_datetime(value)
         except ValueError:
-            raise InvalidArgumentError(f"not an ISO-8601 timestamp: {value!r}") from None
+            raise InvalidArgumentError(
+                f"not an ISO-8601 timestamp: {value!r} (e.g. 2026-11-01, 2026-11-01T10:00:00Z or "
+                "'2026-11-01 10:00:00+02:00'; no zone means UTC)"
+            ) from None
     if isinstance(value, dt.date) and not isinstance(value, dt.datetime):
         value = dt.datetime(value.year, value.month, value.day)
     if value.tzinfo is None:

@@ -1,8 +1,9 @@
 """Arrow input as record batches, and a batch's rows grouped by partition values.
 
 A writer takes whatever Arrow a caller holds, lazily: an in-memory table is sliced (zero-copy), a reader or a
-dataset is pulled batch by batch, anything exporting ``__arrow_c_stream__`` (pandas, polars, duckdb results)
-is read through that stream. Rows are grouped for partitioned writes by the key columns' dictionary codes: a
+dataset is pulled batch by batch, anything exporting ``__arrow_c_stream__`` (polars, duckdb results)
+is read through that stream, and a pandas frame without the index its history left
+(:mod:`deltalog.data.frames`). Rows are grouped for partitioned writes by the key columns' dictionary codes: a
 batch of one partition passes whole, two are filtered out, more are sorted by code and sliced.
 """
 
@@ -16,6 +17,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from deltalog.data.frames import frame_to_arrow, is_pandas_frame
 from deltalog.errors import InvalidArgumentError
 
 TABLE_CHUNK_ROWS = 262_144  # an in-memory table is taken in slices of this many rows (zero-copy)
@@ -79,7 +81,8 @@ def group_rows(keys: pa.RecordBatch, data: pa.RecordBatch) -> Iterator[tuple[Seq
 
 def batches(data: Any) -> Iterator[pa.RecordBatch]:
     """Record batches from a RecordBatchReader, Table, RecordBatch, Dataset, any ``__arrow_c_stream__``
-    exporter (pandas, polars, duckdb results) or an iterable of batches/tables, read lazily."""
+    exporter (polars, duckdb results), a pandas DataFrame (:mod:`deltalog.data.frames`: an unnamed index is
+    dropped, a named one refused) or an iterable of batches/tables, read lazily."""
     if isinstance(data, pa.RecordBatch):
         yield data
         return
@@ -92,6 +95,9 @@ def batches(data: Any) -> Iterator[pa.RecordBatch]:
     if hasattr(data, "to_batches") and hasattr(data, "schema"):  # a pyarrow Dataset or Scanner
         yield from data.to_batches()
         return
+    if is_pandas_frame(data):  # before its __arrow_c_stream__, which would keep a filtered frame's index
+        yield from batches(frame_to_arrow(data))
+        return
     if hasattr(data, "__arrow_c_stream__"):
         yield from pa.RecordBatchReader.from_stream(data)
         return
@@ -102,8 +108,11 @@ def batches(data: Any) -> Iterator[pa.RecordBatch]:
     raise InvalidArgumentError(f"cannot write {type(data).__name__}: expected Arrow data (a table, batches, a reader)")
 
 
-def input_stream(data: Any) -> tuple[pa.Schema, Iterator[pa.RecordBatch]]:
-    """The data's schema and its batches, read lazily (an iterable of batches is peeked at for the schema)."""
+def input_stream(data: Any, preserve_index: bool | None = None) -> tuple[pa.Schema, Iterator[pa.RecordBatch]]:
+    """The data's schema and its batches, read lazily (an iterable of batches is peeked at for the schema); a
+    pandas frame's index as :func:`~deltalog.data.frames.frame_to_arrow` decides with ``preserve_index``."""
+    if is_pandas_frame(data):  # other inputs have no index: ``preserve_index`` has nothing to say about them
+        data = frame_to_arrow(data, preserve_index)
     if isinstance(data, (pa.Table, pa.RecordBatch, pa.RecordBatchReader)):
         return data.schema, batches(data)
     if hasattr(data, "to_batches") and isinstance(getattr(data, "schema", None), pa.Schema):  # Dataset, Scanner

@@ -208,6 +208,12 @@ class DataFileWriter:
         files = part.files
         self.encoder.submit(files, files.finish, 0)
 
+    def roll(self) -> None:
+        """Finish every open file: rows written after this start new files (a caller that decides where files
+        end, such as OPTIMIZE cutting a curve-sorted bin at cell boundaries)."""
+        for part in self._parts.values():
+            self._flush(part, finish=True)
+
     # ------------------------------------------------------------------------------------------ the end
     def close(self) -> list[Add]:
         """Write what is buffered and finish every file; the adds, one per file."""

@@ -16,14 +16,10 @@
 
 from __future__ import annotations
 
-import datetime as dt
-import math
 import secrets
 import string
 import uuid
 from collections.abc import Mapping, Sequence
-from decimal import Decimal
-from typing import Any
 from urllib.parse import quote
 
 from deltalog.core.partitions import HIVE_NULL
@@ -48,35 +44,6 @@ def partition_dir(columns: Sequence[str], values: Sequence[str | None]) -> str:
         f"{escape_path_name(c)}={HIVE_NULL if v is None else escape_path_name(v)}"
         for c, v in zip(columns, values, strict=True)
     )
-
-
-def serialize_partition_value(value: Any) -> str | None:
-    """The protocol's string form of a partition value (PROTOCOL "Partition Value Serialization").
-
-    The empty string is null (Spark writes ``""`` as null), timestamps with a zone are written as ISO-8601 in
-    UTC (the protocol's recommended form), zone-less ones as ``YYYY-MM-DD HH:MM:SS.ffffff``.
-    """
-    if value is None:
-        return None
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, str):
-        return value or None
-    if isinstance(value, dt.datetime):
-        if value.tzinfo is not None:
-            return value.astimezone(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
-        return value.strftime("%Y-%m-%d %H:%M:%S.%f")
-    if isinstance(value, dt.date):
-        return value.isoformat()
-    if isinstance(value, Decimal):
-        return format(value, "f")
-    if isinstance(value, float):
-        if math.isfinite(value):
-            return repr(value)
-        return "NaN" if math.isnan(value) else ("Infinity" if value > 0 else "-Infinity")
-    if isinstance(value, int):
-        return str(value)
-    raise InvalidArgumentError(f"cannot use a {type(value).__name__} value as a partition value")
 
 
 def random_prefix_length(configuration: Mapping[str, str], column_mapped: bool) -> int:
@@ -127,5 +94,4 @@ __all__ = [
     "log_path",
     "partition_dir",
     "random_prefix_length",
-    "serialize_partition_value",
 ]

@@ -21,9 +21,9 @@ from dataclasses import dataclass
 import pyarrow as pa
 
 from deltalog.arrow.stats import indexed_column_limit, select_leaves, stats_column_names
+from deltalog.core.partitions import serialize_partition_value
 from deltalog.data.batches import group_rows
 from deltalog.data.constraints import check_rows, fill_columns, table_rules
-from deltalog.data.paths import serialize_partition_value
 from deltalog.data.target import WriteTarget, physical_path
 from deltalog.data.types import check_not_null, check_void, conform_array, match_names, plan_schema
 from deltalog.errors import InvalidArgumentError, SchemaMismatchError, UnsupportedFeatureError
@@ -68,55 +68,44 @@ class BatchPreparer:
                     feature="partitionColumns",
                 )
         self.stored = [p for p in self.plans if p.kind != "void"]
-        self.file_schema = pa.schema([p.file_field for p in self.stored])
-        self._table_fields = self.file_schema  # the table's own columns, as a conformed batch holds them
+        #: materialized row-tracking columns a rewrite carries over (not table columns: no rules, no stats)
+        self.tracked = [pa.field(name, pa.int64()) for name in target.row_tracking or ()]
+        self.file_schema = pa.schema([*(p.file_field for p in self.stored), *self.tracked])
         self.partition_names = [p.physical for p in self.partition_plans]
         partition_physical = set(self.partition_names)
         #: what a data file holds: the stored columns but the partition columns, under physical names
         self.data_schema = pa.schema([f for f in self.file_schema if f.name not in partition_physical])
         named = stats_column_names(conf)
         physical_named = None if named is None else [q for n in named if (q := physical_path(self.plans, n))]
+        table_columns = pa.schema([f for f in self.data_schema if f not in self.tracked])
         self.stats_leaves = select_leaves(
-            self.data_schema, indexed_column_limit(conf), physical_named, target.clustering_columns
+            table_columns, indexed_column_limit(conf), physical_named, target.clustering_columns
         )
-        #: the materialized row-tracking columns, after the table's (never indexed: they are no table column)
-        self.tracking = tuple(pa.field(n, pa.int64()) for n in (target.row_tracking_columns or ()))
-        if self.tracking:
-            self.file_schema = pa.schema([*self.file_schema, *self.tracking])
-            self.data_schema = pa.schema([*self.data_schema, *self.tracking])
         self._matches: dict[pa.Schema, list[int | None]] = {}
 
     def prepare(self, batch: pa.RecordBatch) -> Prepared:
         """``batch`` checked against the table's rules and split by partition."""
         if not isinstance(batch, pa.RecordBatch):
             raise InvalidArgumentError(f"write() takes a pyarrow RecordBatch, not {type(batch).__name__}")
-        batch, tracked = self._tracked(batch)
         physical, missing = self._conform(batch)
         physical = fill_columns(self.rules, physical, self.plans, missing)
-        for plan, column in zip(self.stored, physical.columns, strict=True):
+        for plan, column in zip(self.stored, physical.columns[: len(self.stored)], strict=True):
             check_not_null(column, plan, plan.name, None)
         check_rows(self.rules, physical, self.plans)
-        for f, column in zip(self.tracking, tracked, strict=True):
-            physical = physical.append_column(f, column)
         if physical.num_rows == 0:
             return Prepared(0, ())
         return Prepared(physical.num_rows, tuple(self._split(physical)))
 
-    def _tracked(self, batch: pa.RecordBatch) -> tuple[pa.RecordBatch, list[pa.Array]]:
-        """``batch`` without the materialized row-tracking columns, and those columns (null where absent)."""
-        if not self.tracking:
-            return batch, []
-        columns = []
-        for f in self.tracking:
-            i = batch.schema.get_field_index(f.name)
-            if i < 0:
-                columns.append(pa.nulls(batch.num_rows, pa.int64()))
-                continue
-            columns.append(batch.column(i).cast(pa.int64()))
-            batch = batch.remove_column(i)
-        return batch, columns
-
     def _conform(self, batch: pa.RecordBatch) -> tuple[pa.RecordBatch, set[str]]:
+        tracked: list[pa.Array] = []
+        if self.tracked:
+            names = batch.schema.names
+            tracked = [
+                batch.column(names.index(f.name)).cast(f.type) if f.name in names else pa.nulls(batch.num_rows, f.type)
+                for f in self.tracked
+            ]
+            kept = {f.name for f in self.tracked}
+            batch = batch.select([i for i, n in enumerate(names) if n not in kept])
         found = self._matches.get(batch.schema)
         if found is None:
             found = match_names(batch.schema.names, self.plans)
@@ -130,7 +119,8 @@ class BatchPreparer:
                 check_void(given, plan.name)
             else:
                 arrays.append(conform_array(given, plan, plan.name))
-        return pa.RecordBatch.from_arrays(arrays, schema=self._table_fields), missing
+        arrays.extend(tracked)
+        return pa.RecordBatch.from_arrays(arrays, schema=self.file_schema), missing
 
     def _split(self, batch: pa.RecordBatch) -> Iterator[tuple[PartitionValues, pa.RecordBatch]]:
         """(serialised partition values, data rows) per partition of ``batch``."""

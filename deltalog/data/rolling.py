@@ -127,6 +127,12 @@ class PartitionFiles:
 
     def discard(self) -> list[str]:
         """Abandon the open file and delete every file of this lane; the keys that could not be deleted."""
+        if self._writer is not None:
+            # Closed here, before its stream goes: left open, the writer's ``__del__`` would close it over the
+            # closed stream and fail as an unraisable exception wherever garbage collection runs.
+            with contextlib.suppress(Exception):
+                self._writer.close()
+            self._writer.is_open = False
         if self._output is not None:
             self._output.discard()
         self._output = self._writer = self._stats = None

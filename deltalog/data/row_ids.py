@@ -8,9 +8,10 @@ both columns, under the names the table's configuration gives (``delta.rowTracki
 a copied row keeps both values, an updated row keeps its id and takes the commit's version (its commit-version
 column is NULL, so the new file's ``defaultRowCommitVersion`` applies), a new row gets both from its new file.
 
-Reading a file for that: :func:`~deltalog.data.read.read_batches` with ``positions`` and
-``raw_columns=`` :meth:`Materialized.fields`; writing: a :class:`~deltalog.data.target.WriteTarget` whose
-``row_tracking_columns`` are :meth:`Materialized.names`, fed batches that carry the two columns.
+Reading a file for that: :func:`~deltalog.data.read.read_batches` with a spec
+:func:`~deltalog.data.read.with_row_tracking` (:meth:`Materialized.names`), whose rows carry their stable ids
+and commit versions under those names; writing: a :class:`~deltalog.data.target.WriteTarget` whose
+``row_tracking`` is :meth:`Materialized.names`, fed batches that carry the two columns.
 """
 
 from __future__ import annotations
@@ -18,11 +19,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
-from deltalog.actions import Add
 from deltalog.core import row_tracking
 from deltalog.core.actions import Protocol
 from deltalog.errors import UnsupportedFeatureError
@@ -38,10 +36,6 @@ class Materialized:
     @property
     def names(self) -> tuple[str, str]:
         return self.row_id, self.commit_version
-
-    @property
-    def fields(self) -> tuple[pa.Field, pa.Field]:
-        return pa.field(self.row_id, pa.int64()), pa.field(self.commit_version, pa.int64())
 
 
 def materialized(protocol: Protocol, configuration: Mapping[str, str]) -> Materialized | None:
@@ -60,20 +54,10 @@ def materialized(protocol: Protocol, configuration: Mapping[str, str]) -> Materi
     return Materialized(str(row_id), str(version))
 
 
-def stable_ids(batch: pa.RecordBatch, add: Add, columns: Materialized, positions: str) -> tuple[pa.Array, pa.Array]:
-    """The row ids and row commit versions of ``batch``'s rows (read from ``add`` with ``positions`` and the
-    materialized columns as raw columns)."""
-    if add.base_row_id is None or add.default_row_commit_version is None:
-        raise UnsupportedFeatureError(
-            f"{add.path}: row tracking is enabled but the file has no baseRowId/defaultRowCommitVersion, so its "
-            "rows' ids are unknown",
-            feature=row_tracking.FEATURE,
-        )
-    at = np.asarray(batch.column(positions).to_numpy(), dtype=np.int64)
-    fresh = pa.array(at + int(add.base_row_id))
-    ids = pc.coalesce(batch.column(columns.row_id), fresh)
-    versions = pc.coalesce(batch.column(columns.commit_version), pa.scalar(int(add.default_row_commit_version)))
-    return ids, versions
+def stable_ids(batch: pa.RecordBatch, columns: Materialized) -> tuple[pa.Array, pa.Array]:
+    """The row ids and row commit versions of ``batch``'s rows, read with a spec
+    :func:`~deltalog.data.read.with_row_tracking` (which refuses a file whose ids cannot be known)."""
+    return batch.column(columns.row_id), batch.column(columns.commit_version)
 
 
 def carrying(

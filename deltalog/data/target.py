@@ -44,7 +44,9 @@ class WriteTarget:
     partition columns (logical), configuration, the clustering columns (physical paths, as the
     ``delta.clustering`` domain lists them), which always get statistics, and the column-mapping mode in
     force (``None``: ``delta.columnMapping.mode``; a snapshot knows better: the property means nothing
-    unless the protocol supports the feature)."""
+    unless the protocol supports the feature). ``row_tracking`` names the materialized row-id and
+    row-commit-version columns a rewrite fills (each an int64 column the data files hold besides the table's
+    columns, taken from the input by that name); None for writes of new rows, whose ids are fresh."""
 
     schema: Mapping[str, Any]
     partition_columns: tuple[str, ...] = ()
@@ -53,9 +55,7 @@ class WriteTarget:
     column_mapping_mode: str | None = None
     #: the zone the row rules' timestamp functions use (generated columns like CAST(ts AS DATE)); None: UTC
     session_time_zone: str | None = None
-    #: the materialized row-tracking columns (row id, row commit version) files get, by their stored names, when
-    #: the writer carries rows' ids over (an update or merge on a table with row tracking enabled); None: none
-    row_tracking_columns: tuple[str, str] | None = None
+    row_tracking: tuple[str, str] | None = None
 
     @classmethod
     def of(

@@ -7,6 +7,12 @@ to other writers) wrote nothing that references the files, so they are deleted. 
 (a storage error while it checked), the commit may be in the table, and deleting its files would break it:
 they stay, for VACUUM to judge later. An exactly-once batch refused because another run of it landed first is
 done: the refusal becomes a skip.
+
+A write that creates its table and loses version 0 to another creator is refused as Delta Spark refuses it
+(``ProtocolChangedException``, "multiple writers are writing to an empty directory"): a
+:class:`~deltalog.errors.ProtocolChangedError` naming version 0, its files deleted. It is not retried as an
+append: the winner's table may differ from the one this write planned (schema, partitioning, properties), and
+its files were written for that plan.
 """
 
 from __future__ import annotations
@@ -23,7 +29,9 @@ from deltalog.errors import (
     ConcurrentModificationError,
     InvalidCommitError,
     MaxCommitAttemptsError,
+    ProtocolChangedError,
     ProtocolError,
+    TableAlreadyExistsError,
 )
 from deltalog.table.commit_loop import CommitResult
 
@@ -73,22 +81,31 @@ def commit_files(
     metrics: Mapping[str, str] | None = None,
     declared: Declared = NOTHING_DECLARED,
     landed: Callable[[], bool] | None = None,
+    user_metadata: str | None = None,
 ) -> CommitResult:
     """Commit ``actions`` in ``txn``; ``written`` are the store keys of the files they add (data, change and
     deletion-vector files), deleted when the commit is refused. An exactly-once transaction refused because
-    its batch landed meanwhile returns a skipped result."""
+    its batch landed meanwhile returns a skipped result. ``user_metadata`` goes into ``commitInfo``."""
     try:
         return txn.commit(
             actions,
             operation=operation,
             operation_parameters=parameters,
             operation_metrics=metrics,
+            user_metadata=user_metadata,
             **declared.as_kwargs(),
         )
-    except REFUSED:
+    except (*REFUSED, TableAlreadyExistsError) as exc:
         discard(txn.context, written)
         if landed is not None and landed():
             return skipped(txn, operation)
+        if isinstance(exc, TableAlreadyExistsError):
+            raise ProtocolChangedError(
+                f"{txn.context.location}: another writer created the table (version 0) while this write created "
+                "it; several writers wrote to a location with no table at once. Nothing was committed and this "
+                "write's files were deleted: write again (it appends to that table), or create the table first",
+                winning_version=0,
+            ) from None
         raise
 
 

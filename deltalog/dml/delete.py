@@ -41,6 +41,7 @@ from deltalog.errors import InvalidCommitError
 from deltalog.table.commit_loop import CommitResult
 
 if TYPE_CHECKING:
+    from deltalog.table.new_table import NewTable
     from deltalog.table.snapshot import Snapshot
     from deltalog.table.transaction import Transaction
 
@@ -56,7 +57,7 @@ def describe(snap: Snapshot) -> TableDescription:
     )
 
 
-def target_of(snap: Snapshot) -> WriteTarget:
+def target_of(snap: Snapshot | NewTable) -> WriteTarget:
     """What writing ``snap``'s files needs: schema, partitioning, properties, clustering, column mapping."""
     columns = clustering.columns_of(snap.domain_metadata.values()) if clustering.clustered(snap.protocol) else ()
     return WriteTarget.of(snap, columns)

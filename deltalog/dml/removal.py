@@ -148,7 +148,7 @@ def _change_target(target: WriteTarget) -> WriteTarget:
         *target.schema.get("fields", []),
         {"name": CHANGE_TYPE, "type": "string", "nullable": True, "metadata": {}},
     ]
-    return dataclasses.replace(target, schema={"type": "struct", "fields": fields}, row_tracking_columns=None)
+    return dataclasses.replace(target, schema={"type": "struct", "fields": fields}, row_tracking=None)
 
 
 def _file_batches(store: LogStore, description: TableDescription, add: A.Add) -> Iterator[pa.RecordBatch]:

@@ -21,11 +21,12 @@ from deltalog.core.feature_duties import Declarations
 from deltalog.core.feature_gate import check_operation
 
 if TYPE_CHECKING:
+    from deltalog.table.new_table import NewTable
     from deltalog.table.snapshot import Snapshot
 
 
 def check_up_front(
-    snap: Snapshot, location: str, operations: Sequence[str], *, row_ids_preserved: bool = False
+    snap: Snapshot | NewTable, location: str, operations: Sequence[str], *, row_ids_preserved: bool = False
 ) -> None:
     """Refuse, before any file is written, the operations the table's features forbid (typed
     :class:`~deltalog.errors.UnsupportedFeatureError` naming the feature); ``row_ids_preserved``: the writer

@@ -4,8 +4,12 @@ question asked after a refusal.
 Both writers (:func:`deltalog.write` for Arrow data and :func:`deltalog.spark.write` for DataFrames) make the
 same decisions here, in the same order, before any data file is written:
 
-* a missing table is created from the data's schema and ``partition_by`` (version 0); another writer creating
-  it first is not an error: its table is then checked like any existing one;
+* a missing table is created from the data's schema and ``partition_by`` in the write's own commit: version 0
+  holds protocol, metadata and the first files (:meth:`deltalog.DeltaLog.start_create`), so a write that fails
+  leaves no table. A table another writer created before this one started writing is checked like any
+  existing one; one created while this one wrote its files wins version 0, and this commit is refused as Delta
+  Spark refuses it (:class:`~deltalog.errors.ProtocolChangedError`: "several writers created the table at
+  once"; its files are deleted, nothing is retried);
 * ``partition_by``, when given, must be the table's partitioning (neither writer repartitions a table);
 * after a refused commit of an exactly-once batch (``app_id``/``app_version``), a concurrent run of the same
   batch may be what won: the batch is then done, and the refusal is a skip.
@@ -26,6 +30,7 @@ from deltalog.errors import InvalidArgumentError, SchemaMismatchError, TableAlre
 if TYPE_CHECKING:
     from deltalog.log import DeltaLog
     from deltalog.table.commit_loop import CommitResult
+    from deltalog.table.new_table import NewTable
     from deltalog.table.snapshot import Snapshot
     from deltalog.table.transaction import Transaction
 
@@ -53,28 +58,39 @@ def check_partitions(partition_by: Sequence[str], schema: Mapping[str, Any]) -> 
         raise InvalidArgumentError(f"columns {binary} cannot be partition columns: binary values have no text form")
 
 
-def create_if_missing(
+def begin_write(
     log: DeltaLog,
+    existing: Snapshot | None,
     schema: Mapping[str, Any],
     partition_by: Sequence[str] | None,
-    configuration: Mapping[str, str] | None = None,
-) -> tuple[Snapshot, bool]:
-    """The table's latest snapshot, creating the table from ``schema`` (Delta JSON) first when there is none;
-    and whether this call created it. A table another writer created meanwhile is returned as it is."""
-    snap = open_table(log)
-    created = False
-    if snap is None:
+    configuration: Mapping[str, str] | None,
+    app_id: str | None,
+    app_version: int | None,
+    operation: str,
+) -> tuple[Transaction, Snapshot | NewTable, CommitResult | None]:
+    """A write's transaction and the table it writes: ``existing`` (the latest snapshot), or when there is
+    none a :class:`~deltalog.table.new_table.NewTable` from ``schema`` (Delta JSON), ``partition_by`` and
+    ``configuration`` that the write's commit creates. The third value is the skipped result of an
+    exactly-once batch the table already holds (the transaction is then closed: nothing is to be written)."""
+    if existing is None:
         parts = list(partition_by or ())
         check_partitions(parts, schema)
         # another writer may create it first: its table is then checked like any existing table
         with contextlib.suppress(TableAlreadyExistsError):
-            log.create(orjson.dumps(schema).decode(), partition_columns=parts, configuration=configuration)
-            created = True
-        snap = log.snapshot()
-    return snap, created
+            txn = log.start_create(
+                orjson.dumps(schema).decode(),
+                parts,
+                configuration=configuration,
+                app_id=app_id,
+                app_version=app_version,
+            )
+            assert txn.new_table is not None
+            return txn, txn.new_table, None
+    txn, done = start_write(log, app_id, app_version, operation)
+    return txn, txn.snapshot, done
 
 
-def check_partition_by(partition_by: Sequence[str] | None, snap: Snapshot) -> None:
+def check_partition_by(partition_by: Sequence[str] | None, snap: Snapshot | NewTable) -> None:
     """``partition_by`` (when given) must be the table's partitioning: writers do not repartition a table."""
     if partition_by is not None and list(partition_by) != list(snap.partition_columns):
         raise SchemaMismatchError(
@@ -114,8 +130,8 @@ def where_text(where: Mapping[str, Any] | None) -> str | None:
 
 __all__ = [
     "check_partition_by",
+    "begin_write",
     "check_partitions",
-    "create_if_missing",
     "landed",
     "open_table",
     "start_write",

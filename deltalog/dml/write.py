@@ -8,8 +8,9 @@ invariants, generated columns) applies here unchanged.
 
 Order of a write, every refusal before the commit and most before any file is written:
 
-1. the table is opened, or created from the data's schema (``partition_by``, ``configuration``) when missing;
-   ``mode="error"`` refuses an existing table, ``mode="ignore"`` leaves it alone;
+1. the table is opened, or when missing planned from the data's schema (``partition_by``, ``configuration``)
+   to be created by this write's commit (version 0 holds the table and its first files, so a write that fails
+   leaves no table); ``mode="error"`` refuses an existing table, ``mode="ignore"`` leaves it alone;
 2. one transaction starts; an exactly-once batch (``app_id``/``app_version``) the table holds ends here;
 3. the data's schema is checked against the table's (``schema_mode="merge"`` adds its new top-level columns,
    nullable, in this same commit); the table's features are asked whether the commit is allowed;
@@ -32,20 +33,19 @@ import orjson
 import pyarrow as pa
 
 from deltalog.core import actions as A
-from deltalog.core import deletion_vectors
-from deltalog.core.cdf import enabled as change_data_feed
 from deltalog.core.feature_gate import APPEND, METADATA, OVERWRITE
 from deltalog.core.schema import top_level_fields
 from deltalog.data.batches import input_stream
 from deltalog.data.files import DataFileWriter, WriteTarget
-from deltalog.data.predicate import RowFilter, row_filter
+from deltalog.data.frames import looks_like_index
+from deltalog.data.predicate import row_filter
 from deltalog.dml import rules
 from deltalog.dml.commit import commit_files, discard, skipped
-from deltalog.dml.delete import check_removable, describe, target_of
+from deltalog.dml.delete import target_of
 from deltalog.dml.evolution import merged_metadata, schema_of
-from deltalog.dml.matching import find_matches
-from deltalog.dml.removal import Removal, Rewriter, by_rewriting, finish, with_deletion_vectors
-from deltalog.dml.tables import check_partition_by, create_if_missing, landed, open_table, start_write
+from deltalog.dml.overwrite import check_inside, replaced
+from deltalog.dml.removal import Removal, Rewriter, finish
+from deltalog.dml.tables import begin_write, check_partition_by, landed, open_table
 from deltalog.errors import (
     InvalidArgumentError,
     SchemaMismatchError,
@@ -54,6 +54,7 @@ from deltalog.errors import (
 from deltalog.log import DeltaLog
 from deltalog.storage.base import LogStore
 from deltalog.table.commit_loop import CommitResult
+from deltalog.table.new_table import NewTable
 from deltalog.table.snapshot import Snapshot
 from deltalog.table.transaction import Transaction
 
@@ -62,11 +63,20 @@ SCHEMA_MODES = (None, "merge")
 OPERATION = "WRITE"
 
 
+# ---------------------------------------------------------------------------------------------- the schema
 def _precheck(store: LogStore, target: WriteTarget, schema: pa.Schema) -> None:
     """The data's columns against the table's, before a file is written: an empty batch goes through every
     name and type check of the writer (values are checked as they come)."""
     known = {f["name"].lower() for f in top_level_fields(target.schema)}
     extra = [n for n in schema.names if n.lower() not in known]
+    index = [n for n in extra if looks_like_index(n)]
+    if index:  # a pandas index converted by the caller: it is no column, so merging would be the wrong advice
+        raise SchemaMismatchError(
+            f"the data has column {index[0]!r}, a pandas index pyarrow kept (the table has "
+            f"{[f['name'] for f in top_level_fields(target.schema)]}): pass the DataFrame itself, or convert "
+            "it with pyarrow.Table.from_pandas(df, preserve_index=False)",
+            column=index[0],
+        )
     if extra:
         raise SchemaMismatchError(
             f"the data has columns the table does not: {extra} (the table has "
@@ -74,75 +84,6 @@ def _precheck(store: LogStore, target: WriteTarget, schema: pa.Schema) -> None:
             column=extra[0],
         )
     DataFileWriter(store, target).write(pa.RecordBatch.from_pylist([], schema=schema))
-
-
-# ---------------------------------------------------------------------------------------------- replace_where
-def _partition_only(where: RowFilter) -> bool:
-    """Whether ``where`` decides whole files: it reads partition columns only (an Expression pyarrow evaluates
-    must be read back as a tree first)."""
-    return where.exact_partition and where.partition is not None and (where.arrow is None or where.tree is not None)
-
-
-def _matching_names(batch: pa.RecordBatch, snap: Snapshot) -> pa.RecordBatch:
-    """``batch`` with its columns named as the table names them (Spark matches names regardless of case)."""
-    names = {f["name"].lower(): f["name"] for f in top_level_fields(snap.schema_json)}
-    renamed = [names.get(n.lower(), n) for n in batch.schema.names]
-    return batch if renamed == batch.schema.names else batch.rename_columns(renamed)
-
-
-def _check_rows(batch: pa.RecordBatch, where: RowFilter, snap: Snapshot, seen: int) -> None:
-    """Every row an overwrite writes must lie inside ``replace_where``: otherwise the table would hold rows the
-    replaced range did not ask for (Delta Spark: "Written data does not conform to partial table overwrite")."""
-    hits = where.positions(_matching_names(batch, snap))
-    if len(hits) == batch.num_rows:
-        return
-    inside = set(hits.tolist())
-    first = next(i for i in range(batch.num_rows) if i not in inside)
-    raise InvalidArgumentError(
-        f"row {seen + first} of the data does not satisfy replace_where ({where.text}): an overwrite of part of "
-        "the table may only write rows inside it; nothing was committed"
-    )
-
-
-def _whole_files(txn: Transaction, snap: Snapshot, where: RowFilter | None, now_ms: int) -> Removal:
-    """Removes of every live file, or of the files of the partitions ``where`` selects, read as an overwrite
-    reads them (a concurrent append into those partitions is a conflict)."""
-    txn.read(where)
-    removal = Removal()
-    for add in snap.add_actions(where, exact=True):
-        removal.actions.append(add.remove(now_ms, True))
-        removal.touched.append(add)
-        removal.removed_files += 1
-        removal.removed_bytes += add.size
-    return removal
-
-
-def _replace(
-    log: DeltaLog,
-    txn: Transaction,
-    snap: Snapshot,
-    where: Any,
-    rewriter_for: Any,
-    now_ms: int,
-    tz: str | None = None,
-) -> tuple[Removal, RowFilter | None, Rewriter]:
-    """What an overwrite removes (every file, the files of matching partitions, or the matching rows by
-    deletion vectors or rewrites) and the writer its new rows go through."""
-    check_removable(snap, "an overwrite")
-    chosen = None if where is None else row_filter(where, snap.schema_json, snap.partition_columns, tz)
-    if chosen is None or _partition_only(chosen):
-        return _whole_files(txn, snap, chosen, now_ms), chosen, rewriter_for(False)
-    txn.read(chosen)
-    matches = find_matches(log.store, list(snap.add_actions()), describe(snap), chosen)
-    if deletion_vectors.new_dvs_allowed(snap.protocol, snap.configuration):
-        return with_deletion_vectors(log.store, matches.files, now_ms), chosen, rewriter_for(False)
-    copies = any(not m.all_gone for m in matches.files)
-    rewriter = rewriter_for(copies and change_data_feed(snap.protocol, snap.configuration))
-    try:
-        return by_rewriting(rewriter, describe(snap), matches.files, chosen, now_ms), chosen, rewriter
-    except BaseException:
-        rewriter.abort()
-        raise
 
 
 # ---------------------------------------------------------------------------------------------- write
@@ -157,6 +98,10 @@ def _check_arguments(
         raise InvalidArgumentError("replace_where needs mode='overwrite'")
     if (app_id is None) != (app_version is None):
         raise InvalidArgumentError("app_id and app_version go together")
+
+
+def _is_location(value: Any) -> bool:
+    return isinstance(value, (str, os.PathLike, DeltaLog))
 
 
 def _open_log(table: str | os.PathLike[str] | DeltaLog, storage_options: dict[str, Any] | None) -> DeltaLog:
@@ -179,6 +124,7 @@ def write(
     *,
     configuration: Mapping[str, str] | None = None,
     session_time_zone: str | None = None,
+    preserve_index: bool | None = None,
 ) -> CommitResult:
     """Write ``data`` (Arrow: a Table, batches, a reader, a Dataset, or anything with ``__arrow_c_stream__``) to
     the Delta table at ``table_uri`` (a path, URI or :class:`DeltaLog`) as one commit.
@@ -192,11 +138,20 @@ def write(
     in the table's rules (generated columns such as ``CAST(ts AS DATE)``) and in ``replace_where`` text; UTC
     by default. The
     result's ``version`` is None (``skipped``) when nothing was committed.
+
+    A pandas DataFrame's unnamed index (what filtering, grouping, sorting or concatenating leaves) is not
+    written; a named one (``set_index("ts")``) holds data and is refused unless ``preserve_index`` says to
+    write it as a column (True) or drop it (False).
     """
+    if _is_location(data) and not _is_location(table_uri):
+        raise InvalidArgumentError(
+            f"deltalog.write takes the data first: deltalog.write(data, {data!r}) (deltalake's write_deltalake "
+            "takes the table first)"
+        )
     _check_arguments(mode, replace_where, app_id, app_version, schema_mode)
     parts = [partition_by] if isinstance(partition_by, str) else (list(partition_by) if partition_by else None)
     log = _open_log(table_uri, storage_options)
-    schema, stream = input_stream(data)
+    schema, stream = input_stream(data, preserve_index)
     existing = open_table(log)
     if existing is not None and mode in ("error", "ignore"):
         if mode == "error":
@@ -204,23 +159,32 @@ def write(
         txn = log.start_transaction()
         txn.abort()
         return skipped(txn, OPERATION)
-    if existing is None:  # ``configuration`` only applies here: an existing table keeps its properties
-        create_if_missing(log, schema_of(schema), parts, configuration)
-    txn, done = start_write(log, app_id, app_version, OPERATION)
+    # ``configuration`` only applies to a new table: an existing table keeps its properties
+    txn, table, done = begin_write(
+        log,
+        existing,
+        schema_of(schema),
+        parts,
+        configuration,
+        app_id=app_id,
+        app_version=app_version,
+        operation=OPERATION,
+    )
     if done is not None:
         return done
     try:
-        check_partition_by(parts, txn.snapshot)
-        merged = merged_metadata(txn.snapshot, schema) if schema_mode == "merge" else None
+        check_partition_by(parts, table)
+        merged = merged_metadata(table, schema) if schema_mode == "merge" and isinstance(table, Snapshot) else None
     except BaseException:
         txn.abort()
         raise
-    return _write(log, txn, schema, stream, mode, merged, replace_where, target_file_size, session_time_zone)
+    return _write(log, txn, table, schema, stream, mode, merged, replace_where, target_file_size, session_time_zone)
 
 
 def _write(
     log: DeltaLog,
     txn: Transaction,
+    snap: Snapshot | NewTable,
     schema: pa.Schema,
     stream: Iterator[pa.RecordBatch],
     mode: str,
@@ -229,7 +193,6 @@ def _write(
     target_file_size: int | None,
     session_time_zone: str | None = None,
 ) -> CommitResult:
-    snap = txn.snapshot
     target = dataclasses.replace(target_of(snap), session_time_zone=session_time_zone)
     if merged is not None:
         assert merged.schema_string is not None, "merged_metadata writes the merged schema"
@@ -246,8 +209,14 @@ def _write(
     try:
         rules.check_up_front(snap, log.location, sorted(operations))
         _precheck(log.store, target, schema)
-        if overwrite:
-            removal, where, rewriter = _replace(log, txn, snap, replace_where, rewriter_for, now, session_time_zone)
+        if overwrite and isinstance(snap, NewTable):  # a table this commit creates has no rows to replace
+            if replace_where is not None:
+                where = row_filter(replace_where, snap.schema_json, snap.partition_columns, session_time_zone)
+            rewriter = rewriter_for(False)
+        elif overwrite and isinstance(snap, Snapshot):
+            removal, where, rewriter = replaced(
+                log.store, txn, snap, replace_where, rewriter_for, now, session_time_zone
+            )
             operations |= removal.operations
             rules.check_up_front(snap, log.location, sorted(operations))
         else:
@@ -257,7 +226,7 @@ def _write(
         def checked() -> Iterator[pa.RecordBatch]:
             for batch in stream:
                 if where is not None:
-                    _check_rows(batch, where, snap, counted[0])
+                    check_inside(batch, where, snap.schema_json, counted[0])
                 counted[0] += batch.num_rows
                 yield batch
 

@@ -36,6 +36,7 @@ from deltalog.core.feature_gate import CHECKPOINT, CLEANUP, check_operation
 from deltalog.core.ict import ict_enablement
 from deltalog.core.jsonlines import objects
 from deltalog.core.paths import LAST_CHECKPOINT, LOG_DIR, SIDECAR_DIR, Kind, LogPath, checkpoint_name, parse
+from deltalog.core.result_repr import result_repr
 from deltalog.core.segment import complete_checkpoints
 from deltalog.errors import CorruptLogError
 from deltalog.maintenance.deletion import delete_in_order, gate
@@ -89,6 +90,20 @@ class CleanupResult:
     def bytes(self) -> int:
         """The size of the log files the plan deletes, as listed."""
         return sum(d.size for d in self.plan.deletions)
+
+    def __repr__(self) -> str:
+        """What was (or would be) deleted, counted, and the horizon; the files are on :attr:`paths`."""
+        horizon = self.horizon
+        return result_repr(
+            "CleanupResult",
+            "dry_run" if self.dry_run else "",
+            files=self.num_files,
+            bytes=self.bytes,
+            deleted=None if self.dry_run else len(self.deleted),
+            intents=len(self.intents) or None,
+            horizon=None if horizon is None else horizon.version,
+            refusal=self.refusal,
+        )
 
 
 def cleanup(

@@ -20,6 +20,7 @@ from deltalog.core.codec import ActionDecodeError, from_dict
 from deltalog.core.compaction_plan import due, plan_range
 from deltalog.core.feature_gate import CHECKPOINT, check_operation
 from deltalog.core.paths import LOG_DIR, compaction_name
+from deltalog.core.result_repr import result_repr
 from deltalog.core.segment import LogSegment
 from deltalog.core.state.compact import compacted_actions, encode
 from deltalog.errors import (
@@ -58,6 +59,17 @@ class LogCompactionResult:
     @property
     def num_commits(self) -> int:
         return self.end - self.start + 1
+
+    def __repr__(self) -> str:
+        return result_repr(
+            "LogCompactionResult",
+            "dry_run" if self.dry_run else "",
+            "written" if self.written else "",
+            versions=f"{self.start}..{self.end}",
+            actions=self.num_actions,
+            bytes=self.bytes,
+            reason=self.reason or None,
+        )
 
 
 def compact_log(

@@ -25,6 +25,7 @@ from deltalog.core import restore_plan as plan
 from deltalog.core.cleanup_plan import resolve_retention
 from deltalog.core.feature_gate import RESTORE, check_operation
 from deltalog.core.paths import LOG_DIR
+from deltalog.core.result_repr import result_repr
 from deltalog.core.timetravel import format_ms, to_epoch_ms
 from deltalog.core.vacuum_plan import FileRef, inside_files
 from deltalog.errors import InvalidArgumentError, RestoreFilesMissingError
@@ -39,31 +40,28 @@ OPERATION = "RESTORE"
 
 @dataclass(frozen=True)
 class RestoreResult:
-    """The RESTORE commit and what it changed."""
+    """The RESTORE commit and what it changed; on a dry run, what it would commit (nothing was written)."""
 
-    version: int  # the version the RESTORE committed
+    version: int | None  # the version the RESTORE committed (None on a dry run)
     restored_version: int  # the version whose files are now live again
     read_version: int  # the latest version when the restore started
     num_removed: int
     num_restored: int
     removed_bytes: int
     restored_bytes: int
-    commit: CommitResult
+    commit: CommitResult | None  # None on a dry run
     metrics: Mapping[str, str] = field(default_factory=dict)  # commitInfo.operationMetrics, Spark's names
     metadata_restored: bool = False  # the commit carries a metaData action (the target's differs from today's)
     protocol_upgraded: bool = False  # the commit carries a protocol action (the target needed more)
     skipped_missing: tuple[str, ...] = ()  # files left out under ignore_missing_files: gone from storage
-
-    @property
-    def dry_run(self) -> bool:
-        """Always False: a restore commits (the field other results share, for code that handles them alike)."""
-        return False
+    dry_run: bool = False  # planned only: the commit was not made
+    actions: tuple[A.Action, ...] = ()  # what the commit holds (or, on a dry run, would hold)
 
     @property
     def paths(self) -> tuple[str, ...]:
         """The data files the RESTORE commit added back, then those it removed, as the log names them."""
-        added = [a.path for a in self.commit.actions if isinstance(a, A.Add)]
-        removed = [a.path for a in self.commit.actions if isinstance(a, A.Remove)]
+        added = [a.path for a in self.actions if isinstance(a, A.Add)]
+        removed = [a.path for a in self.actions if isinstance(a, A.Remove)]
         return (*added, *removed)
 
     @property
@@ -75,6 +73,19 @@ class RestoreResult:
     def bytes(self) -> int:
         """Bytes restored plus bytes removed."""
         return self.restored_bytes + self.removed_bytes
+
+    def __repr__(self) -> str:
+        """Versions and counts; the actions are on :attr:`actions`."""
+        return result_repr(
+            "RestoreResult",
+            "dry_run" if self.dry_run else "",
+            version=self.version,
+            restored_version=self.restored_version,
+            restored=self.num_restored,
+            removed=self.num_removed,
+            bytes=self.bytes,
+            skipped_missing=len(self.skipped_missing) or None,
+        )
 
 
 def missing_files(store: LogStore, adds: Iterable[A.Add]) -> list[str]:
@@ -177,9 +188,11 @@ def restore(
     timestamp: Any = None,
     force: bool = False,
     ignore_missing_files: bool = False,
+    dry_run: bool = False,
 ) -> RestoreResult:
     """Make ``target`` current again as the commit of ``txn``, whose target version :func:`resolve_target`
-    chose (``version`` and ``timestamp`` are what the caller asked for, recorded in the commit).
+    chose (``version`` and ``timestamp`` are what the caller asked for, recorded in the commit). A
+    ``dry_run`` checks and plans the same, then aborts ``txn``: the result says what the commit would hold.
 
     Refusals, all before anything is written: :class:`InvalidArgumentError` for a bad target (outside
     ``delta.deletedFileRetentionDuration`` unless ``force``, or across a column mapping mode change);
@@ -218,12 +231,17 @@ def restore(
         "version": version,
         "timestamp": None if timestamp is None else format_ms(to_epoch_ms(timestamp)),
     }
-    result = txn.commit(
-        actions, operation=OPERATION, operation_parameters=params, operation_metrics=metrics, gate=RESTORE
-    )
-    assert result.version is not None
+    if dry_run:
+        txn.abort()
+        result = None
+    else:
+        result = txn.commit(
+            actions, operation=OPERATION, operation_parameters=params, operation_metrics=metrics, gate=RESTORE
+        )
+        assert result.version is not None
+    committed = result.actions if result is not None else tuple(actions)
     return RestoreResult(
-        version=result.version,
+        version=result.version if result is not None else None,
         restored_version=target_version,
         read_version=current.version,
         num_removed=len(changes.to_remove),
@@ -235,6 +253,8 @@ def restore(
         metadata_restored=any(isinstance(a, A.Metadata) for a in actions),
         protocol_upgraded=any(isinstance(a, A.Protocol) for a in actions),
         skipped_missing=tuple(a.path for a in skipped),
+        dry_run=dry_run,
+        actions=tuple(committed),
     )
 
 

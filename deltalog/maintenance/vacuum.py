@@ -31,8 +31,10 @@ import pyarrow.compute as pc
 from deltalog.core import properties
 from deltalog.core.cleanup_plan import Retention, resolve_retention
 from deltalog.core.feature_gate import VACUUM
+from deltalog.core.file_age import age_clock
 from deltalog.core.jsonlines import objects
 from deltalog.core.paths import LOG_DIR, Kind, log_files
+from deltalog.core.result_repr import result_repr
 from deltalog.core.vacuum_plan import (
     FileRef,
     ListedFile,
@@ -42,12 +44,13 @@ from deltalog.core.vacuum_plan import (
     plan_vacuum,
     protected_keys,
 )
-from deltalog.errors import CorruptLogError, InvalidArgumentError, NotFoundError
+from deltalog.errors import CorruptLogError, DeltaLogError, InvalidArgumentError, NotFoundError
 from deltalog.maintenance.deletion import delete_in_order, gate
 from deltalog.storage.base import FileInfo, LogStore
 from deltalog.storage.bulk import read_many
 from deltalog.table.context import TableContext
 from deltalog.table.snapshot import Snapshot
+from deltalog.table.store_clock import store_now_ms
 
 log = logging.getLogger(__name__)
 
@@ -55,6 +58,7 @@ log = logging.getLogger(__name__)
 VacuumProgress = Callable[[str, int, int], None]
 DELETED_FILE_RETENTION_KEY = "delta.deletedFileRetentionDuration"
 _LIST_TICK = 1000
+_NOTABLE_SKEW_MS = 60_000  # a clock this far ahead of the store's is worth a line in the log
 
 
 @dataclass(frozen=True)
@@ -83,6 +87,19 @@ class VacuumResult:
         """The size of the files the plan deletes, as listed."""
         return self.plan.total_bytes
 
+    def __repr__(self) -> str:
+        """What was (or would be) deleted, counted; the files are on :attr:`paths` and :attr:`plan`."""
+        return result_repr(
+            "VacuumResult",
+            "dry_run" if self.dry_run else "",
+            "lite" if self.lite else "",
+            version=self.version,
+            files=self.num_files,
+            bytes=self.bytes,
+            deleted=None if self.dry_run else len(self.deleted),
+            refusal=self.refusal,
+        )
+
 
 def vacuum(
     ctx: TableContext,
@@ -92,9 +109,14 @@ def vacuum(
     force: bool = False,
     progress: VacuumProgress | None = None,
     lite: bool = False,
+    store_clock: Callable[[LogStore], int] = store_now_ms,
 ) -> VacuumResult:
     """Plan (and unless ``dry_run``, carry out) the deletion of unreferenced files older than the retention,
     judged from ``snap``, the table's latest snapshot.
+
+    Ages (of files and of tombstones) are judged against the earlier of ``ctx``'s clock and the store's, which
+    ``store_clock`` reads (:func:`~deltalog.table.store_clock.store_now_ms`: a probe file's modification time),
+    so a process clock running ahead never makes a writer's uncommitted file look old.
 
     ``lite`` takes the candidates from the expired removes in the log instead of listing the table (see the
     module docstring for what it misses).
@@ -122,7 +144,7 @@ def vacuum(
             f"({table_ms} ms): files that time travel or running writers still need could be deleted; "
             "pass force=True (--force) if that is intended"
         )
-    now = ctx.now_ms()
+    now = _judged_now(ctx, store_clock, dry_run)
     store = ctx.store
     tick = progress or (lambda stage, done, total: None)
     partition_names = _partition_names(snap)
@@ -140,6 +162,35 @@ def vacuum(
     if deleted:
         log.info("vacuum of %s deleted %d files (%d bytes)", ctx.location, len(deleted), plan.total_bytes)
     return VacuumResult(plan, False, tuple(deleted), snap.version, lite)
+
+
+def _judged_now(ctx: TableContext, store_clock: Callable[[LogStore], int], dry_run: bool) -> int:
+    """The time file ages and tombstones are judged against: the earlier of this process's clock and the store's
+    (:mod:`deltalog.core.file_age`), so a clock running ahead never makes a writer's uncommitted file look old.
+
+    A dry run that cannot write the probe (a read-only credential) plans by the process clock alone and says
+    so; a real vacuum stops there, before deleting anything.
+    """
+    now = ctx.now_ms()
+    try:
+        store_ms = store_clock(ctx.store)
+    except (DeltaLogError, OSError) as exc:
+        if not dry_run:
+            raise
+        log.warning(
+            "vacuum dry run of %s: the store's clock is unknown (%s), so ages are judged by this process's clock "
+            "alone, so the plan may list files a real vacuum keeps",
+            ctx.location,
+            exc,
+        )
+        return now
+    if store_ms < now - _NOTABLE_SKEW_MS:
+        log.info(
+            "vacuum of %s: this clock is %d ms ahead of the store's, whose time judges ages",
+            ctx.location,
+            now - store_ms,
+        )
+    return age_clock(now, store_ms)
 
 
 def _root_aliases(store: LogStore) -> tuple[str, ...]:

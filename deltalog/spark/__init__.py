@@ -1,10 +1,15 @@
-"""Spark integration: distributed writes, reads and checkpoints over deltalog's transaction log.
+"""Spark integration: ``format("deltalog")`` for batch and streaming reads and writes, and checkpoints.
 
 pyspark is imported only inside this package (and lazily: ``import deltalog.spark`` works without it; the
 functions need it). Install it with ``pip install 'deltalog[spark]'``.
 
-:func:`write`, :func:`read` and :func:`checkpoint` are the implementations in :mod:`deltalog.spark.writer`,
-:mod:`~deltalog.spark.reader` and :mod:`~deltalog.spark.distributed_checkpoint`, wrapped (on first use, so that
+:func:`register` makes ``spark.read.format("deltalog")``, ``df.write.format("deltalog")`` and their streaming
+forms known to a session (:mod:`deltalog.spark.source`). :func:`write`, :func:`read` and :func:`read_changes` are
+that sink and source behind Python arguments, :func:`checkpoint` writes a checkpoint and :func:`optimize` rewrites
+files with Spark's executors. They are the implementations in :mod:`deltalog.spark.registration`,
+:mod:`~deltalog.spark.writer`, :mod:`~deltalog.spark.reader`, :mod:`~deltalog.spark.changes`,
+:mod:`~deltalog.spark.distributed_checkpoint` and :mod:`~deltalog.spark.distributed_optimize`,
+wrapped (on first use, so that
 importing this package stays cheap) by the two checks every entry point makes: calling one without pyspark, or
 on a cluster whose executors cannot import deltalog, raises :class:`~deltalog.errors.SetupError` saying what to
 install. The wrapper carries the implementation's signature and docstring (``functools.wraps``), so ``help()``,
@@ -20,17 +25,23 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from deltalog.errors import DeltaLogError
+    from deltalog.spark.changes import read_changes
     from deltalog.spark.distributed_checkpoint import checkpoint
+    from deltalog.spark.distributed_optimize import optimize
     from deltalog.spark.reader import read
+    from deltalog.spark.registration import register
     from deltalog.spark.writer import write
 
-__all__ = ["carried_error", "checkpoint", "read", "write"]
+__all__ = ["carried_error", "checkpoint", "optimize", "read", "read_changes", "register", "write"]
 
 #: public name -> the module that implements it
 _ENTRY_POINTS = {
+    "register": "deltalog.spark.registration",
     "write": "deltalog.spark.writer",
     "read": "deltalog.spark.reader",
+    "read_changes": "deltalog.spark.changes",
     "checkpoint": "deltalog.spark.distributed_checkpoint",
+    "optimize": "deltalog.spark.distributed_optimize",
 }
 
 
@@ -67,7 +78,8 @@ def carried_error(exc: BaseException) -> DeltaLogError | None:
 
     A task cannot raise a typed error to the driver: Spark hands back its text. deltalog's executor code marks
     its errors in that text, and the entry points above re-raise them typed; an action on the DataFrame
-    :func:`read` returns runs after ``read`` has returned, so its caller rebuilds the error with this.
+    :func:`read` returns runs after ``read`` has returned, and ``format("deltalog")`` is called by Spark, not
+    by deltalog's functions, so their callers rebuild the error with this.
     """
     from deltalog.spark._files import carried_error as _carried
 

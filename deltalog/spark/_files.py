@@ -1,26 +1,27 @@
-"""Executor-side data file writing: pyarrow only (no pyspark), so it runs inside ``mapInArrow`` tasks.
+"""Executor-side data file writing and the errors tasks carry: pyarrow only (no pyspark).
 
-Each task hands its rows to the one data-file writer (:mod:`deltalog.data.files`: name matching and safe
-casts, NOT NULL, Hive-escaped partition directories or random prefixes, physical names and field ids, Delta
-statistics, files rolled by size and row count) through the table's store, rebuilt on the executor from the
-root and the storage options. It yields one small metadata row per file; only those rows travel to the
-driver. A task that fails deletes the files it wrote; a task that succeeded in a job that failed elsewhere
-reports its files through an accumulator (:class:`PathList`), and the driver deletes them.
+Each write task of the sink (``df.write.format("deltalog")``, :mod:`deltalog.spark.source`) hands its rows to
+the one data-file writer (:mod:`deltalog.data.files`: name matching and safe casts, NOT NULL, CHECK constraints,
+invariants and generated columns, Hive-escaped partition directories or random prefixes, physical names and
+field ids, Delta statistics, files rolled by size and row count) through the table's store, rebuilt on the
+executor from the root and the storage options, and returns the files' ``add`` actions (:class:`TaskFiles`);
+only those travel to the driver. A task that fails deletes the files it wrote; the sink's ``abort`` deletes
+those of the tasks that succeeded.
 
-The table's row rules (CHECK constraints, invariants, generated columns) are evaluated by Spark SQL, as
-Delta Spark evaluates them: the driver adds one boolean column per rule (:class:`RowCheck`) and generated or
-default values for columns the DataFrame lacks; the task refuses a batch in which a rule column is false
-**or null** (:func:`checked_batches`) before any of its rows is written, and drops the rule columns.
+:func:`deltalog.spark.write` evaluates the table's row rules with Spark SQL instead, as Delta Spark does: it
+adds one boolean column per rule (:class:`RowCheck`) and generated or default values for columns the DataFrame
+lacks; the task refuses a batch in which a rule column is false **or null** (:func:`checked_batches`) before
+any of its rows is written, and drops the rule columns.
 
-A deltalog error raised in a task (a NOT NULL or CHECK violation, a value the table's type cannot hold) reaches
-the driver only as text inside Spark's exception, so the task wraps it in a marked JSON record
-(:func:`carry_error`) and the driver rebuilds the typed error from it (:func:`carried_error`).
+A deltalog error raised in a task or in the source's driver-side calls (a NOT NULL or CHECK violation, a value
+the table's type cannot hold, a conflict) reaches the caller only as text inside Spark's exception, so it is
+wrapped in a marked JSON record (:func:`carry_error`) and rebuilt typed from it (:func:`carried_error`).
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -29,22 +30,11 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from deltalog import errors
+from deltalog.core.actions import Add
 from deltalog.data.files import WriteTarget, write_files
 from deltalog.errors import ConstraintViolationError, DeltaLogError
 from deltalog.storage.uri import store_for
 
-#: what each task sends back to the driver, one row per data file written
-RESULT_SCHEMA = pa.schema(
-    [
-        pa.field("path", pa.string()),  # the add's path: relative to the table root, URI-encoded
-        pa.field("partition_values", pa.string()),  # JSON object physical column -> serialized value or null
-        pa.field("size", pa.int64()),
-        pa.field("modification_time", pa.int64()),
-        pa.field("stats", pa.string()),
-        pa.field("num_records", pa.int64()),
-    ]
-)
-RESULT_DDL = "path string, partition_values string, size long, modification_time long, stats string, num_records long"
 _MARK = "<<deltalog-error>>"
 _CARRIED = re.compile(re.escape(_MARK) + r"(\{.*?\})" + re.escape(_MARK), re.DOTALL)
 
@@ -116,18 +106,6 @@ def checked_batches(
         yield batch.select(list(data))
 
 
-class PathList:
-    """A Spark ``AccumulatorParam`` (duck-typed: this module stays free of pyspark) collecting the paths of
-    files written by tasks that succeeded: Spark merges their updates on the driver even when the job fails,
-    which is the one way the driver learns what to delete then."""
-
-    def zero(self, value: list[str]) -> list[str]:
-        return []
-
-    def addInPlace(self, value1: list[str], value2: list[str]) -> list[str]:
-        return [*value1, *value2]
-
-
 def raise_carried(exc: BaseException) -> None:
     """Raise the deltalog error a failed Spark job carried from a task, typed, if it carried one."""
     typed = carried_error(exc)
@@ -135,50 +113,70 @@ def raise_carried(exc: BaseException) -> None:
         raise typed from exc
 
 
-def write_partitioned(
+@dataclass(frozen=True)
+class TaskFiles:
+    """What one write task hands the driver: the ``add`` of each file it wrote, the rows it wrote, and what the
+    job was planned against: the table version (so the commit checks everything committed since), or the table
+    the commit creates (``NewTable``: its files were written with that table's physical names)."""
+
+    adds: tuple[Add, ...]
+    rows: int
+    read_version: int
+    new_table: Any = None
+
+
+def write_task(
     batches: Iterator[pa.RecordBatch],
     *,
     root: str,
     storage_options: Mapping[str, Any] | None,
     target: WriteTarget,
-    checks: Sequence[RowCheck],
-    target_rows: int,
-    written: Any = None,
-) -> Iterator[pa.RecordBatch]:
-    """The ``mapInArrow`` body: check the task's rows against the rule columns, write them as data files,
-    report their paths to the ``written`` accumulator, yield one metadata row per file."""
+    read_version: int,
+    new_table: Any = None,
+    checks: Sequence[RowCheck] = (),
+    inside: Callable[[pa.RecordBatch, int], None] | None = None,
+    max_rows_per_file: int | None = None,
+) -> TaskFiles:
+    """One write task of the sink: the task's rows as data files of ``target`` through the one data-file writer.
+
+    ``checks`` are rule columns Spark SQL evaluated (the rows are then known to satisfy the table's rules, and
+    the columns are dropped); without them the data-file writer evaluates the rules itself. ``inside`` checks
+    each batch against an overwrite's ``replaceWhere`` (given the rows seen before it). A task that fails has
+    deleted its files (:func:`~deltalog.data.files.write_files`); a deltalog error is carried to the driver."""
     store = store_for(root, dict(storage_options) if storage_options else None)
     data = [str(f["name"]) for f in target.schema.get("fields") or []]
+    counted = [0]
+
+    def counting(rows: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        for batch in rows:
+            if inside is not None:
+                inside(batch, counted[0])
+            counted[0] += batch.num_rows
+            yield batch
+
     try:
-        rows = checked_batches(batches, checks, data)
+        rows = checked_batches(batches, checks, data) if checks else batches
         # one encoding thread: Spark already runs a task per core, more threads per task would oversubscribe them
-        adds = write_files(store, rows, target, max_rows_per_file=target_rows, rules_checked=True, encoders=1)
+        adds = write_files(
+            store,
+            counting(rows),
+            target,
+            max_rows_per_file=max_rows_per_file,
+            rules_checked=bool(checks),
+            encoders=1,
+        )
     except DeltaLogError as exc:
         raise carry_error(exc) from exc
-    if written is not None:
-        written.add([add.path for add in adds])
-    for add in adds:
-        stats = orjson.loads(add.stats or "{}")
-        row = {
-            "path": [add.path],
-            "partition_values": [orjson.dumps(dict(add.partition_values)).decode()],
-            "size": [add.size],
-            "modification_time": [add.modification_time],
-            "stats": [add.stats],
-            "num_records": [int(stats.get("numRecords", 0))],
-        }
-        yield pa.RecordBatch.from_pydict(row, schema=RESULT_SCHEMA)
+    return TaskFiles(tuple(adds), counted[0], read_version, new_table)
 
 
 __all__ = [
-    "RESULT_DDL",
-    "RESULT_SCHEMA",
     "ExecutorError",
-    "PathList",
     "RowCheck",
+    "TaskFiles",
     "carried_error",
     "carry_error",
     "checked_batches",
     "raise_carried",
-    "write_partitioned",
+    "write_task",
 ]

@@ -1,7 +1,8 @@
 """Executor-side half of the Spark reader: pyarrow and deltalog's stores only (no pyspark, no Hadoop).
 
 Each task gets rows describing live files (path as the log spells it, physical partition values, deletion
-vector, ``numRecords``) and reads them with the data plane's reader (:func:`deltalog.data.read.read_batches`):
+vector, ``numRecords``: a :data:`FileRow`) and reads them with the data plane's reader
+(:func:`deltalog.data.read.read_batches`):
 the same code that serves ``Snapshot.scan``, so deletion vectors are applied, column mapping resolved,
 partition values typed from the log and old files conformed to today's schema on the executors exactly as on
 the driver. The store is rebuilt from the table root and the storage options, so an ``s3://`` or ``abfs://``
@@ -12,6 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import orjson
@@ -21,22 +23,16 @@ from deltalog.actions import DeletionVector
 from deltalog.data.read import DataFile, read_batches, read_schema
 from deltalog.errors import DeltaLogError
 from deltalog.spark._files import carry_error
+from deltalog.storage.base import LogStore
 from deltalog.storage.uri import store_for
 
-#: one row per live file, built by the driver
-FILES_SCHEMA = pa.schema(
-    [
-        pa.field("path", pa.string()),  # as in the log: URI-encoded, relative to the root or absolute
-        pa.field("partition_values", pa.string()),  # JSON object: physical column -> serialized value or null
-        pa.field("deletion_vector", pa.string()),  # JSON of the descriptor's fields, or null
-        pa.field("num_records", pa.int64()),
-    ]
-)
-FILES_DDL = "path string, partition_values string, deletion_vector string, num_records long"
+#: one live file as the driver describes it to a task: path as in the log, partition values (JSON object,
+#: physical keys), deletion vector (JSON of its fields, or None), numRecords (or None)
+FileRow = tuple[str, str, str | None, int | None]
 
 
-def file_row(file: DataFile) -> tuple[str, str, str | None, int | None]:
-    """The row the driver sends for ``file`` (a tuple in :data:`FILES_DDL` order)."""
+def file_row(file: DataFile) -> FileRow:
+    """The row the driver sends for ``file`` (a :data:`FileRow`)."""
     dv = file.deletion_vector
     return (
         file.path,
@@ -46,37 +42,52 @@ def file_row(file: DataFile) -> tuple[str, str, str | None, int | None]:
     )
 
 
-def _data_file(row: Mapping[str, Any]) -> DataFile:
-    dv = row["deletion_vector"]
-    return DataFile(
-        row["path"],
-        orjson.loads(row["partition_values"]),
-        None if dv is None else DeletionVector(**orjson.loads(dv)),
-        row["num_records"],
-    )
+@dataclass(frozen=True)
+class TableTask:
+    """What every executor task reading one table version needs: where the table is (root and storage options,
+    to rebuild its store) and how to read it (schema JSON, partition columns, column-mapping mode, the columns
+    to output, logical names)."""
+
+    root: str
+    storage_options: Mapping[str, Any] | None
+    schema: Mapping[str, Any]
+    partition_columns: tuple[str, ...]
+    column_mapping: str
+    columns: tuple[str, ...]
+
+    def store(self) -> LogStore:
+        return store_for(self.root, dict(self.storage_options) if self.storage_options else None)
 
 
-def read_files(
-    batches: Iterator[pa.RecordBatch],
-    *,
-    root: str,
-    storage_options: Mapping[str, Any] | None,
-    schema: Mapping[str, Any],
-    partition_columns: Sequence[str],
-    column_mapping: str,
-    columns: Sequence[str] | None,
-) -> Iterator[pa.RecordBatch]:
-    """``mapInArrow`` body over :data:`FILES_SCHEMA` rows: the live rows of each file, in the table's columns
-    (logical names, ``columns`` when given). A deltalog error (a missing or corrupt data or DV file) is carried
-    to the driver typed (:func:`deltalog.spark._files.carry_error`)."""
-    store = store_for(root, dict(storage_options) if storage_options else None)
-    spec = read_schema(schema, partition_columns, column_mapping, columns)
+def _row_file(row: FileRow) -> DataFile:
+    path, values, dv, records = row
+    return DataFile(path, orjson.loads(values), None if dv is None else DeletionVector(**orjson.loads(dv)), records)
+
+
+def conformed(batch: pa.RecordBatch, target: pa.Schema) -> pa.RecordBatch:
+    """``batch`` in exactly ``target``'s Arrow schema (the one Spark expects of a Python source: its own mapping of
+    the requested types, nullability included), casting columns whose Arrow type differs."""
+    if batch.schema.equals(target):
+        return batch
+    columns = [
+        column if column.type == field.type else column.cast(field.type)
+        for column, field in zip(batch.columns, target, strict=True)
+    ]
+    return pa.RecordBatch.from_arrays(columns, schema=target)
+
+
+def read_group(rows: Sequence[FileRow], task: TableTask, target: pa.Schema) -> Iterator[pa.RecordBatch]:
+    """One read task of ``spark.read.format("deltalog")``: the live rows of each file in ``rows``, in the task's
+    columns and Spark's Arrow schema ``target``. A deltalog error (a missing or corrupt data or DV file) is
+    carried to the driver typed (:func:`deltalog.spark._files.carry_error`)."""
     try:
-        for batch in batches:
-            for row in batch.to_pylist():
-                yield from read_batches(store, spec, _data_file(row))
+        store = task.store()
+        spec = read_schema(task.schema, task.partition_columns, task.column_mapping, task.columns)
+        for row in rows:
+            for batch in read_batches(store, spec, _row_file(row)):
+                yield conformed(batch, target)
     except DeltaLogError as exc:
         raise carry_error(exc) from exc
 
 
-__all__ = ["FILES_DDL", "FILES_SCHEMA", "file_row", "read_files"]
+__all__ = ["FileRow", "TableTask", "conformed", "file_row", "read_group"]

@@ -1,34 +1,54 @@
-"""Reading a Delta table (any version) into a Spark DataFrame: the driver replays the log, executors read.
+"""Reading a Delta table (any version) into a Spark DataFrame: ``spark.read.format("deltalog")`` behind a function.
 
-deltalog replays the log on the driver and hands Spark one small row per live file (path, partition values,
-deletion vector, record count). Executors read those files inside ``mapInArrow``
-(:func:`deltalog.spark._scan_io.read_files`) with the data plane's reader, through deltalog's own stores, so:
+:func:`read` is the source (:mod:`deltalog.spark.source`) with its options spelled as Python arguments: the
+driver replays the log and plans one task per group of live files, pruned by the filters Spark pushes;
+executors read the files with the data plane's reader through deltalog's own stores, so:
 
 * exactly the snapshot's live files are read (no directory listing: time travel works, files not live at that
   version are never read);
 * deletion vectors are applied, column mapping (name and id) resolved, partition values typed from the log and
   older files conformed to today's schema, as ``Snapshot.scan`` does on one machine;
-* an ``s3://``, ``abfs://`` or ``gs://`` table needs no Hadoop connector: the executors open it with fsspec and
-  the ``storage_options`` given here, shipped with the task.
+* an ``s3://``, ``abfs://`` or ``gs://`` table needs no Hadoop connector: the executors open it with deltalog's
+  stores and the ``storage_options`` given here, which travel with the tasks.
 
 The data never passes through the driver; only the file list does (the driver has it from the replay anyway).
 """
 
 from __future__ import annotations
 
-import functools
-from collections.abc import Sequence
+import datetime as dt
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from deltalog.data.scan import TableDescription, live_files
-from deltalog.log import DeltaLog, Timestamp
-from deltalog.spark._scan_io import FILES_DDL, file_row, read_files
+from deltalog.core.timetravel import format_ms
+from deltalog.errors import InvalidArgumentError
+from deltalog.log import Timestamp
+from deltalog.spark._files import raise_carried
+from deltalog.spark.options import NAME
+from deltalog.spark.registration import register
 
 if TYPE_CHECKING:
-    from pyspark.sql import DataFrame, SparkSession
+    from pyspark.sql import DataFrame, DataFrameReader, SparkSession
 
-#: read tasks per executor core: a few, so that one large file does not hold up a whole core's share
-TASKS_PER_CORE = 2
+
+def timestamp_text(timestamp: Timestamp) -> str:
+    """A time travel timestamp as the ``timestampAsOf`` option takes it (ISO-8601 text)."""
+    if isinstance(timestamp, bool):
+        raise InvalidArgumentError(f"not a timestamp: {timestamp!r}")
+    if isinstance(timestamp, (int, float)):
+        return format_ms(int(timestamp))
+    if isinstance(timestamp, (dt.datetime, dt.date)):
+        return timestamp.isoformat()
+    return str(timestamp)
+
+
+def source_reader(spark: SparkSession, storage_options: Mapping[str, Any] | None) -> DataFrameReader:
+    """``spark.read.format("deltalog")`` with the storage options (the source registered first)."""
+    register(spark)
+    reader = spark.read.format(NAME)
+    for key, value in (storage_options or {}).items():
+        reader = reader.option(key, str(value))
+    return reader
 
 
 def read(
@@ -41,7 +61,8 @@ def read(
     columns: Sequence[str] | None = None,
 ) -> DataFrame:
     """The table at ``version`` or ``timestamp`` (default: the latest) as a DataFrame of its columns
-    (``columns``, logical names, to read fewer; an unknown name is an ``InvalidArgumentError``).
+    (``columns``, logical names, to read fewer; an unknown name is an ``InvalidArgumentError``): the same as
+    ``spark.read.format("deltalog").option("versionAsOf", v).load(table_uri)``.
 
     The driver replays the log; executors read exactly the snapshot's live files with deltalog's own reader
     and stores, so deletion vectors are applied, column mapping resolved, partition values come from the log,
@@ -51,27 +72,28 @@ def read(
     """
     from pyspark.sql.types import StructType
 
-    log = DeltaLog.for_table(table_uri, storage_options)
-    snap = log.snapshot(version=version, timestamp=timestamp)
-    description = TableDescription(log.store, snap.schema_json, tuple(snap.partition_columns), snap.column_mapping_mode)
-    names = list(description.read_schema(columns).schema.names)  # refuses unknown columns before any job
-    table_schema = StructType.fromJson(snap.schema_json)
-    schema = StructType([table_schema[n] for n in names])
-    rows = [file_row(f.data) for f in live_files(snap.raw_files(stats=True), description)]
-    if not rows:
-        return spark.createDataFrame([], schema)
-    slices = max(1, min(len(rows), spark.sparkContext.defaultParallelism * TASKS_PER_CORE))
-    tasks = spark.createDataFrame(spark.sparkContext.parallelize(rows, slices), FILES_DDL)
-    body = functools.partial(
-        read_files,
-        root=log.store.root,
-        storage_options=storage_options,
-        schema=snap.schema_json,
-        partition_columns=tuple(snap.partition_columns),
-        column_mapping=snap.column_mapping_mode,
-        columns=names,
-    )
-    return tasks.mapInArrow(body, schema)
+    if isinstance(columns, str):
+        raise InvalidArgumentError(f"columns must be a list of names, not the string {columns!r}")
+    reader = source_reader(spark, storage_options)
+    if version is not None:
+        reader = reader.option("versionAsOf", str(version))
+    if timestamp is not None:
+        reader = reader.option("timestampAsOf", timestamp_text(timestamp))
+    try:
+        frame = reader.load(table_uri)
+        if columns is None:
+            return frame
+        fields = {f.name: f for f in frame.schema.fields}
+        unknown = [c for c in columns if c not in fields]
+        if unknown:
+            raise InvalidArgumentError(f"unknown column {unknown[0]!r}; the table has {sorted(fields)}")
+        # a schema naming some of the table's columns: the source reads those alone
+        return reader.schema(StructType([fields[c] for c in columns])).load(table_uri)
+    except InvalidArgumentError:
+        raise
+    except Exception as exc:
+        raise_carried(exc)
+        raise
 
 
-__all__ = ["read"]
+__all__ = ["read", "source_reader", "timestamp_text"]

@@ -24,6 +24,7 @@ from deltalog.spark._files import RowCheck, checked_batches
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame
 
+    from deltalog.table.new_table import NewTable
     from deltalog.table.snapshot import Snapshot
 
 #: Spark's error classes of an arithmetic failure (``SparkArithmeticException``)
@@ -87,7 +88,7 @@ def _first_line(exc: BaseException) -> str:
     return text.splitlines()[0] if text else type(exc).__name__
 
 
-def row_rules_applied(df: DataFrame, snap: Snapshot) -> AppliedRules:
+def row_rules_applied(df: DataFrame, snap: Snapshot | NewTable) -> AppliedRules:
     """``df`` as the table's columns (generated and default ones computed when missing) plus one boolean
     column per row rule, true where the row passes.
 

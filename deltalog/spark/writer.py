@@ -1,72 +1,56 @@
-"""Writing a Spark DataFrame to a Delta table: executors write parquet, the driver commits through deltalog.
+"""Writing a Spark DataFrame to a Delta table: ``df.write.format("deltalog")`` behind a function.
 
-Flow of :func:`write`:
+:func:`write` is the sink (:mod:`deltalog.spark.source`, planned and committed by
+:mod:`deltalog.spark.write_plan`) with its options spelled as Python arguments, plus what only a caller on the
+driver can do:
 
-1. The driver opens the table (creating it from the DataFrame's schema if there is none), checks the
-   DataFrame's schema, ``partition_by`` and ``replace_where`` against it, and starts one transaction, all
-   *before* any file is written. An exactly-once batch (``app_id``/``app_version``) the table already holds
-   stops here: nothing is written. Opening, creating and the exactly-once start are :func:`deltalog.write`'s
-   own (:mod:`deltalog.dml.tables`), so both writers decide them alike.
-2. Spark SQL evaluates the table's row rules on the executors, as Delta Spark does: a column the DataFrame
-   lacks that is generated (``delta.generationExpression``) or has a default (``CURRENT_DEFAULT``) is computed
-   from its expression, and every CHECK constraint, invariant and generation expression becomes one boolean
-   column (:mod:`deltalog.spark.row_rules`); the full Spark SQL language is available, not a subset. A rule
-   that cannot be evaluated on a row (an arithmetic error under ANSI mode) fails the write with a
-   :class:`~deltalog.errors.ConstraintViolationError` naming it.
-3. Executors write the files inside ``mapInArrow`` with the one data-file writer (:mod:`deltalog.data.files`
-   through :mod:`deltalog.spark._files`: hive-style partition directories, ``part-<uuid>.snappy.parquet``,
-   physical names and field ids on column-mapped tables, Delta statistics keyed physically, NOT NULL
-   columns). A batch with a rule column false **or null** fails its task before any of it is written, and the
-   job with a :class:`~deltalog.errors.ConstraintViolationError` naming the rule; nothing is committed. Each
-   task sends back one small row per file: path, partition values, size, stats. The data never passes
-   through the driver.
-4. The driver commits the adds (and, for an overwrite, the removes from ``txn.remove_where``, which records
-   the read predicate) as one version, stating that the rows were checked (``data_validated="checked"``,
-   recorded in commitInfo) through :func:`deltalog.dml.commit.commit_files`. Files of a commit that is
-   definitely refused (a conflict, an invalid commit, an exactly-once batch committed meanwhile) are deleted;
-   after ``CommitStateUnknownError`` nothing is deleted, since the commit may have landed.
+1. Spark SQL evaluates the table's row rules, as Delta Spark does: a column the DataFrame lacks that is
+   generated (``delta.generationExpression``) or has a default (``CURRENT_DEFAULT``) is computed from its
+   expression, and every CHECK constraint, invariant and generation expression becomes one boolean column
+   (:mod:`deltalog.spark.row_rules`); the full Spark SQL language is available, not a subset. A first pass looks
+   for a violating row before any file is written; a rule that cannot be evaluated on a row (an arithmetic
+   error under ANSI mode) fails the write with a :class:`~deltalog.errors.ConstraintViolationError` naming it.
+   (``df.write.format("deltalog")`` alone has the data-file writer evaluate the rules on the executors.)
+2. An overwrite declares an intent (:mod:`deltalog.table.declared_intents`) for the whole job and checks for
+   conflicts before the job starts, so a doomed overwrite stops before it writes anything.
+3. The sink plans the write (table opened or created, schema and ``replace_where`` checked, an exactly-once
+   batch the table holds skipped), executors write files with the one data-file writer, and the driver commits
+   them as one version; files of a refused commit are deleted. The sink's result comes back as a
+   :class:`WriteResult`.
 
-An overwrite (whole table or ``replace_where``) declares an intent (:mod:`deltalog.table.declared_intents`) and runs
-``txn.check_early()`` on the driver before the write stage, after it and just before the commit: a conflict
-found early raises the same typed error the commit would, after deleting the files already written.
+Errors raised inside Spark's calls (a task's NOT NULL or CHECK violation, a conflict at commit) are raised here
+typed, as deltalog raised them (:func:`deltalog.spark.carried_error`).
 """
 
 from __future__ import annotations
 
-import functools
+import contextlib
+import os
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, cast
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
 
 import orjson
 
-from deltalog.core import actions as A
-from deltalog.core.feature_gate import APPEND, OVERWRITE
-from deltalog.core.partitions import conditions_from_where, parse_value, typed_conditions
 from deltalog.core.schema import top_level_fields
-from deltalog.data.files import WriteTarget
-from deltalog.data.locate import resolve
-from deltalog.dml.commit import commit_files, discard
-from deltalog.dml.rules import Declared, check_up_front
-from deltalog.dml.tables import check_partition_by, create_if_missing, landed, start_write, where_text
-from deltalog.errors import (
-    ConcurrentModificationError,
-    InvalidArgumentError,
-    SchemaMismatchError,
-)
+from deltalog.dml.tables import open_table
+from deltalog.errors import DeltaLogError, InvalidArgumentError, SchemaMismatchError
 from deltalog.log import DeltaLog
-from deltalog.spark._files import RESULT_DDL, PathList, raise_carried, write_partitioned
-from deltalog.spark.row_rules import check_first, computed_columns, raise_rule_failure, row_rules_applied
+from deltalog.spark._files import raise_carried
+from deltalog.spark.options import CONTROL, NAME
+from deltalog.spark.registration import register
+from deltalog.spark.row_rules import check_first, raise_rule_failure, row_rules_applied
+from deltalog.spark.write_plan import Control, check_schema
 
 if TYPE_CHECKING:
-    from pyspark.accumulators import AccumulatorParam
-    from pyspark.sql import DataFrame
+    from pyspark.sql import DataFrame, DataFrameWriter
 
-    from deltalog.table.snapshot import Snapshot
+    from deltalog.spark._files import RowCheck
+    from deltalog.spark.row_rules import Probe
+    from deltalog.table.transaction import Transaction
 
 MODES = ("append", "overwrite")
 OPERATION = "WRITE"
-_STRUCTURAL = ("nullable", "containsNull", "valueContainsNull", "metadata")
 
 
 @dataclass(frozen=True)
@@ -78,70 +62,63 @@ class WriteResult:
     num_files: int
     num_rows: int
     num_removed: int
-    paths: tuple[str, ...]  # as in the log (URI-encoded, relative)
+    paths: tuple[str, ...] = field(repr=False)  # as in the log (URI-encoded, relative); not in the repr
 
 
-def _bare_type(t: Any) -> Any:
-    """A Delta/Spark type JSON without nullability and metadata, for comparing types."""
-    if isinstance(t, dict):
-        out = {k: _bare_type(v) for k, v in t.items() if k not in _STRUCTURAL}
-        if "fields" in out:
-            out["fields"] = [{"name": f["name"], "type": _bare_type(f["type"])} for f in t["fields"]]
-        return out
-    return t
+def _options(
+    writer: DataFrameWriter,
+    partition_by: Sequence[str] | None,
+    replace_where: Any,
+    app_id: str | None,
+    app_version: int | None,
+    storage_options: Mapping[str, Any] | None,
+    configuration: Mapping[str, str] | None,
+    target_rows_per_file: int | None,
+) -> DataFrameWriter:
+    options: dict[str, str] = {}
+    if partition_by is not None:
+        options["partitionBy"] = orjson.dumps(list(partition_by)).decode()
+    if isinstance(replace_where, str):
+        options["replaceWhere"] = replace_where
+    if app_id is not None and app_version is not None:
+        options["txnAppId"], options["txnVersion"] = app_id, str(app_version)
+    if target_rows_per_file is not None:
+        options["maxRecordsPerFile"] = str(target_rows_per_file)
+    for key, value in (configuration or {}).items():
+        if not key.lower().startswith("delta."):
+            raise InvalidArgumentError(f"configuration key {key!r} is not a table property (delta.*)")
+        options[key] = str(value)
+    for key, value in (storage_options or {}).items():
+        options[key] = str(value)
+    for key, value in options.items():
+        writer = writer.option(key, value)
+    return writer
 
 
-def _type_text(t: Any) -> str:
-    return t if isinstance(t, str) else orjson.dumps(_bare_type(t)).decode()
+def _early_check(log: DeltaLog, where: Any, session_time_zone: str | None) -> Transaction:
+    """An overwrite's intent, declared for the whole job, after checking that nothing already dooms it."""
+    txn = log.start_transaction()
+    try:
+        txn.declare_intent(where=None if where is None else txn.snapshot.row_filter(where, session_time_zone))
+        txn.check_early()  # before any file is written
+    except BaseException:
+        txn.abort()
+        raise
+    return txn
 
 
-def check_schema(table_schema: dict[str, Any], data_schema: dict[str, Any]) -> None:
-    """Refuse a DataFrame whose columns or types differ from the table's, naming every offending column.
-    Generated and default columns may be left out: they are computed."""
-    table = {f["name"]: f for f in top_level_fields(table_schema)}
-    data = {f["name"]: f for f in top_level_fields(data_schema)}
-    computed = computed_columns(table_schema)
-    problems = []
-    missing = [n for n in table if n not in data and n not in computed]
-    extra = [n for n in data if n not in table]
-    if missing:
-        problems.append(f"missing columns {missing}")
-    if extra:
-        problems.append(f"columns not in the table {extra} (schema evolution is not supported)")
-    wrong = [
-        f"{n}: table {_type_text(table[n]['type'])}, data {_type_text(data[n]['type'])}"
-        for n in table
-        if n in data and _bare_type(table[n]["type"]) != _bare_type(data[n]["type"])
-    ]
-    if wrong:
-        problems.append("incompatible types: " + "; ".join(wrong))
-    if problems:
-        raise SchemaMismatchError("the DataFrame does not match the table schema: " + ", ".join(problems))
-
-
-def _check_where(where: Mapping[str, Any] | None, partition_columns: Sequence[str]) -> None:
-    if not where:
-        return
-    data_columns = sorted(k for k in where if k not in partition_columns)
-    if data_columns:
-        raise InvalidArgumentError(
-            f"replace_where may only name partition columns {list(partition_columns)}, not {data_columns}: "
-            "an overwrite replaces whole files, and the log cannot tell which rows of a file match a data column"
-        )
-
-
-def _check_rows_match(where: Mapping[str, Any], snap: Snapshot, adds: Sequence[A.Add]) -> None:
-    """replaceWhere's data check: every written file must fall inside the predicate it replaces."""
-    types = {f["name"]: f["type"] for f in top_level_fields(snap.schema_json)}
-    conds = typed_conditions(conditions_from_where(where), types)
-    for add in adds:
-        for c in conds:
-            physical = snap.physical_names.get(c.column, c.column)  # adds key partition values physically
-            if not c.matches(parse_value(types[c.column], add.partition_values.get(physical))):
-                raise InvalidArgumentError(
-                    f"written data does not match replace_where {dict(where)}: a file has partition values "
-                    f"{dict(add.partition_values)}; nothing was committed"
-                )
+def _result(path: str) -> WriteResult:
+    try:
+        with open(path, "rb") as found:
+            doc = orjson.loads(found.read() or b"null")
+    finally:
+        with contextlib.suppress(OSError):
+            os.remove(path)
+    if not isinstance(doc, dict):
+        raise DeltaLogError("the write finished without its sink reporting a result (its commit step did not run)")
+    return WriteResult(
+        doc["version"], doc["skipped"], doc["num_files"], doc["num_rows"], doc["num_removed"], tuple(doc["paths"])
+    )
 
 
 def write(
@@ -149,125 +126,77 @@ def write(
     table_uri: str,
     mode: str = "append",
     partition_by: Sequence[str] | None = None,
-    replace_where: Mapping[str, Any] | None = None,
+    replace_where: Any = None,
     app_id: str | None = None,
     app_version: int | None = None,
     storage_options: dict[str, Any] | None = None,
     *,
     configuration: Mapping[str, str] | None = None,
-    target_rows_per_file: int = 1_000_000,
+    target_rows_per_file: int | None = 1_000_000,
     before_commit: Callable[[], None] | None = None,
     early_conflicts: bool = True,
 ) -> WriteResult:
-    """Write ``df`` to the Delta table at ``table_uri`` as one commit.
+    """Write ``df`` to the Delta table at ``table_uri`` as one commit: ``df.write.format("deltalog")`` with these
+    arguments as its options.
 
-    ``mode="overwrite"`` replaces the whole table, or with ``replace_where`` (a partition-column predicate in
-    :meth:`deltalog.Snapshot.files`' ``where`` form) only the matching partitions; the written rows must fall
-    inside it. ``configuration`` sets table properties when the table is created. ``before_commit`` runs after
-    the files are written and before the commit (a hook for orchestration and tests). An overwrite declares an
-    intent and checks for conflicts between stages unless ``early_conflicts`` is False (purely optimistic).
+    ``mode="overwrite"`` replaces the whole table, or with ``replace_where`` (any filter form: Spark SQL text as
+    the ``replaceWhere`` option takes it, a mapping, DNF tuples, a pyarrow Expression) only the rows it matches;
+    the written rows must fall inside it. ``app_id``/``app_version`` make the write exactly once.
+    ``configuration`` sets table properties when the table is created. ``before_commit`` runs after the files
+    are written, just before the commit, in the process where Spark commits (a Python worker beside the driver:
+    it is pickled there, so it must be picklable and coordinate across processes). An overwrite declares an
+    intent and checks for conflicts before the job unless ``early_conflicts`` is False (purely optimistic).
     """
     if mode not in MODES:
         raise InvalidArgumentError(f"mode must be one of {MODES}, not {mode!r}")
-    if replace_where and mode != "overwrite":
+    if replace_where is not None and mode != "overwrite":
         raise InvalidArgumentError("replace_where needs mode='overwrite'")
     if (app_id is None) != (app_version is None):
         raise InvalidArgumentError("app_id and app_version go together")
+    from deltalog.spark.source import encode_control, result_file  # pyspark's classes: imported on first use
+
+    register(df.sparkSession)
     log = DeltaLog.for_table(table_uri, storage_options)
-    data_schema = orjson.loads(df.schema.json())
-    snap, _ = create_if_missing(log, data_schema, partition_by, configuration)
-    check_partition_by(partition_by, snap)
-    check_schema(snap.schema_json, data_schema)
-    check_up_front(snap, log.location, [APPEND if mode == "append" else OVERWRITE])
-    _check_where(replace_where, snap.partition_columns)
-
-    txn, done = start_write(log, app_id, app_version, OPERATION)
-    if done is not None:
-        return _skipped()
-    snap = txn.snapshot
-    removes = txn.remove_where(dict(replace_where) if replace_where else None) if mode == "overwrite" else []
-    # an overwrite declares an intent and checks for conflicts between stages (deltalog.table.declared_intents)
-    early = early_conflicts and mode == "overwrite"
-    if early:
-        txn.declare_intent(where=dict(replace_where) if replace_where else None)
-
-    def batch_landed() -> bool:
-        return landed(log, app_id, app_version)
-
-    partition_columns = snap.partition_columns
-    try:
+    snap = open_table(log)
+    frame: DataFrame = df
+    checks: tuple[RowCheck, ...] = ()
+    probes: tuple[Probe, ...] = ()
+    if snap is not None:
+        check_schema(snap.schema_json, orjson.loads(df.schema.json()))
         applied = row_rules_applied(df, snap)
-    except BaseException:
-        txn.abort()
-        raise
-    # PathList duck-types pyspark's AccumulatorParam: its module (imported on executors) imports no pyspark
-    paths_param = cast("AccumulatorParam[list[str]]", PathList())
-    reported = df.sparkSession.sparkContext.accumulator([], paths_param)
-    fn = functools.partial(
-        write_partitioned,
-        root=log.store.root,
-        storage_options=storage_options,
-        target=WriteTarget.of(snap),
-        checks=applied.checks,
-        target_rows=target_rows_per_file,
-        written=reported,
+        frame, checks, probes = applied.frame, applied.checks, applied.probes
+        try:
+            check_first(frame, checks, [f["name"] for f in top_level_fields(snap.schema_json)])
+        except Exception as exc:
+            raise_rule_failure(exc, probes)  # a rule that cannot be evaluated on a row (ANSI arithmetic)
+            raise
+    tz = df.sparkSession.conf.get("spark.sql.session.timeZone", None)
+    early = early_conflicts and mode == "overwrite" and snap is not None
+    intent = _early_check(log, replace_where, tz) if early else None
+    path = result_file()
+    control = Control(
+        checks=tuple(checks),
+        replace_where=None if isinstance(replace_where, str) else replace_where,
+        before_commit=before_commit,
+        result_path=path,
+        session_time_zone=tz,
+    )
+    writer = frame.write.format(NAME).mode(mode).option(CONTROL, encode_control(control))
+    writer = _options(
+        writer, partition_by, replace_where, app_id, app_version, storage_options, configuration, target_rows_per_file
     )
     try:
-        if early:
-            txn.check_early()  # before any file is written
-        check_first(applied.frame, applied.checks, [f["name"] for f in top_level_fields(snap.schema_json)])
-        rows = applied.frame.mapInArrow(fn, RESULT_DDL).collect()
-    except BaseException as exc:
-        txn.abort()  # removes the intent
-        # files of tasks that succeeded before the job failed: written for this job only, never committed
-        discard(log.context, [resolve(log.store, p) for p in reported.value])
-        if isinstance(exc, ConcurrentModificationError) and batch_landed():
-            return _skipped()
-        raise_carried(exc)  # a task's NOT NULL / CHECK violation, typed again (its files are gone)
-        raise_rule_failure(exc, applied.probes)  # a rule that cannot be evaluated on a row (ANSI arithmetic)
+        writer.save(table_uri)
+    except Exception as exc:
+        with contextlib.suppress(OSError):
+            os.remove(path)
+        raise_carried(exc)  # a task's NOT NULL / CHECK violation, a conflict: typed again (the files are gone)
+        raise_rule_failure(exc, probes)  # a rule that cannot be evaluated on a row (ANSI arithmetic)
         raise
-    adds = [
-        A.Add(
-            path=r["path"],
-            partition_values=orjson.loads(r["partition_values"]),
-            size=r["size"],
-            modification_time=r["modification_time"],
-            data_change=True,
-            stats=r["stats"],
-        )
-        for r in rows
-    ]
-    written = [resolve(log.store, a.path) for a in adds]
-    try:
-        if early:
-            txn.check_early()  # after the write stage
-        if replace_where:
-            _check_rows_match(replace_where, snap, adds)
-        if before_commit is not None:
-            before_commit()
-        if early:
-            txn.check_early()  # just before the commit
-    except BaseException as exc:
-        discard(log.context, written)  # nothing was attempted: the files belong to no commit
-        txn.abort()
-        if isinstance(exc, ConcurrentModificationError) and batch_landed():
-            return _skipped()
-        raise
-    params: dict[str, Any] = {"mode": mode.capitalize(), "partitionBy": list(partition_columns)}
-    if replace_where:
-        params["predicate"] = where_text(replace_where)
-    # Spark SQL evaluated every row rule on the executors; an overwrite replaces whole files: no row of a
-    # removed file is copied into the new ones. A refused commit's files are deleted (kept when it may have
-    # landed); one refused because this exactly-once batch landed meanwhile is a skip.
-    result = commit_files(txn, adds, written, OPERATION, params, declared=Declared(), landed=batch_landed)
-    if result.skipped:
-        return _skipped()
-    num_rows = sum(r["num_records"] for r in rows)
-    return WriteResult(result.version, False, len(adds), num_rows, len(removes), tuple(a.path for a in adds))
-
-
-def _skipped() -> WriteResult:
-    return WriteResult(None, True, 0, 0, 0, ())
+    finally:
+        if intent is not None:
+            intent.abort()  # releases the intent
+    return _result(path)
 
 
 __all__ = ["SchemaMismatchError", "WriteResult", "check_schema", "write"]

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 
-from deltalog.errors import StorageError
+from deltalog.errors import AccessDeniedError, StorageError
 from deltalog.storage.options import scrub
 
 #: where each cloud's credentials are given, for the "access denied" message
@@ -50,7 +50,7 @@ def access_denied(kind: str, label: Any, at: str, display: str, path: str, secre
         f"access denied ({label}) for {at}: check the credentials ({CREDENTIALS_HINT[kind]}) and that they may "
         f"read, write, list and delete under {display}"
     )
-    return StorageError(scrub(msg, secrets), path=path)
+    return AccessDeniedError(scrub(msg, secrets), path=path)
 
 
 def no_container(kind: str, name: str, at: str, path: str) -> StorageError:

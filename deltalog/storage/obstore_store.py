@@ -4,7 +4,7 @@ Why a second client: a request through s3fs/aiobotocore or the Azure SDK costs a
 one through obstore about 0.7 ms, and its requests run on Rust threads. A load of 1,000 commits is 1,000 GETs:
 with the heavier client the CPU alone spreads them over many serial round trips; with this one they leave
 nearly together (docs/storage.md "Backends" has the measurements). Chosen by
-:func:`deltalog.storage.uri.store_for` when obstore is installed (``pip install 'deltalog[obstore]'``), unless
+:func:`deltalog.storage.uri.store_for` when obstore is installed (the ``[s3]`` and ``[azure]`` extras bring it), unless
 the ``deltalog_backend`` option or ``DELTALOG_STORE_BACKEND`` says ``fsspec``.
 
 What each call sends (the contract of :mod:`deltalog.storage.base`):

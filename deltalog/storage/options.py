@@ -213,8 +213,35 @@ def _azure_endpoint(kwargs: dict[str, Any], endpoint: str) -> None:
     kwargs["connection_string"] = ";".join(parts) + ";"
 
 
+#: deltalake's option names its users set as environment variables (upper case), per store kind: what
+#: object_store and the cloud SDKs read from the environment. Not AWS_PROFILE (botocore reads it itself, and
+#: obstore has no profiles) nor the locking names (deltalog takes no part in DynamoDB locking).
+_ENV_NAMES: dict[str, frozenset[str]] = {
+    "s3": frozenset(
+        {k for k in _S3_NAMES if k.startswith("aws_") and k != "aws_profile"}
+        | {"aws_region", "aws_default_region", "aws_allow_http", "aws_virtual_hosted_style_request"}
+    ),
+    "azure": frozenset(
+        {k for k in _AZURE_NAMES if k.startswith("azure_storage_")}
+        | {"azure_storage_use_emulator", "azure_storage_endpoint", "azure_storage_allow_http"}
+    ),
+    "gcs": frozenset(_GCS_TOKEN_FILE | _GCS_TOKEN_JSON | {"google_base_url"}),
+}
+
+
+def environment_options(scheme: str, environ: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The storage options the environment gives a store of ``scheme``, as deltalake reads them
+    (``AWS_ENDPOINT_URL``, ``AWS_ALLOW_HTTP``, ``AWS_ACCESS_KEY_ID``, ``AZURE_STORAGE_ACCOUNT_KEY``,
+    ``GOOGLE_SERVICE_ACCOUNT``, ...): upper-case names only, empty values left out."""
+    names = _ENV_NAMES.get(scheme, frozenset())
+    env = os.environ if environ is None else environ
+    return {k: v for k, v in env.items() if v and k.isupper() and k.lower() in names}
+
+
 def parse_options(scheme: str, options: Mapping[str, Any] | None) -> StoreOptions:
-    """Translate ``options`` for a store of ``scheme`` (``s3``, ``azure`` or anything fsspec knows)."""
+    """Translate ``options`` for a store of ``scheme`` (``s3``, ``azure`` or anything fsspec knows), on top of
+    what the environment gives it (:func:`environment_options`): an explicit option always wins, whatever its
+    spelling, since the environment's are translated first and the caller's over them."""
     kwargs: dict[str, Any] = {}
     allow_unsafe = False
     concurrency: int | None = None
@@ -222,7 +249,8 @@ def parse_options(scheme: str, options: Mapping[str, Any] | None) -> StoreOption
     region: str | None = None
     emulator = False
     endpoint: str | None = None
-    for raw_key, value in (options or {}).items():
+    given = list((options or {}).items())
+    for raw_key, value in [*environment_options(scheme).items(), *given]:
         if not isinstance(raw_key, str):
             raise InvalidArgumentError(f"storage option names must be strings, got {type(raw_key).__name__}")
         key = raw_key.lower()
@@ -279,6 +307,29 @@ def parse_options(scheme: str, options: Mapping[str, Any] | None) -> StoreOption
     return StoreOptions(kwargs, allow_unsafe, secrets_of(kwargs), concurrency, backend)
 
 
+def is_storage_option(key: str) -> bool:
+    """Whether ``key`` (any case) is a storage option :func:`parse_options` knows by name: deltalake's S3, Azure
+    and GCS keys (those it translates and those it accepts and ignores) and deltalog's own. For callers that must
+    tell storage options apart from their other options (Spark's ``format("deltalog")``); fsspec's own keyword
+    arguments pass through :func:`parse_options` unnamed and are not counted here."""
+    low = key.lower()
+    return (
+        low in _DELTALOG_OPTIONS
+        or low in _S3_NAMES
+        or low in _S3_REGION
+        or low in _S3_IGNORED
+        or low in _S3_LOCKING
+        or low in ("aws_virtual_hosted_style_request", "virtual_hosted_style_request")
+        or low in _AZURE_NAMES
+        or low in _AZURE_EMULATOR
+        or low in _AZURE_ENDPOINT
+        or low in _AZURE_IGNORED
+        or low in _GCS_TOKEN_FILE
+        or low in _GCS_TOKEN_JSON
+        or low in _GCS_ENDPOINT
+    )
+
+
 def scrub(text: str, secrets: tuple[str, ...] | list[str]) -> str:
     """``text`` with every secret value replaced by ``***`` (longest first, so no secret leaks in part)."""
     return mask(text, sorted((s for s in secrets if len(s) >= MIN_SECRET_LEN), key=len, reverse=True))
@@ -309,6 +360,8 @@ __all__ = [
     "StoreOptions",
     "backend_choice",
     "emulator_connection_string",
+    "environment_options",
+    "is_storage_option",
     "parse_options",
     "scrub",
     "secrets_of",

@@ -70,7 +70,7 @@ def _obstore_store(
         if asked:
             raise InvalidArgumentError(
                 f"{display} asks for the obstore backend (deltalog_backend), which is not installed: "
-                "pip install 'deltalog[obstore]'"
+                f"pip install 'deltalog[{kind}]' (it brings obstore)"
             ) from None
         return None
     from deltalog.storage.obstore_options import obstore_config

@@ -41,6 +41,7 @@ from deltalog.core.codec import decode_commit
 from deltalog.core.conflicts import TxnSummary, Winner, check_winner
 from deltalog.core.paths import LOG_DIR, Kind, LogPath, commit_name
 from deltalog.core.reachability import UNLISTED, Tip, holds, moved_on, tip_in, young
+from deltalog.core.result_repr import result_repr
 from deltalog.core.state import CommitData
 from deltalog.errors import (
     CommitNotReachableError,
@@ -132,6 +133,23 @@ class CommitResult:
     elapsed_s: float = 0.0
     recovered_unknown_outcome: bool = False
     metrics: Mapping[str, str] = field(default_factory=dict)
+
+    def __repr__(self) -> str:
+        """Version, operation and counts; the actions are on :attr:`actions`."""
+        if self.skipped:
+            return result_repr("CommitResult", "skipped", operation=self.operation, read_version=self.read_version)
+        adds = sum(1 for a in self.actions if isinstance(a, A.Add))
+        removes = sum(1 for a in self.actions if isinstance(a, A.Remove))
+        return result_repr(
+            "CommitResult",
+            version=self.version,
+            operation=self.operation,
+            adds=adds,
+            removes=removes,
+            actions=len(self.actions),
+            attempts=self.attempts,
+            winners=self.winners or None,
+        )
 
 
 @dataclass(frozen=True)

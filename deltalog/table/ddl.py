@@ -23,6 +23,8 @@ import pyarrow as pa
 from deltalog.arrow.schema import delta_field, from_arrow_schema
 from deltalog.core import actions as A
 from deltalog.core import clustering, column_mapping, constraints
+from deltalog.core.commit_rules import prepare_commit
+from deltalog.core.feature_gate import commit_operation
 from deltalog.core.features import (
     check_configuration_honoured,
     feature_name,
@@ -44,6 +46,7 @@ from deltalog.errors import InvalidArgumentError, TableAlreadyExistsError
 from deltalog.table.commit_loop import RetryPolicy
 from deltalog.table.context import TableContext
 from deltalog.table.listing import list_log
+from deltalog.table.new_table import NewTable
 from deltalog.table.snapshot import Snapshot
 from deltalog.table.transaction import CommitResult, Committed, Transaction
 
@@ -83,22 +86,21 @@ def requested_protocol(request: ProtocolRequest, base: A.Protocol | None) -> A.P
     return upgrade_protocol(base, features, request.reader, request.writer)
 
 
-def create_table(
+def plan_table(
     ctx: TableContext,
     schema: pa.Schema | str | Mapping[str, Any],
     partition_columns: Sequence[str] = (),
     configuration: Mapping[str, str] | None = None,
     name: str | None = None,
     description: str | None = None,
-    retry: RetryPolicy | None = None,
     *,
     allow_unknown_properties: bool = False,
     clustering_columns: Sequence[str] | None = None,
-    on_committed: Callable[[Committed], None] | None = None,
-) -> CommitResult:
-    """Version 0, committed by a transaction on read version -1. Every rule a later commit must meet is
-    checked first (schema, partitioning, properties, protocol), so a refused create writes nothing; a
-    table already there, or created by another writer first, is :class:`TableAlreadyExistsError`.
+) -> NewTable:
+    """Version 0 of a new table, checked by every rule its commit must meet (schema, partitioning,
+    properties, protocol) and final (the features they need, physical names under column mapping), so a
+    refused create writes nothing, and a writer can write the first files before the one commit of both.
+    A table already there is :class:`TableAlreadyExistsError`.
 
     ``clustering_columns`` (logical names, ``"a.b"`` for nested fields) makes a clustered table: the
     ``clustering`` and ``domainMetadata`` features and the ``delta.clustering`` domain, in physical names."""
@@ -109,7 +111,6 @@ def create_table(
     schema_json = schema_json_of(schema)
     request, rest = split_protocol_requests(configuration or {})
     conf = validate_updates(rest, allow_unknown=allow_unknown_properties)
-    now = ctx.now_ms()
     metadata = A.Metadata(
         id=str(uuid.uuid4()),
         name=name,
@@ -117,14 +118,11 @@ def create_table(
         schema_string=orjson.dumps(schema_json).decode(),
         partition_columns=tuple(partition_columns),
         configuration=conf,
-        created_time=now,
+        created_time=ctx.now_ms(),
     )
-    # The transaction checks schema, partitioning, properties and protocol as for every commit, and adds
-    # the features the schema and properties need to the requested protocol.
-    txn = Transaction(ctx, None, retry=retry, on_committed=on_committed)
     params: dict[str, Any] = {"partitionBy": list(partition_columns), "description": description, "properties": conf}
     protocol = requested_protocol(request, None)
-    actions: list[A.Action] = [protocol, metadata]
+    domains: tuple[A.DomainMetadata, ...] = ()
     if clustering_columns is not None:
         if isinstance(clustering_columns, str):
             raise InvalidArgumentError(f"clustering_columns is a list of column names, not {clustering_columns!r}")
@@ -136,9 +134,38 @@ def create_table(
         domain = clustering.new_clustering(
             protocol, metadata.partition_columns, parse_schema(metadata.schema_string), mode, clustering_columns, ()
         )
-        actions = [protocol, metadata, *([domain] if domain is not None else [])]
+        domains = (domain,) if domain is not None else ()
         params["clusterBy"] = list(clustering_columns)
-    return txn.commit(actions, operation="CREATE TABLE", operation_parameters=params, operation_metrics={})
+    # The commit path's own rules, run now: the protocol gains the features the schema and properties need,
+    # column-mapped columns their ids and physical names (what data files are written with). The commit runs
+    # them again on these actions and keeps them as they are.
+    staged: list[A.Action] = [protocol, metadata, *domains]
+    where = f"{ctx.location}/{LOG_DIR} (new table)"
+    prepared = prepare_commit(staged, None, None, None, where, operation=commit_operation(staged, "CREATE TABLE"))
+    protocol = next(a for a in prepared if isinstance(a, A.Protocol))
+    metadata = next(a for a in prepared if isinstance(a, A.Metadata))
+    return NewTable(ctx.location, protocol, metadata, domains, params)
+
+
+def create_table(
+    ctx: TableContext,
+    table: NewTable,
+    retry: RetryPolicy | None = None,
+    *,
+    on_committed: Callable[[Committed], None] | None = None,
+) -> CommitResult:
+    """Version 0 of ``table`` (:func:`plan_table`), committed by a transaction on read version -1. A table
+    created by another writer first is :class:`TableAlreadyExistsError`."""
+    return commit_create(Transaction(ctx, None, retry=retry, on_committed=on_committed, new_table=table))
+
+
+def commit_create(txn: Transaction) -> CommitResult:
+    """Commit a create transaction with nothing more than its table (``CREATE TABLE``, no file metrics, as
+    Delta Spark writes it)."""
+    table = txn.new_table
+    if table is None:
+        raise InvalidArgumentError("this transaction does not create a table")
+    return txn.commit(operation="CREATE TABLE", operation_parameters=table.parameters, operation_metrics={})
 
 
 def add_columns(begin: Begin, fields: Iterable[pa.Field | Mapping[str, Any]]) -> CommitResult:
@@ -291,11 +318,13 @@ __all__ = [
     "add_constraint",
     "check_existing_rows",
     "cluster_by",
+    "commit_create",
     "drop_constraint",
     "add_columns",
     "DEFAULT_PROTOCOL",
     "create_table",
     "enable_feature",
+    "plan_table",
     "protocol_for",
     "requested_protocol",
     "schema_json_of",

@@ -33,6 +33,8 @@ from deltalog.table.context import TableContext
 from deltalog.table.file_list import FileList, Pending
 
 if TYPE_CHECKING:
+    import pandas as pd
+    import polars as pl
     import pyarrow.dataset as ds
 
     from deltalog.data.predicate import RowFilter
@@ -311,6 +313,25 @@ class Snapshot:
     ) -> pa.Table:
         """:meth:`scan`, read into one table."""
         return self.scan(columns, filter, session_time_zone=session_time_zone).read_all()
+
+    def to_pandas(self, columns: Sequence[str] | None = None, filter: Any = None) -> pd.DataFrame:
+        """:meth:`to_arrow` as a pandas DataFrame (pandas must be installed)."""
+        from deltalog.data.frames import to_pandas
+
+        return to_pandas(self.to_arrow(columns, filter))
+
+    def to_polars(self, columns: Sequence[str] | None = None, filter: Any = None) -> pl.DataFrame:
+        """:meth:`to_arrow` as a polars DataFrame (polars must be installed)."""
+        from deltalog.data.frames import to_polars
+
+        frame: pl.DataFrame = to_polars(self.to_arrow(columns, filter))
+        return frame
+
+    def __arrow_c_stream__(self, requested_schema: object | None = None) -> object:
+        """The live rows as an Arrow C stream (the PyCapsule protocol): ``pyarrow.table(snap)``,
+        ``polars.DataFrame(snap)``, duckdb (``SELECT ... FROM snap``) and ``deltalog.write`` take a snapshot as
+        they take any Arrow data (``polars.from_arrow`` makes a struct Series of any such stream)."""
+        return self.scan().__arrow_c_stream__(requested_schema)
 
     def file_uris(self) -> list[str]:
         """Every live file's absolute location, decoded, for pyarrow, duckdb or polars (local files as paths)."""

@@ -39,6 +39,7 @@ from deltalog.errors import (
 from deltalog.table import declared_intents
 from deltalog.table.commit_loop import CommitResult, Committed, Committer, RetryPolicy, Young
 from deltalog.table.context import TableContext
+from deltalog.table.new_table import NewTable
 from deltalog.table.prepare import CommitRequest, gate_operation, run_commit, skipped, with_app_version
 from deltalog.table.read_set import ReadRecord, partition_schema
 from deltalog.table.snapshot import Snapshot
@@ -65,8 +66,12 @@ class Transaction:
         on_committed: Callable[[Committed], None] | None = None,
         young: Young | None = None,
         refresh: Callable[[], tuple[Snapshot, Young | None]] | None = None,
+        new_table: NewTable | None = None,
     ) -> None:
-        """``young`` lets the commit skip listings while it holds (:class:`~deltalog.table.commit_loop.Young`):
+        """``new_table`` (with ``snapshot`` None) is the table this transaction creates: its protocol and
+        metadata are staged, so whatever else is committed (the first data files) lands in the same version 0.
+
+        ``young`` lets the commit skip listings while it holds (:class:`~deltalog.table.commit_loop.Young`):
         the caller vouches that ``snapshot`` descends from a commit it sent at ``young.anchor_ms``.
 
         With ``refresh``, ``snapshot`` is the caller's cached one, taken without a listing: the first read
@@ -81,16 +86,20 @@ class Transaction:
         self._on_committed = on_committed
         self._young = young
         self._refresh = refresh
+        if new_table is not None and snapshot is not None:
+            raise InvalidArgumentError("a transaction that creates the table reads no snapshot")
+        self._new_table = new_table
         #: the gate operation of the commit being made (a winner's protocol is checked for it); WRITE before
         self._gate_op = WRITE
         if isolation is not None and isolation not in ISOLATION_LEVELS:
             raise InvalidArgumentError(f"isolation level {isolation!r} is not one of {ISOLATION_LEVELS}")
-        conf = snapshot.configuration if snapshot is not None else {}
+        table = snapshot if snapshot is not None else new_table
+        conf = table.configuration if table is not None else {}
         self.isolation: str = isolation or _table_isolation(conf)
         self.retry = retry or RetryPolicy()
         self.txn_id = str(uuid.uuid4())
         self._reads = ReadRecord(context.store.root)
-        self._staged: list[A.Action] = []
+        self._staged: list[A.Action] = list(new_table.actions) if new_table is not None else []
         self._done = False
         self._gate = WRITE  # the feature-gate operation a caller named (commit(gate=...)); WRITE: from the actions
         self._declared: declared_intents.IntentHandle | None = None  # see declare_intent
@@ -125,6 +134,11 @@ class Transaction:
         if self._snapshot is None:
             raise InvalidArgumentError("this transaction creates the table: there is no snapshot to read")
         return self._snapshot
+
+    @property
+    def new_table(self) -> NewTable | None:
+        """The table this transaction creates (its version 0 as it will be committed), or None."""
+        return self._new_table
 
     @property
     def read_version(self) -> int:

@@ -1,6 +1,7 @@
 """``python -m benchmarks --data --quick`` works end to end: issue 15's data-plane cases (write, selective and
-full scans, a delete with deletion vectors) with deltalog and deltalake on small tables, the engines agreeing on
-the rows, and the selective scan opening no more files than deltalake. Times are never asserted.
+full scans, a delete with deletion vectors, the change data feed) with deltalog and deltalake on small tables,
+the engines agreeing on the rows, and the selective scan opening no more files than deltalake. Times are never
+asserted.
 """
 
 from __future__ import annotations
@@ -32,3 +33,5 @@ def test_the_data_plane_benchmark_runs_and_checks_itself(tmp_path: Path) -> None
     assert by[("scan-full", "deltalog")]["files"] == QUICK.scan_files
     assert by[("delete", "deltalog")]["rows"] == by[("delete", "deltalake")]["rows"] == QUICK.delete_rows * 99 // 100
     assert by[("write", "deltalog")]["call_peak_rss_kib"] > 0
+    ours, theirs = by[("changes", "deltalog")], by[("changes", "deltalake")]
+    assert ours["rows"] == theirs["rows"] > 0 and ours["digest"] == theirs["digest"]  # the same change rows

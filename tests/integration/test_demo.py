@@ -28,20 +28,21 @@ def test_demo_pipeline_outcomes(spark: Any, tmp_path: Path) -> None:
     said: list[str] = []
     outcome = demo_pipeline.run_pipeline(spark, root, say=said.append)
 
-    # 1. daily batches: v0 is the table's creation, then one version per day; the rerun commits nothing
-    assert (outcome.day1_version, outcome.day2_version) == (1, 2)
+    # 1. daily batches: v0 is the table's creation with day 1's files, then one version per day; the rerun
+    # commits nothing
+    assert (outcome.day1_version, outcome.day2_version) == (0, 1)
     assert outcome.rerun_skipped
     assert any("already committed, skipped" in line for line in said)
 
     # 2. both concurrent writers landed: the plain writer first, the Spark job over it from the same read
-    assert (outcome.plain_version, outcome.concurrent_spark_version) == (3, 4)
-    assert outcome.concurrent_spark_read_version == 2
+    assert (outcome.plain_version, outcome.concurrent_spark_version) == (2, 3)
+    assert outcome.concurrent_spark_read_version == 1
 
     # 3. the losing overwrite got a typed conflict naming the winner, and its files are gone
     conflict = outcome.conflict
-    assert conflict.winner_version == 5
+    assert conflict.winner_version == 4
     assert isinstance(conflict.error, ConcurrentAppendError)
-    assert conflict.error.winning_version == 5
+    assert conflict.error.winning_version == 4
     assert conflict.loser_files and conflict.loser_files_left == ()
     log = DeltaLog.for_table(root)
     day1 = {f"day={demo_pipeline.DAY1}/{p.name}" for p in (root / f"day={demo_pipeline.DAY1}").glob("*.parquet")}
@@ -50,19 +51,19 @@ def test_demo_pipeline_outcomes(spark: Any, tmp_path: Path) -> None:
     removed = set(snap.tombstones().column("path").to_pylist())  # day 1's first files, replaced by job B
     assert live_day1 and removed and day1 == live_day1 | removed  # nothing on disk the log does not know
 
-    # 4. the automatic checkpoint at v5 and the Spark one at v6 (two parts), which readers now start from
-    assert outcome.auto_checkpoint_version == 5
-    assert outcome.auto_checkpoint_files == ("00000000000000000005.checkpoint.parquet",)
+    # 4. the automatic checkpoint at v4 and the Spark one at v5 (two parts), which readers now start from
+    assert outcome.auto_checkpoint_version == 4
+    assert outcome.auto_checkpoint_files == ("00000000000000000004.checkpoint.parquet",)
     assert (root / "_delta_log" / outcome.auto_checkpoint_files[0]).is_file()
     cp = outcome.spark_checkpoint
-    assert (outcome.day4_version, cp.version, len(cp.files)) == (6, 6, 2)
+    assert (outcome.day4_version, cp.version, len(cp.files)) == (5, 5, 2)
     assert all((root / f).is_file() for f in cp.files)
     snap = log.snapshot()
-    assert snap.version == 6 and snap.segment.checkpoint is not None and snap.segment.checkpoint.version == 6
+    assert snap.version == 5 and snap.segment.checkpoint is not None and snap.segment.checkpoint.version == 5
 
     # 5. Spark reads: latest and time travel to day 2's version
     back = demo_pipeline.read_back(spark, root, earlier_version=outcome.day2_version)
-    assert back.latest_version == 6
+    assert back.latest_version == 5
     assert back.latest_rows == demo_pipeline.expected_rows() == 1900
     assert back.earlier_rows == 900
     assert sum(rows for _, rows in demo_report.rows_by_partition(snap).values()) == 1900
@@ -82,6 +83,7 @@ def test_demo_pipeline_outcomes(spark: Any, tmp_path: Path) -> None:
     demo_report.show_reads(back, console)
     demo_report.show_scan(scanned, console)
     text = out.getvalue()
-    assert "CREATE TABLE" in text and "mode=Overwrite" in text and "1900 rows" in text
+    assert "mode=Append" in text and "mode=Overwrite" in text and "1900 rows" in text
+    assert "CREATE TABLE" not in text  # the first job created the table in its own commit, as Delta Spark does
     assert "Python reads" in text and "every live row: 1900 rows" in text
     assert any("deltalog.write" in line for line in said)

@@ -52,11 +52,11 @@ def test_every_type_nulls_and_awkward_partition_values_round_trip(tmp_path: Path
     root = tmp_path / "t"
     data = rows(60)
     first = deltalog.write(pa.table(data, schema=TABLE), root, partition_by=["p", "pd"])
-    assert first.version == 1  # version 0 created the table
+    assert first.version == 0  # the table and its first files, in one version
     snap = DeltaLog.for_table(root).snapshot()
     assert "timestampNtz" in snap.features and snap.partition_columns == ["p", "pd"]
     second = deltalog.write(as_given(data), root)
-    assert second.version == 2
+    assert second.version == 1
     paths = [a.path for a in second.actions if isinstance(a, deltalog.actions.Add)]
     assert any("p=a%252Fb" in p for p in paths) and any("__HIVE_DEFAULT_PARTITION__" in p for p in paths)
     assert_valid(root)
@@ -102,7 +102,7 @@ def test_a_column_mapped_table_gets_physical_names_and_merged_columns(tmp_path: 
 
 def test_modes_error_ignore_append_overwrite(tmp_path: Path) -> None:
     root = tmp_path / "t"
-    assert deltalog.write(sales(range(10)), root, mode="error", partition_by="region").version == 1
+    assert deltalog.write(sales(range(10)), root, mode="error", partition_by="region").version == 0
     with pytest.raises(deltalog.TableAlreadyExistsError, match="mode='error'"):
         deltalog.write(sales(range(10)), root, mode="error")
     ignored = deltalog.write(sales(range(100)), root, mode="ignore")
@@ -113,7 +113,7 @@ def test_modes_error_ignore_append_overwrite(tmp_path: Path) -> None:
     info = commit_info(root)
     assert info["operation"] == "WRITE" and info["operationParameters"]["mode"] == "Overwrite"
     assert info["operationMetrics"]["numOutputRows"] == "5" and info["operationMetrics"]["numRemovedFiles"] == "4"
-    assert replaced.version == 3
+    assert replaced.version == 2
     assert_everyone_reads(root, sales(range(100, 105)))
 
 
@@ -129,7 +129,7 @@ def test_replace_where_on_partitions_replaces_whole_files(tmp_path: Path) -> Non
     before = files_on_disk(root)
     with pytest.raises(deltalog.InvalidArgumentError, match=r"row 1 of the data does not satisfy replace_where"):
         deltalog.write(sales(range(300, 302)), root, mode="overwrite", replace_where={"region": "eu"})
-    assert files_on_disk(root) == before and DeltaLog.for_table(root).latest_version() == 2
+    assert files_on_disk(root) == before and DeltaLog.for_table(root).latest_version() == 1
 
 
 @pytest.mark.parametrize("dvs", [False, True], ids=["rewrite", "deletion-vectors"])
@@ -177,7 +177,7 @@ def test_exactly_once_batches_commit_once(tmp_path: Path) -> None:
     first = deltalog.write(sales(range(10)), root, app_id="etl", app_version=7)
     again = deltalog.write(sales(range(10)), root, app_id="etl", app_version=7)
     older = deltalog.write(sales(range(10)), root, app_id="etl", app_version=3)
-    assert first.version == 1 and again.skipped and older.skipped and again.version is None
+    assert first.version == 0 and again.skipped and older.skipped and again.version is None
     assert DeltaLog.for_table(root).snapshot().app_version("etl") == 7
     assert_everyone_reads(root, sales(range(10)))
 
@@ -190,7 +190,7 @@ def test_a_refused_commit_deletes_its_files_and_an_unknown_outcome_keeps_them(tm
         deltalog.write(sales(range(500, 502), ["eu"]), root, mode="overwrite", replace_where={"region": "eu"})
 
     before = files_on_disk(root)
-    rule = slow("put_if_absent", "_delta_log/*2.json", delay_s=0, nth=1, on_fire=another_writer_replaces_eu)
+    rule = slow("put_if_absent", "_delta_log/*1.json", delay_s=0, nth=1, on_fire=another_writer_replaces_eu)
     store = FaultyStore(LocalLogStore(str(root)), rule)
     with pytest.raises(ConcurrentModificationError):
         deltalog.write(
@@ -205,13 +205,13 @@ def test_a_refused_commit_deletes_its_files_and_an_unknown_outcome_keeps_them(tm
     # the commit landed but the answer was lost and the log cannot be read back: its files must stay
     store = FaultyStore(
         LocalLogStore(str(root)),
-        fail_after("put_if_absent", "_delta_log/*3.json", nth=1),
-        fail_before("read", "_delta_log/*3.json", error=server_error()),
+        fail_after("put_if_absent", "_delta_log/*2.json", nth=1),
+        fail_before("read", "_delta_log/*2.json", error=server_error()),
     )
     before = files_on_disk(root)
     with pytest.raises(CommitStateUnknownError):
         deltalog.write(sales(range(700, 703)), DeltaLog(store, str(root)))
-    assert len(files_on_disk(root) - before) == 2  # one file per region, referenced by the landed version 3
+    assert len(files_on_disk(root) - before) == 2  # one file per region, referenced by the landed version 2
     store.disarm()
     assert_everyone_reads(
         root,

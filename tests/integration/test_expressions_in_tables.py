@@ -220,6 +220,17 @@ def test_every_write_entry_point_takes_every_filter_form(tmp_path: Path, form: s
     assert_valid(other)
 
 
+@pytest.mark.parametrize("form", list(FORMS))
+def test_changes_take_every_filter_form(tmp_path: Path, form: str) -> None:
+    root = tmp_path / "t"
+    days = ["x", "y", "z"]
+    data = pa.table({"id": pa.array(range(9), pa.int64()), "day": [days[i % 3] for i in range(9)], "v": [0.0] * 9})
+    deltalog.write(data, root, partition_by=["day"], configuration={"delta.enableChangeDataFeed": "true"})
+    rows = DeltaLog.for_table(root).changes(0, filter=FORMS[form]).read_all()
+    assert sorted(rows.column("id").to_pylist()) == [3, 6]
+    assert set(rows.column("_change_type").to_pylist()) == {"insert"}
+
+
 # ---------------------------------------------------------------------------------------------- read predicates
 DELETES = {
     "sql": "day = 'x'",
@@ -266,7 +277,7 @@ def test_a_delete_on_one_partition_does_not_conflict_with_an_append_to_another(t
 
     result = delete(start_then_let_the_append_land, DELETES[form])
     worker.join()
-    assert result.version == 3 and result.attempts == 2  # retried past the append, not refused
+    assert (result.version, result.attempts, result.winners) == (2, 2, (1,))  # retried past the append, not refused
     ids = sorted(DeltaLog.for_table(root).snapshot().to_arrow().column("id").to_pylist())
     assert ids == [1, 2, 4, 5, 7, 8, 100]
 
@@ -344,3 +355,16 @@ def test_the_spark_writer_and_deltalog_compute_the_same_generated_values(spark: 
     theirs = DeltaLog.for_table(by_spark).snapshot().to_arrow(columns=SPARK_COLUMNS).sort_by("id")
     assert mine.to_pylist() == theirs.to_pylist()
     assert DeltaLog.for_table(by_spark).latest_version() == DeltaLog.for_table(by_deltalog).latest_version() == 2
+
+
+@pytest.mark.parametrize("form", list(DELETES))
+def test_optimize_takes_every_filter_form(tmp_path: Path, form: str) -> None:
+    root = tmp_path / "t"
+    day_table(root)
+    day_table(root)  # two files in each partition
+    result = DeltaLog.for_table(root).optimize(where=DELETES[form])
+    assert result.partitions_optimized == 1 and result.num_files_removed == 2 and result.num_files_added == 1
+    snap = DeltaLog.for_table(root).snapshot()
+    assert {dict(r)["day"] for r in snap.files().column("partition_values").to_pylist()} == {"x", "y", "z"}
+    assert snap.files().num_rows == 5
+    assert_valid(root)

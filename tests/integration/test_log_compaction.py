@@ -126,6 +126,7 @@ def assert_same_with_and_without(plain: Path, compacted: Path, first: int) -> in
 # ---------------------------------------------------------------------------------------------- the corpus
 
 
+@pytest.mark.corpus
 def test_every_corpus_table_reads_the_same_with_compaction_files(tmp_path: Path) -> None:
     entries = corpus_entries()
     assert entries, "no conformance corpus (DELTALOG_CORPUS)"
@@ -251,7 +252,7 @@ def test_the_default_range_and_an_identical_file_already_there(tmp_path: Path) -
     assert (first.start, first.end, first.written) == (0, latest, True)
     again = log.compact_log(0, latest)
     assert again.existed and again.identical and not again.written
-    with pytest.raises(InvalidArgumentError, match="at least 2 commits"):
+    with pytest.raises(InvalidArgumentError, match=r"nothing to compact .*: no commit after the newest checkpoint"):
         log.compact_log()  # nothing after the compaction just written
     log.checkpoint(latest - 3)
     dry = log.compact_log(dry_run=True)

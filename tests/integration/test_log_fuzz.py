@@ -49,12 +49,11 @@ import pytest
 
 from deltalog.core.paths import Kind, commit_name, parse
 from deltalog.errors import DeltaLogError
-from tests.corpus import corpus_dir
 from tests.peers import try_deltalake
 
 from .logdamage import LOG, copy_table, fresh, replacer, state, within
 
-pytestmark = pytest.mark.skipif(corpus_dir() is None, reason="needs the conformance corpus")
+pytestmark = pytest.mark.corpus  # every case damages a copy of a corpus table: none without a corpus
 
 TABLES = {
     "classic": "delta/basic-with-checkpoint",

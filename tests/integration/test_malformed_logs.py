@@ -29,7 +29,6 @@ from deltalog.core.paths import checkpoint_name, commit_name, multipart_name
 from deltalog.errors import CheckpointError, CorruptLogError, DeltaLogError, StorageError
 from deltalog.storage.faults import FaultRule, FaultyStore, transient
 from deltalog.storage.local import LocalLogStore
-from tests.corpus import corpus_dir
 from tests.peers import try_deltalake, try_duckdb
 
 from .logdamage import (
@@ -48,7 +47,7 @@ from .logdamage import (
     within,
 )
 
-pytestmark = pytest.mark.skipif(corpus_dir() is None, reason="needs the conformance corpus")
+pytestmark = pytest.mark.corpus  # every case damages a copy of a corpus table: none without a corpus
 
 BASIC = "delta/basic-with-checkpoint"  # versions 0-14, checkpoint at 10, every commit kept, 30 real data files
 CP10 = checkpoint_name(10)

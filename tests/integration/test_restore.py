@@ -319,15 +319,27 @@ def test_cli_restore(tmp_path: Path) -> None:
     old = runner.invoke(cli, ["restore", str(root), "--version", "1", "--json"])
     assert old.exit_code == 1 and old.stdout == "" and "deletedFileRetentionDuration" in old.stderr
     assert DeltaLog.for_table(root).latest_version() == 4
-    out = runner.invoke(cli, ["restore", str(root), "--version", "1", "--force", "--json"])
+    # like vacuum and cleanup, restore shows its plan unless --apply is given
+    preview = runner.invoke(cli, ["restore", str(root), "--version", "1", "--force", "--json"])
+    assert preview.exit_code == 0, preview.output
+    planned = json.loads(preview.stdout)
+    assert planned["dry_run"] is True and planned["version"] is None and planned["txn_id"] is None
+    assert planned["restored_version"] == 1 and planned["num_removed"] > 0 and planned["num_restored"] > 0
+    assert DeltaLog.for_table(root).latest_version() == 4  # nothing committed
+    said = runner.invoke(cli, ["restore", str(root), "--version", "1", "--force"])
+    assert "dry run: nothing committed (--apply commits version 5 or later)" in " ".join(said.stdout.split())
+    out = runner.invoke(cli, ["restore", str(root), "--version", "1", "--force", "--apply", "--json"])
     assert out.exit_code == 0, out.output
     doc = json.loads(out.stdout)
-    assert doc["version"] == 5 and doc["restored_version"] == 1 and doc["read_version"] == 4
+    assert doc["version"] == 5 and doc["restored_version"] == 1 and doc["read_version"] == 4 and not doc["dry_run"]
+    assert {k: doc[k] for k in ("num_removed", "num_restored")} == {
+        k: planned[k] for k in ("num_removed", "num_restored")
+    }
     assert doc["num_removed"] > 0 and doc["num_restored"] > 0
     assert doc["metadata_restored"] is False and doc["protocol_upgraded"] is False and doc["skipped_missing"] == []
     uuid.UUID(doc["txn_id"])
     assert_peers_read(root, lake_rows(root, 1))
-    human = runner.invoke(cli, ["restore", str(root), "--timestamp", "2026-01-03T12:00:00", "--force"])
+    human = runner.invoke(cli, ["restore", str(root), "--timestamp", "2026-01-03T12:00:00", "--force", "--apply"])
     assert human.exit_code == 0 and "restored version" in human.stdout
     assert_peers_read(root, lake_rows(root, 2))
     for args in (["restore", str(root)], ["restore", str(root), "--version", "1", "--timestamp", "2026-01-02"]):
@@ -344,7 +356,8 @@ def test_cli_restore_without_missing_files(tmp_path: Path) -> None:
     refused = runner.invoke(cli, ["restore", str(root), "--version", "1", "--force"])
     assert refused.exit_code == 1 and gone in refused.stderr and "--ignore-missing-files" in refused.stderr
     assert DeltaLog.for_table(root).latest_version() == 4
-    out = runner.invoke(cli, ["restore", str(root), "--version", "1", "--force", "--ignore-missing-files", "--json"])
+    args = ["restore", str(root), "--version", "1", "--force", "--ignore-missing-files", "--apply", "--json"]
+    out = runner.invoke(cli, args)
     assert out.exit_code == 0, out.output
     assert json.loads(out.stdout)["skipped_missing"] == [gone]
     assert_peers_read(root, expected)

@@ -1,8 +1,14 @@
-"""Spark overwrites declare an intent and stop early: between stages, not at commit time."""
+"""Spark overwrites declare an intent for the whole job and stop early: before the job writes anything.
+
+``write`` declares the intent in the caller's process (alive for the whole job, so it keeps the heartbeat) and
+checks it before handing the DataFrame to ``format("deltalog")``; the sink's commit is then checked against
+every commit since the version the job planned on.
+"""
 
 from __future__ import annotations
 
 import os
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -11,6 +17,7 @@ import pytest
 
 from deltalog import ConcurrentAppendError, DeltaLog
 from deltalog import actions as A
+from deltalog.spark.gate import Gate
 from deltalog.spark.writer import write
 
 SCHEMA = "id long, city string, amount double, day string"
@@ -39,31 +46,36 @@ def seeded(spark: Any, tmp_path: Path) -> Path:
     return table
 
 
-def test_overwrite_stops_at_the_check_after_its_write_stage(spark: Any, tmp_path: Path) -> None:
+def test_an_overwrite_whose_partition_changes_while_it_writes_fails_and_cleans_up(spark: Any, tmp_path: Path) -> None:
     table = seeded(spark, tmp_path)
     before = data_files(table)
-    seen: dict[str, Any] = {}
+    gate = Gate()
+    failed: list[BaseException] = []
 
-    def writer_a_commits_into_p() -> None:  # runs after B's files are written, before B's last check
-        seen["intents"] = intents(table)
+    def writer_b() -> None:
+        try:
+            write(
+                batch(spark, P, 100, 6), str(table), mode="overwrite", replace_where={"day": P}, before_commit=gate.hook
+            )
+        except BaseException as exc:  # asserted below
+            failed.append(exc)
+
+    b = threading.Thread(target=writer_b)
+    b.start()
+    try:
+        gate.arrivals(1, alive=b.is_alive)  # B's files are written, its commit waits
+        live = intents(table)
         add = A.Add(path=sorted(before)[0], partition_values={"day": P}, size=1, modification_time=1, data_change=True)
-        seen["version"] = DeltaLog.for_table(table).start_transaction().commit([add]).version
-
-    with pytest.raises(ConcurrentAppendError) as exc:
-        write(
-            batch(spark, P, 100, 6),
-            str(table),
-            mode="overwrite",
-            replace_where={"day": P},
-            before_commit=writer_a_commits_into_p,
-        )
-    assert len(seen["intents"]) == 1  # B's intent was live during its job
-    assert exc.value.winning_version == seen["version"] == 3
-    assert any(entry.name == "check_early" for entry in exc.traceback)  # stopped early, not by the commit
-    assert not any(entry.name == "_commit" for entry in exc.traceback)
+        version = DeltaLog.for_table(table).start_transaction().commit([add]).version  # A commits into P
+    finally:
+        gate.close()
+    b.join(timeout=300)
+    assert len(live) == 1  # B's intent was live during its job
+    assert len(failed) == 1 and isinstance(failed[0], ConcurrentAppendError), failed
+    assert failed[0].winning_version == version == 2
     assert data_files(table) == before  # B's written files were deleted
     assert intents(table) == []
-    assert DeltaLog.for_table(table).latest_version() == 3
+    assert DeltaLog.for_table(table).latest_version() == 2
 
 
 def test_a_live_intent_with_priority_stops_the_job_before_any_file_is_written(spark: Any, tmp_path: Path) -> None:
@@ -78,7 +90,7 @@ def test_a_live_intent_with_priority_stops_the_job_before_any_file_is_written(sp
 
     # another partition is unaffected by the intent on P
     other = write(batch(spark, Q, 200, 3), str(table), mode="overwrite", replace_where={"day": Q})
-    assert other.version == 3 and other.num_rows == 3 and other.num_removed > 0
+    assert other.version == 2 and other.num_rows == 3 and other.num_removed > 0
     holder.abort()
     assert intents(table) == []
 
@@ -91,5 +103,5 @@ def test_a_dead_writers_expired_intent_blocks_no_spark_job(spark: Any, tmp_path:
     past = time.time() - 61
     os.utime(table / handle.path, (past, past))
     result = write(batch(spark, P, 300, 5), str(table), mode="overwrite", replace_where={"day": P})
-    assert result.version == 3 and result.num_rows == 5
+    assert result.version == 2 and result.num_rows == 5
     assert intents(table) == [f"{dead.txn_id}.json"]  # left for cleanup

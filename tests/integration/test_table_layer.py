@@ -42,9 +42,9 @@ def append(root: Path, name: str) -> int:
 # ---------------------------------------------------------------------------------------------- creating
 def test_create_is_a_transaction_on_read_version_minus_one(tmp_path: Path) -> None:
     seen: list[Committed] = []
-    result = ddl.create_table(
-        context(tmp_path), SCHEMA, configuration={"delta.appendOnly": "true"}, on_committed=seen.append
-    )
+    ctx = context(tmp_path)
+    table = ddl.plan_table(ctx, SCHEMA, configuration={"delta.appendOnly": "true"})
+    result = ddl.create_table(ctx, table, on_committed=seen.append)
     assert (result.version, result.read_version, result.operation, result.attempts) == (0, -1, "CREATE TABLE", 1)
     assert [c.result for c in seen] == [result] and seen[0].read is None
     assert [c.version for c in seen[0].commits] == [0]  # what a cache would advance by, our commit itself

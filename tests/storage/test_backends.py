@@ -59,7 +59,7 @@ def test_the_option_or_the_environment_picks_the_client(monkeypatch: pytest.Monk
 def test_asking_for_obstore_when_it_is_not_installed_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv(BACKEND_ENV, raising=False)
     monkeypatch.setitem(sys.modules, "obstore", None)  # import obstore now raises ImportError
-    with pytest.raises(InvalidArgumentError, match=r"pip install 'deltalog\[obstore\]'"):
+    with pytest.raises(InvalidArgumentError, match=r"pip install 'deltalog\[s3\]' \(it brings obstore\)"):
         store_for("s3://b/t", {**S3, "deltalog_backend": "obstore"})
     assert isinstance(store_for("s3://b/t", S3), S3LogStore)  # not asked for: the fsspec client, quietly
     assert isinstance(store_for("abfs://c/t", AZURE), AzureLogStore)

@@ -66,6 +66,8 @@ PRIVATE_ALLOWED: dict[str, str] = {
     "_asdict": "namedtuple's public conversion to a dict",
     "_call_s3": "s3fs: the one way to send requests it has no method for (If-None-Match, DeleteObjects)",
     "_cat_file": "fsspec's async filesystems: the coroutine form of cat_file (the underscore marks async, not private)",
+    "_jsparkSession": "pyspark: the JVM session, to make it the calling thread's active one (Spark looks Python data "
+    "sources up there; pyspark has no public call for it)",
 }
 
 

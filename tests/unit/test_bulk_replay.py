@@ -424,6 +424,7 @@ def _outcome(monkeypatch: pytest.MonkeyPatch, path: Path) -> tuple[Any, Any]:
     return out[0], out[1]
 
 
+@pytest.mark.corpus
 @pytest.mark.parametrize("entry", CORPUS, ids=[e["name"] for e in CORPUS])
 def test_corpus_tables_replay_the_same_both_ways(
     entry: dict[str, Any], tmp_path: Path, monkeypatch: pytest.MonkeyPatch

@@ -141,6 +141,7 @@ def test_unreadable_checkpoint_is_corrupt_for_both_reads(tmp_path: Path) -> None
 CORPUS = [e["name"] for e in corpus_entries() if e.get("has_checkpoint")]
 
 
+@pytest.mark.corpus
 @pytest.mark.parametrize("name", CORPUS)
 def test_read_non_file_matches_read_base_on_corpus_checkpoints(name: str) -> None:
     log = DeltaLog.for_table(table_path(name))

@@ -1,6 +1,7 @@
-"""``deltalog checkpoint`` and ``deltalog compact`` (the compaction job), and the library under ``compact``.
+"""``deltalog checkpoint`` and ``deltalog checkpoint-job`` (``compact`` before: a deprecated alias for one
+release), and the library under ``checkpoint-job``.
 
-The error contract is the CLI's: a failure prints one ``error:`` line on stderr. ``compact`` is the one verb
+The error contract is the CLI's: a failure prints one ``error:`` line on stderr. ``checkpoint-job`` is the verb
 whose failure still prints a result: every table's outcome goes to stdout (one document), then one line on
 stderr names the tables that failed, and the exit code is 1.
 """
@@ -203,7 +204,7 @@ def test_progress_bar_draws_on_a_terminal_and_stays_off_elsewhere() -> None:
 def test_compact_checkpoints_only_tables_past_the_threshold(tmp_path: Path) -> None:
     busy = table(tmp_path / "busy", 12)  # 13 commit files (0..12) to replay
     quiet = table(tmp_path / "quiet", 3)
-    doc = as_json("compact", busy, quiet)
+    doc = as_json("checkpoint-job", busy, quiet)
     assert doc["min_commits"] == 10
     assert (doc["num_checkpointed"], doc["num_skipped"], doc["num_failed"]) == (1, 1, 0)
     first, second = doc["tables"]
@@ -231,10 +232,10 @@ def test_compact_checkpoints_only_tables_past_the_threshold(tmp_path: Path) -> N
     assert hint(busy)["version"] == 12
 
     # the next run finds nothing to do; ten commits later it checkpoints again
-    doc = as_json("compact", busy)
+    doc = as_json("checkpoint-job", busy)
     assert doc["tables"][0]["status"] == "skipped" and doc["tables"][0]["commits_since_checkpoint"] == 0
     more(busy, 10)
-    doc = as_json("compact", busy, "--parts", 2)
+    doc = as_json("checkpoint-job", busy, "--parts", 2)
     t = doc["tables"][0]
     assert (t["status"], t["version"], t["last_checkpoint"], t["commits_since_checkpoint"]) == (
         "checkpointed",
@@ -245,18 +246,30 @@ def test_compact_checkpoints_only_tables_past_the_threshold(tmp_path: Path) -> N
     assert t["checkpoint"]["kind"] == "multipart" and len(t["checkpoint"]["files"]) == 2
 
 
+def test_compact_is_a_deprecated_alias_that_says_what_it_became(tmp_path: Path) -> None:
+    busy = table(tmp_path / "busy", 10)
+    result = run("compact", busy, "--json")
+    assert result.exit_code == 0 and orjson.loads(result.stdout)["tables"][0]["status"] == "checkpointed"
+    (warning,) = result.stderr.splitlines()
+    assert warning.startswith(
+        "WARNING deltalog.cli.checkpoint_cmd: 'deltalog compact' is now 'deltalog checkpoint-job'"
+    )
+    assert "'compact' will then mean data-file compaction (OPTIMIZE)" in warning
+    assert "compact " not in ok("--help").replace("compact-log", "")  # not listed: the old name is on its way out
+
+
 def test_compact_min_commits(tmp_path: Path) -> None:
     root = table(tmp_path / "t", 3)
-    assert as_json("compact", root, "--min-commits", 5)["tables"][0]["status"] == "skipped"
-    assert as_json("compact", root, "--min-commits", 4)["tables"][0]["status"] == "checkpointed"
-    assert "--min-commits" in fails("compact", root, "--min-commits", 0, code=2)
+    assert as_json("checkpoint-job", root, "--min-commits", 5)["tables"][0]["status"] == "skipped"
+    assert as_json("checkpoint-job", root, "--min-commits", 4)["tables"][0]["status"] == "checkpointed"
+    assert "--min-commits" in fails("checkpoint-job", root, "--min-commits", 0, code=2)
 
 
 def test_compact_human_output(tmp_path: Path) -> None:
     busy = table(tmp_path / "busy", 10)
     quiet = table(tmp_path / "quiet", 1)
-    out = ok("compact", busy, quiet)
-    assert out.startswith("Compaction")
+    out = ok("checkpoint-job", busy, quiet)
+    assert out.startswith("Checkpoint job")
     assert row(out, str(busy), "checkpointed", "10", "-", "11", "classic v10")
     assert row(out, str(quiet), "skipped", "1", "-", "2", "-", "-")
     assert "1 checkpointed, 1 skipped, 0 failed (min commits 10)" in out
@@ -267,7 +280,7 @@ def test_compact_reports_failures_and_carries_on(tmp_path: Path) -> None:
     (broken / LOG_DIR / commit_name(5)).unlink()  # a gap: the log is corrupt
     missing = tmp_path / "missing"
     good = table(tmp_path / "good", 11)
-    result = run("compact", broken, missing, good, "--json")
+    result = run("checkpoint-job", broken, missing, good, "--json")
     assert result.exit_code == 1
     doc = orjson.loads(result.stdout)  # the whole result is still printed
     assert [t["status"] for t in doc["tables"]] == ["failed", "failed", "checkpointed"]
@@ -281,9 +294,9 @@ def test_compact_reports_failures_and_carries_on(tmp_path: Path) -> None:
     assert [w.split(":")[0] for w in warnings] == ["WARNING deltalog.maintenance.checkpoint_job"] * 2
     assert str(broken) in warnings[0] and str(missing) in warnings[1]
     assert last == (
-        f"error: compaction failed for 2 of 3 tables: {broken} (CorruptLogError); {missing} (TableNotFoundError)"
+        f"error: checkpoints failed for 2 of 3 tables: {broken} (CorruptLogError); {missing} (TableNotFoundError)"
     )
-    quiet = run("compact", broken, missing, good, "--json", "--quiet")
+    quiet = run("checkpoint-job", broken, missing, good, "--json", "--quiet")
     assert quiet.stderr.splitlines() == [last]
 
 
@@ -295,15 +308,15 @@ def test_compact_prefix_finds_every_table_once(tmp_path: Path) -> None:
     assert discover_tables(str(tmp_path / "lake")) == [str(a), str(b)]
     assert discover_tables(f"file://{tmp_path / 'lake'}") == [str(a), str(b)]
     assert discover_tables(str(a)) == [str(a)]
-    doc = as_json("compact", "--prefix", tmp_path / "lake", a)
+    doc = as_json("checkpoint-job", "--prefix", tmp_path / "lake", a)
     assert [(t["table"], t["status"]) for t in doc["tables"]] == [(str(a), "checkpointed"), (str(b), "skipped")]
-    assert as_json("compact", "--prefix", tmp_path / "lake" / "empty")["tables"] == []
+    assert as_json("checkpoint-job", "--prefix", tmp_path / "lake" / "empty")["tables"] == []
 
 
 def test_compact_usage_and_prefix_errors(tmp_path: Path) -> None:
-    assert "TABLE or --prefix" in fails("compact", code=2)
-    assert "no such directory" in fails("compact", "--prefix", tmp_path / "nope")
-    assert "--parts" in fails("compact", tmp_path, "--parts", 0, code=2)
+    assert "TABLE or --prefix" in fails("checkpoint-job", code=2)
+    assert "no such directory" in fails("checkpoint-job", "--prefix", tmp_path / "nope")
+    assert "--parts" in fails("checkpoint-job", tmp_path, "--parts", 0, code=2)
 
 
 # ---------------------------------------------------------------------------------------------- library

@@ -18,9 +18,11 @@ from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 from click.testing import CliRunner
 
+import deltalog
 from deltalog import DeltaLog
 from deltalog.cli import documents
 from deltalog.cli.main import EXIT_INTERRUPTED, cli
@@ -165,6 +167,46 @@ def test_contradictory_or_bad_options_exit_2(table: Path, args: list[str], expec
 
 
 # ---------------------------------------------------------------------------------------------- Ctrl-C
+
+
+def partitioned(root: Path) -> Path:
+    deltalog.write(pa.table({"id": [1, 2], "region": ["eu", "us"]}), root, partition_by=["region"])
+    return root
+
+
+def test_where_names_the_column_without_the_spaces_around_it(tmp_path: Path) -> None:
+    root = partitioned(tmp_path / "p")
+    assert one_line(["files", root, "--where", "nope = 1"], 1) == (
+        "error: unknown column 'nope'; the table has ['id', 'region']"
+    )
+    shown = CliRunner().invoke(cli, ["files", str(root), "--where", "region = eu", "--json"])
+    assert shown.exit_code == 0 and '"region": "eu"' in shown.stdout  # `a = b` reads as a=b
+    assert "'region >= eu' is not COLUMN=VALUE" in one_line(["files", root, "--where", "region >= eu"], 2)
+
+
+def test_a_bad_timestamp_shows_one_that_is_accepted(table: Path) -> None:
+    assert one_line(["snapshot", table, "--timestamp", "yesterday"], 1) == (
+        "error: not an ISO-8601 timestamp: 'yesterday' (e.g. 2026-11-01, 2026-11-01T10:00:00Z or "
+        "'2026-11-01 10:00:00+02:00'; no zone means UTC)"
+    )
+
+
+def test_errors_name_the_flags_not_the_python_parameters(tmp_path: Path) -> None:
+    root = partitioned(tmp_path / "p")
+    data = tmp_path / "more.parquet"
+    pq.write_table(pa.table({"id": [3], "region": ["eu"], "note": ["x"]}), data)
+    assert one_line(["write", root, data, "--partition-by", "id"], 1) == (
+        "error: --partition-by ['id'] differs from the table's partition columns ['region']"
+    )
+    assert one_line(["write", root, data], 1).endswith("; --merge-schema adds them")
+    assert one_line(["write", root, data, "--mode", "error"], 1).endswith("(--mode error)")
+
+
+def test_compact_log_with_nothing_to_compact_says_so(table: Path) -> None:
+    assert one_line(["compact-log", table], 1) == (
+        f"error: nothing to compact in {table}/_delta_log: the log holds 1 commit, and a log compaction file "
+        "covers at least 2"
+    )
 
 
 def test_interrupt_in_process_exits_130(monkeypatch: pytest.MonkeyPatch, table: Path) -> None:

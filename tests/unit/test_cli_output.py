@@ -172,7 +172,7 @@ def test_intents(lake: Path, width: int | None) -> None:
 
 @pytest.mark.parametrize("width", WIDTHS)
 def test_compact_and_doctor(lake: Path, width: int | None) -> None:
-    out = run(["compact", lake, "--min-commits", "100"], width).out
+    out = run(["checkpoint-job", lake, "--min-commits", "100"], width).out
     assert_shows(out, [str(lake)], [])
     result = piped(["doctor", lake, "--rounds", "1", "--threads", "2"]) if width is None else None
     out = result.out if result else in_terminal(["doctor", lake, "--rounds", "1", "--threads", "2"], width).out
@@ -197,7 +197,7 @@ def test_commit_checkpoint_restore(lake: Path, width: int | None, tmp_path: Path
     assert_shows(out, ["_delta_log/00000000000000000004.checkpoint.parquet"], [])
     assert_peers_agree(lake)
 
-    out = run(["restore", lake, "--version", "3"], width).out
+    out = run(["restore", lake, "--version", "3", "--apply"], width).out
     assert_shows(out, [str(lake)], [log.snapshot().commit_info["txnId"]])
     assert_peers_agree(lake)
 

@@ -17,9 +17,10 @@ import pyarrow.parquet as pq
 import pytest
 
 from deltalog.actions import Add
+from deltalog.core.partitions import serialize_partition_value
 from deltalog.data.batches import batches, group_rows
 from deltalog.data.files import DataFileWriter, WriteTarget, write_files
-from deltalog.data.paths import escape_path_name, log_path, partition_dir, serialize_partition_value
+from deltalog.data.paths import escape_path_name, log_path, partition_dir
 from deltalog.errors import (
     ConstraintViolationError,
     InvalidArgumentError,

@@ -328,3 +328,25 @@ def test_missing_and_corrupt_data_files_are_typed_errors_naming_the_file(tmp_pat
     (tmp_path / "dir.parquet").mkdir()
     with pytest.raises((CorruptDataError, StorageError), match=r"dir\.parquet"):
         rows(tmp_path, spec, DataFile("dir.parquet", {}))
+
+
+def test_many_small_files_read_as_one_reads_each_and_joins_only_alike_files(tmp_path: Path) -> None:
+    """``read_many`` gives exactly the rows ``read_batches`` gives file by file, in order: files of one partition
+    and one file schema joined, a file with another schema, another partition or a deletion vector apart."""
+    from deltalog.data.read import read_many
+
+    store = LocalLogStore(str(tmp_path))
+    spec = read_schema(schema(field("id", "long"), field("p", "string"), field("x", "double")), ["p"])
+    files = []
+    for i in range(6):
+        table = pa.table({"id": pa.array([i * 10, i * 10 + 1], pa.int64()), "x": [0.5, None]})
+        if i == 3:
+            table = pa.table({"id": pa.array([30, 31], pa.int32())})  # an older, narrower file without x
+        name = write(tmp_path, f"f{i}.parquet", table)
+        dv = inline_deletion_vector([1], 2) if i == 4 else None
+        files.append(DataFile(name, {"p": "a" if i < 5 else "b"}, dv, 2))
+    one_by_one = [r for f in files for r in read_file(store, spec, f).to_pylist()]
+    batches = list(read_many(store, spec, files, batch_rows=3))
+    assert [r for b in batches for r in b.to_pylist()] == one_by_one
+    assert all(b.schema == spec.schema for b in batches)
+    assert max(b.num_rows for b in batches) == 3  # joined up to batch_rows

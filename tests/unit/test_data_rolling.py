@@ -4,6 +4,8 @@ hold exactly their rows."""
 
 from __future__ import annotations
 
+import gc
+import sys
 import threading
 from pathlib import Path
 from typing import BinaryIO
@@ -153,3 +155,21 @@ def test_columns_whose_dictionary_cannot_fit_are_written_plain_and_the_rest_keep
     dictionary = {group.column(i).path_in_schema: group.column(i).has_dictionary_page for i in range(group.num_columns)}
     assert dictionary == {"id": False, "value": False, "city": True, "code": True, "flag": False}
     assert pq.read_table(tmp_path / unquote(add.path)).equals(data)
+
+
+def test_a_discarded_open_file_leaves_no_parquet_writer_to_fail_at_garbage_collection(tmp_path: Path) -> None:
+    """A write that fails while a file is open discards it: the file is deleted, and the ParquetWriter over its
+    closed stream must be closed too, or its ``__del__`` fails later ("operation on closed Python file") as an
+    unraisable exception wherever the garbage collector happens to run."""
+    store = LocalLogStore(str(tmp_path))
+    files = lane(store, "x")
+    files.write(pa.table({"id": pa.array([1, 2, 3], pa.int64())}))  # a file is open, not finished
+    assert files.written and (tmp_path / files.written[0]).exists()
+    unraisable: list[object] = []
+    hook, sys.unraisablehook = sys.unraisablehook, unraisable.append
+    try:
+        assert files.discard() == []
+        gc.collect()
+    finally:
+        sys.unraisablehook = hook
+    assert unraisable == [] and not any(tmp_path.rglob("*.parquet"))

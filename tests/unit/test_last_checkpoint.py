@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import hashlib
-import os
 from pathlib import Path
 from typing import Any
 
@@ -13,6 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from deltalog.core.last_checkpoint import HintError, LastCheckpoint, checksum, parse
+from tests.corpus import corpus_dir
 
 SETTINGS = settings(max_examples=200, deadline=None, database=None)
 SPEC_VECTOR = (
@@ -178,20 +178,12 @@ def test_checksummed_hint_parses(version: int, size: int, parts: int | None) -> 
 
 # ---------------------------------------------------------------------------------------------- corpus
 
-REPO = Path(__file__).resolve().parents[2]
 
-
-def _corpus_root() -> Path:
-    env = os.environ.get("DELTALOG_CORPUS")
-    return Path(env) if env else REPO.parent / "shared" / "conformance"
-
-
-def _corpus_hints() -> list[Path]:
-    root = _corpus_root() / "tables"
-    if not root.is_dir():
+def _corpus_hints(corpus: Path | None) -> list[Path]:
+    if corpus is None:
         return []
     found = []
-    for p in sorted(root.glob("**/_delta_log/_last_checkpoint")):
+    for p in sorted((corpus / "tables").glob("**/_delta_log/_last_checkpoint")):
         try:
             obj = orjson.loads(p.read_bytes())
         except orjson.JSONDecodeError:
@@ -201,22 +193,18 @@ def _corpus_hints() -> list[Path]:
     return found
 
 
-CORPUS_HINTS = _corpus_hints()
+CORPUS = corpus_dir()
+CORPUS_HINTS = _corpus_hints(CORPUS)
 
 
 @pytest.mark.corpus
 @pytest.mark.parametrize(
     "path",
     CORPUS_HINTS or [None],
-    ids=[str(p.relative_to(_corpus_root() / "tables").parent.parent) for p in CORPUS_HINTS] or ["no-corpus"],
+    ids=[str(p.parent.parent).split("/tables/", 1)[-1] for p in CORPUS_HINTS] or ["no-hint"],
 )
 def test_corpus_hint_checksums_validate(path: Path | None) -> None:
-    if path is None:
-        # No corpus here. That is acceptable only when nobody pointed us at one.
-        assert "DELTALOG_CORPUS" not in os.environ, (
-            f"DELTALOG_CORPUS={os.environ.get('DELTALOG_CORPUS')} holds no _last_checkpoint with a checksum"
-        )
-        return
+    assert path is not None, f"the corpus at {CORPUS} holds no _last_checkpoint with a checksum"
     data = path.read_bytes()
     obj = orjson.loads(data)
     hint = parse(data)  # raises HintError on a mismatch

@@ -213,8 +213,10 @@ def test_ranges_that_cannot_be_compacted_are_typed_errors() -> None:
     where = "t/_delta_log"
     with pytest.raises(InvalidArgumentError, match="at least 2 commits"):
         plan_range(_listing(9), 4, 4, where)
-    with pytest.raises(InvalidArgumentError, match="at least 2 commits"):
+    with pytest.raises(InvalidArgumentError, match="nothing to compact in t/_delta_log: 1 commit after the newest"):
         plan_range(_listing(9, checkpoint=8), None, None, where)  # only version 9 after the checkpoint
+    with pytest.raises(InvalidArgumentError, match="nothing to compact in t/_delta_log: the log holds 1 commit,"):
+        plan_range(_listing(0), None, None, where)
     with pytest.raises(VersionNotFoundError, match="latest version is 9"):
         plan_range(_listing(9), 5, 12, where)
     cleaned = [p for p in _listing(9, checkpoint=5) if p.version >= 5]

@@ -13,8 +13,14 @@ from hypothesis import strategies as st
 
 from deltalog.core import actions as A
 from deltalog.core.commit_rules import validate_actions
-from deltalog.core.partitions import HIVE_NULL, PartitionValueError, check_serialized, parse_value
-from deltalog.errors import InvalidCommitError
+from deltalog.core.partitions import (
+    HIVE_NULL,
+    PartitionValueError,
+    check_serialized,
+    parse_value,
+    serialize_partition_value,
+)
+from deltalog.errors import InvalidArgumentError, InvalidCommitError
 
 SETTINGS = settings(max_examples=200, deadline=None, database=None)
 UTC = dt.timezone.utc
@@ -116,6 +122,60 @@ def test_decimals_at_their_scale_pass(ps: tuple[int, int], data: st.DataObject) 
     frac = data.draw(st.integers(0, 10**scale - 1))
     text = f"{whole}.{frac:0{scale}d}" if scale else str(whole)
     assert check_serialized(f"decimal({precision},{scale})", text) == Decimal(text)
+
+
+# ---------------------------------------------------------------------------------------------- the writer's spelling
+FIRST = dt.datetime(1, 1, 1)
+LAST = dt.datetime(9999, 12, 31, 23, 59, 59, 999999)
+OFFSETS = st.builds(
+    dt.timezone, st.timedeltas(dt.timedelta(hours=-23, minutes=-59), dt.timedelta(hours=23, minutes=59))
+)
+
+
+@pytest.mark.parametrize(
+    ("value", "text"),
+    [
+        (dt.datetime(999, 1, 1, tzinfo=UTC), "0999-01-01T00:00:00.000000Z"),
+        (dt.datetime(999, 1, 1), "0999-01-01 00:00:00.000000"),
+        (dt.datetime(1, 1, 1, tzinfo=dt.timezone(dt.timedelta(hours=-1))), "0001-01-01T01:00:00.000000Z"),
+        (LAST, "9999-12-31 23:59:59.999999"),
+        (dt.date(42, 3, 4), "0042-03-04"),
+    ],
+)
+def test_years_before_1000_are_written_with_four_digits(value: Any, text: str) -> None:
+    """Issue 23 item 6: strftime("%Y") wrote ``999-01-01 ...``, which the commit check then refused."""
+    assert serialize_partition_value(value) == text
+
+
+@SETTINGS
+@given(st.datetimes(FIRST, LAST), st.sampled_from(["timestamp", "timestamp_ntz"]))
+def test_every_representable_timestamp_is_written_in_the_protocol_format_and_reads_back(
+    value: dt.datetime, t: str
+) -> None:
+    typed = value.replace(tzinfo=UTC) if t == "timestamp" else value
+    text = serialize_partition_value(typed)
+    assert check_serialized(t, text) == parse_value(t, text) == typed
+
+
+@SETTINGS
+@given(st.datetimes(FIRST, LAST, timezones=OFFSETS))
+def test_a_zoned_timestamp_is_written_in_utc_or_refused_when_utc_leaves_the_years_1_to_9999(value: dt.datetime) -> None:
+    try:
+        instant = value.astimezone(UTC)
+    except OverflowError:
+        with pytest.raises(InvalidArgumentError, match="0001-9999"):
+            serialize_partition_value(value)
+        return
+    text = serialize_partition_value(value)
+    assert text is not None and text.endswith("Z")
+    assert check_serialized("timestamp", text) == instant
+
+
+@SETTINGS
+@given(st.dates())
+def test_every_representable_date_is_written_in_the_protocol_format_and_reads_back(value: dt.date) -> None:
+    text = serialize_partition_value(value)
+    assert check_serialized("date", text) == parse_value("date", text) == value
 
 
 # ---------------------------------------------------------------------------------------------- commit rules

@@ -9,7 +9,7 @@ import pytest
 
 import deltalog.spark
 from deltalog import DeltaLog, Snapshot
-from deltalog.spark import distributed_checkpoint, reader, writer
+from deltalog.spark import changes, distributed_checkpoint, reader, writer
 
 
 def _doc(cls: type, name: str) -> str | None:
@@ -29,6 +29,7 @@ def test_every_public_member_has_a_docstring(cls: type) -> None:
     [
         (deltalog.spark.write, writer.write),
         (deltalog.spark.read, reader.read),
+        (deltalog.spark.read_changes, changes.read_changes),
         (deltalog.spark.checkpoint, distributed_checkpoint.checkpoint),
     ],
 )

@@ -26,7 +26,7 @@ import deltalog.spark
 from deltalog.errors import SetupError
 
 out = {"help": {n: pydoc.render_doc(getattr(deltalog.spark, n), renderer=pydoc.plaintext)
-                for n in ("read", "write", "checkpoint")}}
+                for n in ("read", "write", "checkpoint", "read_changes", "optimize")}}
 try:
     deltalog.spark.read(None, "/nowhere")
 except SetupError as exc:
@@ -47,6 +47,9 @@ def test_help_shows_typed_parameters_and_a_call_says_what_to_install_without_pys
     assert "storage_options: 'dict[str, Any] | None' = None" in out["help"]["write"]
     assert "-> 'WriteResult'" in out["help"]["write"]
     assert "parts: 'int | None' = None" in out["help"]["checkpoint"]
+    assert "starting_version: 'int | None' = None" in out["help"]["read_changes"]
+    assert "z_order_by: 'Sequence[str] | None' = None" in out["help"]["optimize"]
+    assert "-> 'OptimizeResult'" in out["help"]["optimize"]
     assert out["error"] == "deltalog.spark.read needs pyspark, which is not installed: pip install 'deltalog[spark]'"
     assert out["pyspark_loaded"] is False
 

@@ -33,7 +33,7 @@ from deltalog.core import actions as A
 from deltalog.data.dv import read_deletion_vector
 from deltalog.data.files import WriteTarget
 from deltalog.data.parallel import ordered
-from deltalog.data.read import DataFile, physical_rows, read_batches
+from deltalog.data.read import DataFile, physical_rows, read_batches, with_positions, with_row_tracking
 from deltalog.data.row_ids import Materialized, carrying, stable_ids
 from deltalog.data.scan import TableDescription
 from deltalog.dml.matching import FileMatch
@@ -87,7 +87,7 @@ class ChangeWriter:
         max_buffered_bytes: int | None = None,
     ) -> None:
         columns = tracking.names if tracking is not None else None
-        target = dataclasses.replace(target, row_tracking_columns=columns)
+        target = dataclasses.replace(target, row_tracking=columns)
         self.rewriter = Rewriter(store, target, changes, target_file_size, max_buffered_bytes)
         self.tracking = tracking
         self.names = [c.name for c in plan.columns]
@@ -191,18 +191,18 @@ class Applier:
     def _read(self, f: FileActions, rewrite: bool) -> Iterator[pa.RecordBatch]:
         """``f``'s rows as the second pass needs them: every row of a file it rewrites; otherwise the row groups
         holding acted rows, with the columns the clauses need (none at all: the positions alone, unread)."""
-        raw = self.writer.tracking.fields if self.writer.tracking is not None else ()
+        tracking = self.writer.tracking
         columns = self._needed(rewrite)
-        if columns is not None and not columns and not raw:
+        if columns is not None and not columns and tracking is None:
             yield pa.RecordBatch.from_arrays([pa.array(f.positions, pa.int64())], names=[POSITION])
             return
         if columns is not None and not columns:
             columns = [self.plan.columns[0].name]  # something to count rows by, beside the row-id columns
-        spec = self.description.read_schema(columns)
+        spec = with_positions(self.description.read_schema(columns), POSITION)
+        if tracking is not None:
+            spec = with_row_tracking(spec, *tracking.names)
         wanted = None if rewrite else f.positions
-        store = self.description.store
-        file = DataFile.of(f.add)
-        yield from read_batches(store, spec, file, positions=POSITION, raw_columns=raw, wanted_rows=wanted)
+        yield from read_batches(self.description.store, spec, DataFile.of(f.add), rows=wanted)
 
     def _batches_of(
         self, files: Sequence[FileActions], rewrite: bool
@@ -261,7 +261,7 @@ class Applier:
     def _copy(self, add: A.Add, rows: pa.RecordBatch) -> None:
         ids = versions = None
         if self.writer.tracking is not None:
-            ids, versions = stable_ids(rows, add, self.writer.tracking, POSITION)
+            ids, versions = stable_ids(rows, self.writer.tracking)
         self.writer.copied(rows, ids, versions)
         self.counts.copied += rows.num_rows
 
@@ -291,7 +291,7 @@ class Applier:
                 continue
             ids = None
             if self.writer.tracking is not None:
-                ids, _ = stable_ids(target, f.add, self.writer.tracking, POSITION)
+                ids, _ = stable_ids(target, self.writer.tracking)
             if clause.scope != PAIR:
                 self._update(clause, target, None, ids)
             elif self.source is not None and self.source.spilled:

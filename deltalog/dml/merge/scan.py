@@ -34,7 +34,7 @@ from deltalog.actions import Add
 from deltalog.compute import Evaluation, evaluate
 from deltalog.core.schema import top_level_fields
 from deltalog.data.parallel import ordered
-from deltalog.data.read import DataFile, ReadSchema, read_batches
+from deltalog.data.read import DataFile, ReadSchema, read_batches, with_positions
 from deltalog.data.scan import TableDescription
 from deltalog.dml.merge.join import key_arrays, pairs
 from deltalog.dml.merge.plan import BoundClause, MergePlan
@@ -81,7 +81,7 @@ NARROW_BATCH_ROWS = 1 << 20
 
 
 def _file_rows(store: LogStore, spec: ReadSchema, add: Add, index: int) -> Iterator[pa.RecordBatch]:
-    for batch in read_batches(store, spec, DataFile.of(add), NARROW_BATCH_ROWS, positions=POSITION):
+    for batch in read_batches(store, spec, DataFile.of(add), NARROW_BATCH_ROWS):
         yield batch.append_column(FILE, pa.array(np.full(batch.num_rows, index, dtype=np.int32)))
 
 
@@ -90,10 +90,10 @@ def read_narrow(
 ) -> pa.RecordBatch:
     """The live rows of ``files`` with the columns the first pass needs, their file index and position."""
     names = [f["name"] for f in top_level_fields(description.schema)]
-    spec = description.read_schema(narrow_columns(plan, names))
+    spec = with_positions(description.read_schema(narrow_columns(plan, names)), POSITION)
     producers = [functools.partial(_file_rows, description.store, spec, a, i) for i, a in enumerate(files)]
     batches = list(ordered(producers, workers))
-    schema = pa.schema([*spec.schema, pa.field(POSITION, pa.int64()), pa.field(FILE, pa.int32())])
+    schema = pa.schema([*spec.schema, pa.field(FILE, pa.int32())])
     if not batches:
         return pa.RecordBatch.from_pylist([], schema=schema)
     table = pa.Table.from_batches(batches, schema=schema).combine_chunks()
