@@ -66,6 +66,17 @@ class Removal:
     removed_bytes: int = 0
     added_bytes: int = 0
 
+    def extend(self, other: Removal) -> None:
+        """Take in ``other``'s actions, files and counts: the removals of disjoint files, made apart (one per
+        Spark task), as one."""
+        self.actions.extend(other.actions)
+        self.written.extend(other.written)
+        self.touched.extend(other.touched)
+        self.operations |= other.operations
+        self.copies_rows = self.copies_rows or other.copies_rows
+        for name in _COUNTS:
+            setattr(self, name, getattr(self, name) + getattr(other, name))
+
     def metrics(self) -> dict[str, str]:
         """Delta Spark's names for the counts (``DeltaOperationMetrics.DELETE``)."""
         values = {
@@ -81,6 +92,10 @@ class Removal:
             "numAddedBytes": self.added_bytes,
         }
         return {k: str(v) for k, v in values.items()}
+
+
+#: the counters of a :class:`Removal`
+_COUNTS = tuple(f.name for f in dataclasses.fields(Removal) if f.type in ("int", int))
 
 
 def _remove(removal: Removal, add: A.Add, now_ms: int, rows: int) -> None:

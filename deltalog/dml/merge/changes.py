@@ -66,6 +66,11 @@ class Counts:
     def updated(self) -> int:
         return self.matched_updated + self.nmbs_updated
 
+    def add(self, other: Counts) -> None:
+        """Count ``other``'s rows too (the counts of one Spark task)."""
+        for f in dataclasses.fields(self):
+            setattr(self, f.name, getattr(self, f.name) + getattr(other, f.name))
+
     @property
     def deleted(self) -> int:
         return self.matched_deleted + self.nmbs_deleted

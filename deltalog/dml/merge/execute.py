@@ -46,8 +46,9 @@ from deltalog.core.cdf import enabled as change_data_feed
 from deltalog.core.feature_gate import APPEND, DELETE, DV_DELETE, METADATA, REWRITE
 from deltalog.data.predicate import RowFilter, tree_filter
 from deltalog.data.read import DataFile
-from deltalog.data.row_ids import materialized
+from deltalog.data.row_ids import Materialized, materialized
 from deltalog.data.scan import TableDescription
+from deltalog.data.target import WriteTarget
 from deltalog.dml import rules
 from deltalog.dml.commit import commit_files, discard, skipped
 from deltalog.dml.delete import check_removable, describe, target_of
@@ -62,6 +63,7 @@ from deltalog.dml.merge.scan import FileActions, scan_group
 from deltalog.dml.merge.source import MergeSource, materialize
 from deltalog.dml.removal import Removal
 from deltalog.errors import InvalidArgumentError
+from deltalog.storage.base import LogStore
 from deltalog.table.commit_loop import CommitResult
 
 if TYPE_CHECKING:
@@ -167,6 +169,8 @@ class _Run:
     target_file_size: int | None = None
     #: the statement's instant (``current_timestamp()`` is one value per statement, as in Spark)
     now: int = 0
+    #: where both passes run (None: here, :meth:`scan` and an :class:`Applier`)
+    passes: Passes | None = None
 
     @property
     def description(self) -> TableDescription:
@@ -203,6 +207,56 @@ class _Run:
         return out
 
 
+@dataclass(frozen=True)
+class Work:
+    """What the passes of one statement need besides its candidate files and its source, decided on the driver:
+    a picklable value, so that the passes can run elsewhere (Spark's executors, :mod:`deltalog.spark`). The
+    store is not part of it: each place that runs a pass opens the table's own."""
+
+    plan: MergePlan
+    partition_columns: tuple[str, ...]
+    column_mapping: str
+    target: WriteTarget
+    deletion_vectors: bool
+    changes: bool
+    tracking: Materialized | None
+    budget: Budget
+    now_micros: int
+    now_ms: int
+    target_file_size: int | None = None
+
+    def description(self, store: LogStore) -> TableDescription:
+        """How the statement reads the table's files through ``store``."""
+        return TableDescription(store, self.plan.schema, self.partition_columns, self.column_mapping)
+
+    def writer(self, store: LogStore) -> ChangeWriter:
+        """A writer of the statement's new data and change files through ``store``."""
+        return ChangeWriter(
+            store,
+            self.target,
+            self.plan,
+            changes=self.changes,
+            tracking=self.tracking,
+            target_file_size=self.target_file_size,
+            max_buffered_bytes=self.budget.writer,
+        )
+
+
+@dataclass
+class Applied:
+    """What the passes did: the actions taking the changed rows out and adding the new ones (with the files
+    written for them), the rows counted by what happened to them, and when the first pass ended."""
+
+    removal: Removal
+    counts: Counts
+    scanned: float
+
+
+#: runs both passes of a statement elsewhere: (work, candidate files, the source) -> what was done; the
+#: driver then commits exactly as a local run does
+Passes = Callable[[Work, Sequence[Add], MergeSource | None], Applied]
+
+
 def _execute(run: _Run) -> CommitResult:
     plan, snap, txn = run.plan, run.snap, run.txn
     ctx = txn.context
@@ -213,16 +267,32 @@ def _execute(run: _Run) -> CommitResult:
     ops = _operations(plan, dvs, run.metadata is not None)
     rules.check_up_front(snap, ctx.location, ops, row_ids_preserved=tracking is not None)
     files = run.read()
+    if run.passes is not None:
+        target = dataclasses.replace(target_of(snap), schema=plan.schema, session_time_zone=plan.session_time_zone)
+        work = Work(
+            plan,
+            tuple(snap.partition_columns),
+            snap.column_mapping_mode,
+            target,
+            dvs,
+            change_data_feed(snap.protocol, snap.configuration),
+            tracking,
+            run.budget,
+            run.now,
+            ctx.now_ms(),
+            run.target_file_size,
+        )
+        applied = run.passes(work, files if plan.target_clauses or plan.not_matched else [], run.source)
+        if not applied.removal.actions and run.metadata is None:
+            return _skip(run, applied.counts)
+        return _commit(run, applied, tracking)
     matched = np.zeros(run.source.num_rows, dtype=bool) if run.source is not None else None
     changed = run.scan(files, matched) if (plan.target_clauses or plan.not_matched) and files else []
     scanned = time.monotonic()
     inserts = plan.not_matched and run.source is not None and matched is not None and not bool(matched.all())
     counts = Counts()
     if not changed and not inserts and run.metadata is None:
-        txn.abort()
-        result = skipped(txn, run.operation)
-        times = Times(_ms(run.started), run.materialize_ms, _ms(run.started), 0)
-        return dataclasses.replace(result, metrics=_metrics(run, counts, Removal(), times))
+        return _skip(run, counts)
     target = dataclasses.replace(target_of(snap), schema=plan.schema, session_time_zone=plan.session_time_zone)
     writer = ChangeWriter(
         ctx.store,
@@ -246,10 +316,29 @@ def _execute(run: _Run) -> CommitResult:
             assert matched is not None
             applier.insert(matched, run.budget.chunk)
         writer.finish(removal)
-        txn.read_files(a.path for a in removal.touched)
     except BaseException:
         writer.abort()
         discard(ctx, removal.written)
+        txn.abort()
+        raise
+    return _commit(run, Applied(removal, counts, scanned), tracking)
+
+
+def _skip(run: _Run, counts: Counts) -> CommitResult:
+    """Nothing to change: no commit, the metrics still filled."""
+    run.txn.abort()
+    result = skipped(run.txn, run.operation)
+    times = Times(_ms(run.started), run.materialize_ms, _ms(run.started), 0)
+    return dataclasses.replace(result, metrics=_metrics(run, counts, Removal(), times))
+
+
+def _commit(run: _Run, applied: Applied, tracking: Materialized | None) -> CommitResult:
+    """The statement's one commit, through the one commit path; its files are deleted if it is refused."""
+    txn, removal, counts = run.txn, applied.removal, applied.counts
+    try:
+        txn.read_files(a.path for a in removal.touched)
+    except BaseException:
+        discard(txn.context, removal.written)
         txn.abort()
         raise
     cdc = any(isinstance(a, A.Cdc) for a in removal.actions)
@@ -259,8 +348,9 @@ def _execute(run: _Run) -> CommitResult:
         cdc_covers_all=cdc,
         row_ids_preserved=tracking is not None,
     )
+    scanned = applied.scanned
     times = Times(_ms(run.started), run.materialize_ms, int((scanned - run.started) * 1000), _ms(scanned))
-    params = merge_parameters(plan) if run.operation == MERGE else update_parameters(plan)
+    params = merge_parameters(run.plan) if run.operation == MERGE else update_parameters(run.plan)
     metrics = _metrics(run, counts, removal, times)
     result = commit_files(txn, actions, removal.written, run.operation, params, metrics, declared)
     return result if result.metrics else dataclasses.replace(result, metrics=metrics)
@@ -285,9 +375,10 @@ def merge(
     session_time_zone: str | None = None,
     workers: int | None = None,
     target_file_size: int | None = None,
+    passes: Passes | None = None,
 ) -> CommitResult:
     """Merge ``source`` (anything :func:`deltalog.write` takes) into the table as one commit; see
-    :meth:`deltalog.DeltaLog.merge`."""
+    :meth:`deltalog.DeltaLog.merge`. ``passes`` runs the two passes elsewhere (:data:`Passes`)."""
     if schema_mode not in (None, "merge"):
         raise InvalidArgumentError(f"schema_mode must be None or 'merge', not {schema_mode!r}")
     budget = budget_of(max_memory)
@@ -321,7 +412,19 @@ def merge(
             txn.abort()
             raise
         run = _Run(
-            txn, snap, plan, src, budget, MERGE, started, materialized_ms, metadata, workers, target_file_size, now_us
+            txn,
+            snap,
+            plan,
+            src,
+            budget,
+            MERGE,
+            started,
+            materialized_ms,
+            metadata,
+            workers,
+            target_file_size,
+            now_us,
+            passes,
         )
         try:
             return _execute(run)
@@ -341,9 +444,10 @@ def update(
     max_memory: int | None = None,
     workers: int | None = None,
     target_file_size: int | None = None,
+    passes: Passes | None = None,
 ) -> CommitResult:
     """Set ``updates`` (column -> Spark SQL value) on the rows matching ``predicate`` as one commit; see
-    :meth:`deltalog.DeltaLog.update`."""
+    :meth:`deltalog.DeltaLog.update`. ``passes`` runs the two passes elsewhere (:data:`Passes`)."""
     budget = budget_of(max_memory)
     started = time.monotonic()
     now_us = time.time_ns() // 1000
@@ -353,11 +457,11 @@ def update(
         plan = plan_update(
             snap.schema_json, snap.partition_columns, updates, predicate, session_time_zone=session_time_zone
         )
-        run = _Run(txn, snap, plan, None, budget, UPDATE, started, 0, None, workers, target_file_size, now_us)
+        run = _Run(txn, snap, plan, None, budget, UPDATE, started, 0, None, workers, target_file_size, now_us, passes)
         return _execute(run)
     except BaseException:
         txn.abort()
         raise
 
 
-__all__ = ["MAX_MEMORY", "MERGE", "UPDATE", "Budget", "budget_of", "merge", "update"]
+__all__ = ["MAX_MEMORY", "MERGE", "UPDATE", "Applied", "Budget", "Passes", "Work", "budget_of", "merge", "update"]
