@@ -35,6 +35,7 @@ if TYPE_CHECKING:
 
     from deltalog.checkpoint.writer import CheckpointResult, Progress
     from deltalog.core.cleanup_plan import Retention
+    from deltalog.dml.merge.builder import MergeBuilder
     from deltalog.dml.optimize import OptimizeResult
     from deltalog.maintenance.cleanup import CleanupResult
     from deltalog.maintenance.log_compaction import LogCompactionResult
@@ -693,6 +694,57 @@ class DeltaLog:
         from deltalog.dml.delete import delete
 
         return delete(self.start_transaction, predicate, session_time_zone=session_time_zone)
+
+    def update(
+        self,
+        updates: Mapping[str, Any],
+        predicate: Any = None,
+        *,
+        session_time_zone: str | None = None,
+        max_memory: int | None = None,
+    ) -> CommitResult:
+        """Set ``updates`` (column -> Spark SQL value, e.g. ``{"status": "'closed'", "n": "n + 1"}``) on the rows
+        matching ``predicate`` (any filter form; None: every row) as one commit, Delta Spark's UPDATE: the
+        updated rows go to new files and leave their old files by deletion vectors where the table enables them
+        (else those files are rewritten), with change files, row ids kept, generated columns recomputed and
+        every row rule checked. See :func:`deltalog.dml.merge.execute.update`."""
+        from deltalog.dml.merge.execute import update
+
+        return update(
+            self.start_transaction, updates, predicate, session_time_zone=session_time_zone, max_memory=max_memory
+        )
+
+    def merge(
+        self,
+        source: Any,
+        predicate: Any,
+        source_alias: str | None = "s",
+        target_alias: str | None = "t",
+        schema_mode: str | None = None,
+        *,
+        max_memory: int | None = None,
+        session_time_zone: str | None = None,
+    ) -> MergeBuilder:
+        """A MERGE of ``source`` (anything :func:`deltalog.write` takes) into this table on ``predicate``
+        (Spark SQL over ``source_alias`` and ``target_alias``, e.g. ``"t.id = s.id"``): add clauses with the
+        builder's ``when_matched_update``, ``when_matched_update_all``, ``when_matched_delete``,
+        ``when_not_matched_insert``, ``when_not_matched_insert_all``, ``when_not_matched_by_source_update``,
+        ``when_not_matched_by_source_delete``, then ``execute()`` it as one commit (Delta Spark's semantics,
+        deletion vectors where the table enables them). ``schema_mode="merge"`` adds the source's new columns
+        for ``*_all`` clauses; ``max_memory`` (bytes, default 1 GiB) bounds memory, the source being spilled
+        to a temporary directory beyond half of it. See docs/merge.md."""
+        from deltalog.dml.merge.builder import MergeBuilder
+
+        return MergeBuilder(
+            self.start_transaction,
+            source,
+            predicate,
+            source_alias=source_alias,
+            target_alias=target_alias,
+            schema_mode=schema_mode,
+            max_memory=max_memory,
+            session_time_zone=session_time_zone,
+        )
 
 
 def _hours(hours: float) -> dt.timedelta:

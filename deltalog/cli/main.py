@@ -90,6 +90,16 @@ VERBS: dict[str, Verb] = {
         "write_cmd",
         "Write the rows of FILE (parquet or CSV) to TABLE as one commit, creating the table if there is none.",
     ),
+    "update": Verb(
+        "deltalog.cli.dml_cmd",
+        "update_cmd",
+        "Set columns of TABLE's rows (all, or those --where matches) to Spark SQL values, as one commit.",
+    ),
+    "merge": Verb(
+        "deltalog.cli.dml_cmd",
+        "merge_cmd",
+        "Merge the rows of SOURCE (parquet or CSV, alias s) into TABLE (alias t) on EXPR, as one commit.",
+    ),
     "commit": Verb("deltalog.cli.commit_cmd", "commit", "Commit the actions in FILE to TABLE as one new version."),
     "intents": Verb(
         "deltalog.cli.intents",

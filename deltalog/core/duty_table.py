@@ -74,6 +74,10 @@ DEFAULT_IMPLEMENTED: frozenset[str] = frozenset(
         "row_tracking",
     }
 )
+#: the duty of a rewrite on a table with row tracking enabled: copied rows keep their row ids and commit versions
+#: in the materialized columns. Met only by a commit whose writer declares it wrote them (MERGE, UPDATE), never
+#: by default: a commit of files it did not write cannot say what they hold
+ROW_ID_PRESERVATION = "row_id_preservation"
 #: every rule module, for callers (and tests) whose path calls them all
 ALL_MODULES: frozenset[str] = DEFAULT_IMPLEMENTED | {
     "cdf",
@@ -195,9 +199,10 @@ def _row_tracking(op: str, t: Table) -> Duty:
     if t.flag("delta.rowTrackingSuspended") or op not in ADDS_FILES | REMOVES_FILES:
         return NONE
     if op in COPIES_ROWS and op != REARRANGE_KEEPING_IDS and t.flag("delta.enableRowTracking"):
-        return _refuse(
+        return Duty(
             "row tracking is enabled: rows copied to new files must keep their row ids and commit "
-            "versions in materialized columns, which deltalog does not write"
+            "versions in materialized columns, which only deltalog's MERGE, UPDATE and OPTIMIZE write",
+            ROW_ID_PRESERVATION,
         )
     return Duty(
         "row tracking: new files get baseRowId above the high-water mark and defaultRowCommitVersion", "row_tracking"
@@ -301,9 +306,10 @@ def duty(feature: str, operation: str, table: Table) -> Duty:
     rule = RULES.get(feature)
     if rule is None:
         return _refuse("is unknown to deltalog, so it may add duties deltalog cannot meet")
-    if operation == WRITE:
+    if operation == WRITE:  # the most demanding duty of any commit: a refusal, a module met only on request, any
         duties = [rule(op, table) for op in COMMITS]
-        return next((d for d in duties if d.refused), next((d for d in duties if d.module), NONE))
+        on_request = (d for d in duties if d.module is not None and d.module not in DEFAULT_IMPLEMENTED)
+        return next((d for d in duties if d.refused), next(on_request, next((d for d in duties if d.module), NONE)))
     return rule(operation, table)
 
 
@@ -330,6 +336,7 @@ __all__ = [
     "REMOVES_FILES",
     "RESTORE",
     "REWRITE",
+    "ROW_ID_PRESERVATION",
     "RULES",
     "VACUUM",
     "WRITE",

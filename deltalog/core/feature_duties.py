@@ -22,6 +22,7 @@ from typing import Any
 
 from deltalog.core import actions as A
 from deltalog.core import cdf, clustering, column_mapping, constraints, deletion_vectors
+from deltalog.core.duty_table import DEFAULT_IMPLEMENTED, ROW_ID_PRESERVATION
 from deltalog.core.file_facts import NO_FILES, KnownFiles, path_key
 from deltalog.core.schema import PHYSICAL_NAME, parse_schema, top_level_fields
 from deltalog.errors import InvalidArgumentError, UnsupportedFeatureError
@@ -39,12 +40,23 @@ class Declarations:
     ``cdc_covers_all``: its ``cdc`` files hold every change of the commit, inserts included.
     ``rows_validated`` / ``existing_rows_validated``: :data:`~deltalog.core.constraints.CHECKED` or
     :data:`~deltalog.core.constraints.ATTESTED` when the new rows / the table's rows satisfy its row rules.
+    ``row_ids_preserved``: rows copied into new files carry their row ids and commit versions in the table's
+    materialized row-tracking columns (what a rewrite owes a table with row tracking enabled).
     """
 
     copies_rows: bool | None = None
     cdc_covers_all: bool = False
     rows_validated: str | None = None
     existing_rows_validated: str | None = None
+    row_ids_preserved: bool = False
+
+    @property
+    def implemented(self) -> frozenset[str]:
+        """The rule modules whose duties this commit meets: every commit's, plus the preservation of row ids
+        when the writer declared it (:data:`~deltalog.core.duty_table.ROW_ID_PRESERVATION`)."""
+        if self.row_ids_preserved:
+            return DEFAULT_IMPLEMENTED | {ROW_ID_PRESERVATION}
+        return DEFAULT_IMPLEMENTED
 
 
 NOTHING_DECLARED = Declarations()

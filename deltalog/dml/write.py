@@ -25,7 +25,6 @@ Order of a write, every refusal before the commit and most before any file is wr
 from __future__ import annotations
 
 import dataclasses
-import itertools
 import os
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
@@ -36,14 +35,15 @@ import pyarrow as pa
 from deltalog.core import actions as A
 from deltalog.core.feature_gate import APPEND, METADATA, OVERWRITE
 from deltalog.core.schema import top_level_fields
-from deltalog.data.batches import batches
+from deltalog.data.batches import input_stream
 from deltalog.data.files import DataFileWriter, WriteTarget
-from deltalog.data.frames import frame_to_arrow, is_pandas_frame, looks_like_index
+from deltalog.data.frames import looks_like_index
 from deltalog.data.predicate import row_filter
 from deltalog.dml import rules
 from deltalog.dml.commit import commit_files, discard, skipped
 from deltalog.dml.delete import target_of
-from deltalog.dml.overwrite import check_inside, merged_metadata, replaced, schema_of
+from deltalog.dml.evolution import merged_metadata, schema_of
+from deltalog.dml.overwrite import check_inside, replaced
 from deltalog.dml.removal import Removal, Rewriter, finish
 from deltalog.dml.tables import begin_write, check_partition_by, landed, open_table
 from deltalog.errors import (
@@ -61,26 +61,6 @@ from deltalog.table.transaction import Transaction
 MODES = ("append", "overwrite", "error", "ignore")
 SCHEMA_MODES = (None, "merge")
 OPERATION = "WRITE"
-
-
-# ---------------------------------------------------------------------------------------------- the input
-def input_stream(data: Any, preserve_index: bool | None = None) -> tuple[pa.Schema, Iterator[pa.RecordBatch]]:
-    """The data's schema and its batches, read lazily (an iterable of batches is peeked at for the schema); a
-    pandas frame's index as :func:`~deltalog.data.frames.frame_to_arrow` decides with ``preserve_index``."""
-    if is_pandas_frame(data):  # other inputs have no index: ``preserve_index`` has nothing to say about them
-        data = frame_to_arrow(data, preserve_index)
-    if isinstance(data, (pa.Table, pa.RecordBatch, pa.RecordBatchReader)):
-        return data.schema, batches(data)
-    if hasattr(data, "to_batches") and isinstance(getattr(data, "schema", None), pa.Schema):  # Dataset, Scanner
-        return data.schema, batches(data)
-    if hasattr(data, "__arrow_c_stream__"):
-        reader = pa.RecordBatchReader.from_stream(data)
-        return reader.schema, iter(reader)
-    stream = batches(data)
-    first = next(stream, None)
-    if first is None:
-        raise InvalidArgumentError("no data to write: the iterable is empty, so it has no schema either")
-    return first.schema, itertools.chain([first], stream)
 
 
 # ---------------------------------------------------------------------------------------------- the schema

@@ -48,7 +48,8 @@ from deltalog.data.locate import resolve
 from deltalog.data.target import CODEC
 from deltalog.dml.commit import commit_files, discard
 from deltalog.dml.delete import target_of
-from deltalog.dml.overwrite import check_inside, merged_metadata, replaced, whole_files
+from deltalog.dml.evolution import merged_metadata
+from deltalog.dml.overwrite import check_inside, replaced, whole_files
 from deltalog.dml.removal import Removal, Rewriter, finish
 from deltalog.dml.rules import Declared, check_up_front
 from deltalog.dml.tables import begin_write, check_partition_by, check_partitions, landed, open_table

@@ -31,7 +31,7 @@ from __future__ import annotations
 import logging
 import random
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 from typing import TypeVar
@@ -118,7 +118,8 @@ def _now_ms() -> int:
 
 @dataclass(frozen=True)
 class CommitResult:
-    """What a commit did. ``version`` is None only when an exactly-once commit was skipped."""
+    """What a commit did. ``version`` is None only when an exactly-once commit was skipped. ``metrics`` are the
+    ``operationMetrics`` its commitInfo records (Delta Spark's names for a MERGE, UPDATE or DELETE)."""
 
     version: int | None
     attempts: int
@@ -131,6 +132,7 @@ class CommitResult:
     skipped: bool = False
     elapsed_s: float = 0.0
     recovered_unknown_outcome: bool = False
+    metrics: Mapping[str, str] = field(default_factory=dict)
 
     def __repr__(self) -> str:
         """Version, operation and counts; the actions are on :attr:`actions`."""

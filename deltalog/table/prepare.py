@@ -70,6 +70,7 @@ def prepare(
         snap.schema_json if snap is not None else None,
         f"{ctx.location}/_delta_log ({where})",
         operation=gate_op,
+        implemented=declared.implemented,
     )
     protocol = next((a for a in reversed(prepared) if isinstance(a, A.Protocol)), None)
     metadata = next((a for a in reversed(prepared) if isinstance(a, A.Metadata)), None)
@@ -200,6 +201,7 @@ def run_commit(
     )
     result = CommitResult(
         version=outcome.version,
+        metrics=dict(info.operation_metrics or {}),
         attempts=outcome.attempts,
         winners=tuple(outcome.winners),
         txn_id=request.txn_id,

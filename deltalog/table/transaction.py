@@ -285,6 +285,7 @@ class Transaction:
         existing_data_validated: bool | str = False,
         copies_rows: bool | None = None,
         cdc_covers_all: bool = False,
+        row_ids_preserved: bool = False,
     ) -> CommitResult:
         """Commit the staged actions plus ``actions`` as one new version.
 
@@ -306,12 +307,15 @@ class Transaction:
         them), ``existing_data_validated`` the same for the rows already there when the commit adds such a
         rule; both are recorded in ``commitInfo``. On a change-data-feed table, ``copies_rows=False`` says
         files added next to removed ones hold no rows copied from them (a partition overwrite), and
-        ``cdc_covers_all=True`` that the commit's ``cdc`` files hold every change it makes.
+        ``cdc_covers_all=True`` that the commit's ``cdc`` files hold every change it makes. On a table with row
+        tracking enabled, ``row_ids_preserved=True`` says rows copied into new files carry their row ids and
+        commit versions in the materialized columns (which lets a rewrite commit there).
         """
         self._gate = gate
         self._declarations = Declarations(
             copies_rows=copies_rows,
             cdc_covers_all=cdc_covers_all,
+            row_ids_preserved=row_ids_preserved,
             rows_validated=validation(data_validated, "data_validated"),
             existing_rows_validated=validation(existing_data_validated, "existing_data_validated"),
         )
@@ -397,7 +401,14 @@ class Transaction:
         if snap is None:
             raise InvalidArgumentError("this transaction creates the table: there is no snapshot to check against")
         where = f"{self._context.location}/_delta_log"
-        check_operation(self._gate_op, protocol, snap.configuration, snap.schema_json, where)
+        check_operation(
+            self._gate_op,
+            protocol,
+            snap.configuration,
+            snap.schema_json,
+            where,
+            implemented=self._declarations.implemented,
+        )
 
     def _summary(self, actions: Sequence[A.Action], isolation: str) -> TxnSummary:
         return self._reads.summary(actions, isolation, self._snapshot, self.txn_id)
