@@ -58,7 +58,7 @@ from deltalog.dml.merge.clauses import Clause
 from deltalog.dml.merge.metrics import Times, merge_metrics, merge_parameters, update_metrics, update_parameters
 from deltalog.dml.merge.plan import MergePlan, plan_merge, plan_update
 from deltalog.dml.merge.prune import by_source_keys
-from deltalog.dml.merge.scan import FileActions, release_memory, scan_group
+from deltalog.dml.merge.scan import FileActions, scan_group
 from deltalog.dml.merge.source import MergeSource, materialize
 from deltalog.dml.removal import Removal
 from deltalog.errors import InvalidArgumentError
@@ -200,7 +200,6 @@ class _Run:
                 workers=self.workers,
             )
             out.extend(found.files)
-            release_memory()
         return out
 
 

@@ -80,14 +80,6 @@ def narrow_columns(plan: MergePlan, schema_fields: Sequence[str]) -> list[str]:
 NARROW_BATCH_ROWS = 1 << 20
 
 
-def release_memory() -> None:
-    """Hand the freed Arrow buffers pyarrow's allocator keeps for reuse back to the OS, after each group of the
-    first pass: otherwise every group's narrow reads stayed in the process (a 10M-row merge grew it by about
-    110 MiB while Arrow held 20 MiB at most; released after each group, about 65 MiB). Not after each file:
-    collecting costs CPU that 100 files' worth would make a fifth of the merge's time."""
-    pa.default_memory_pool().release_unused()
-
-
 def _file_rows(store: LogStore, spec: ReadSchema, add: Add, index: int) -> Iterator[pa.RecordBatch]:
     for batch in read_batches(store, spec, DataFile.of(add), NARROW_BATCH_ROWS):
         yield batch.append_column(FILE, pa.array(np.full(batch.num_rows, index, dtype=np.int32)))
@@ -298,6 +290,5 @@ __all__ = [
     "first_clause",
     "narrow_columns",
     "read_narrow",
-    "release_memory",
     "scan_group",
 ]
