@@ -68,11 +68,17 @@ def _deltalog(spec: dict[str, Any]) -> tuple[Callable[[], Any], Callable[[Any], 
         parse("1")  # sqlglot, imported by the first Spark SQL text: before the clock, as deltalake's imports are
         return lambda: DeltaLog.for_table(table).delete("k = 7"), lambda _: {"rows": _rows_left(table)}
     if case in ("update-dv", "merge-dv", "merge", "merge-small"):
-        # imported before the clock, as deltalake's are: the merge modules and sqlglot, which the first Spark
-        # SQL text imports
+        # imported before the clock, as deltalake's are: the merge modules, Acero, what a data commit imports
+        # after it commits (auto compaction's check, log cleanup) and sqlglot, which the first Spark SQL text imports
+        import pyarrow.acero  # noqa: F401
+
         import deltalog.checkpoint.writer
+        import deltalog.dml.auto_compact
+        import deltalog.dml.merge.builder
         import deltalog.dml.merge.execute
+        import deltalog.dml.optimize
         import deltalog.maintenance.checkpoint_job
+        import deltalog.maintenance.cleanup
         import deltalog.table.prepare
         import deltalog.table.transaction
         from deltalog.expr import parse

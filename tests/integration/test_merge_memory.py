@@ -1,10 +1,11 @@
 """A MERGE whose source is three times its ``max_memory`` completes with a peak RSS under twice that budget.
 
-The merge runs in a child process so its peak RSS (``resource.getrusage``) is its own, and takes its source as
-a one-shot generator (materialized: spilled to a temporary directory once past its share of the budget, and
-deleted after the commit). Half the source rows update rows of the table, half are new; each row carries a
-400-byte string (cheap to encode: it compresses to almost nothing), so the source is large in Arrow bytes with
-few rows. The table is then read back by deltalake and checked by the protocol checker.
+The merge runs in a child process so its peak RSS is its own: ``VmHWM`` (:func:`benchmarks.child.peak_rss_kib`),
+not ``getrusage``'s ``ru_maxrss``, which Linux carries across ``execve`` from the spawning pytest process. It
+takes its source as a one-shot generator (materialized: spilled to a temporary directory once past its share of
+the budget, and deleted after the commit). Half the source rows update rows of the table, half are new; each
+row carries a 400-byte string (cheap to encode: it compresses to almost nothing), so the source is large in Arrow
+bytes with few rows. The table is then read back by deltalake and checked by the protocol checker.
 """
 
 from __future__ import annotations
@@ -19,14 +20,16 @@ from pathlib import Path
 from tests.peers import deltalake_view
 from tests.protocol_checker import assert_valid
 
+ROOT = Path(__file__).resolve().parents[2]
 BUDGET = 256 << 20
 TABLE_ROWS = 400_000
 
 CHILD = textwrap.dedent(
     """
-    import json, logging, os, resource, sys
+    import json, logging, os, sys
     import numpy as np, pyarrow as pa
     import deltalog
+    from benchmarks.child import peak_rss_kib
     from deltalog import DeltaLog
 
     budget, total, root, table_rows = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3], int(sys.argv[4])
@@ -58,7 +61,7 @@ CHILD = textwrap.dedent(
         .when_not_matched_insert_all()
         .execute()
     )
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    peak = peak_rss_kib() * 1024  # this process's own peak (VmHWM), not the spawning pytest process's
     left = [p for p in os.listdir(os.environ["TMPDIR"])]
     print(json.dumps({"input": produced[0], "rows": produced[1], "peak": peak, "metrics": dict(result.metrics),
                       "spilled": any("spilling" in m for m in spilled), "left": left}))
@@ -73,6 +76,7 @@ def test_a_source_three_times_the_budget_merges_under_twice_the_budget(tmp_path:
     total = 3 * BUDGET
     done = subprocess.run(
         [sys.executable, "-c", CHILD, str(BUDGET), str(total), str(root), str(TABLE_ROWS)],
+        cwd=ROOT,
         capture_output=True,
         text=True,
         timeout=900,
