@@ -11,7 +11,7 @@ rows of the files holding any, by deletion vectors where the table enables them,
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import orjson
@@ -19,14 +19,15 @@ import pyarrow as pa
 
 from deltalog.arrow.schema import delta_field
 from deltalog.core import actions as A
-from deltalog.core import column_mapping, deletion_vectors
+from deltalog.core import clustering, column_mapping, deletion_vectors
 from deltalog.core.cdf import enabled as change_data_feed
-from deltalog.core.schema import top_level_fields
+from deltalog.core.schema import parse_schema, top_level_fields
 from deltalog.data.predicate import RowFilter, row_filter
 from deltalog.dml.delete import check_removable, describe
 from deltalog.dml.matching import find_matches
 from deltalog.dml.removal import Removal, Rewriter, by_rewriting, with_deletion_vectors
-from deltalog.errors import InvalidArgumentError, UnsupportedFeatureError
+from deltalog.dml.tables import check_partitions
+from deltalog.errors import InvalidArgumentError, SchemaMismatchError, UnsupportedFeatureError
 from deltalog.storage.base import LogStore
 from deltalog.table.snapshot import Snapshot
 from deltalog.table.transaction import Transaction
@@ -57,6 +58,40 @@ def merged_metadata(snap: Snapshot, data: pa.Schema) -> A.Metadata | None:
     schema["fields"] = [*top_level_fields(snap.schema_json), *schema_of(pa.schema(new))["fields"]]
     metadata = dataclasses.replace(snap.metadata, schema_string=orjson.dumps(schema).decode())
     return column_mapping.mapped_metadata(snap.metadata, metadata, snap.protocol)
+
+
+def overwritten_metadata(snap: Snapshot, data: pa.Schema, partition_by: Sequence[str] | None) -> A.Metadata:
+    """The metadata of an overwrite that replaces the schema (deltalake's ``schema_mode="overwrite"``, Spark's
+    ``overwriteSchema``): the data's columns, ``partition_by`` or else the table's partitioning, the table's id,
+    properties and name kept. Refused by name: a partition column the data lacks when no ``partition_by`` says
+    the partitioning changes, a clustering column the new schema loses. Under column mapping a column of the
+    same path and type keeps its id and physical name (Spark's reuse); the others get new ones, and the mode
+    cannot change (the table keeps its properties)."""
+    schema = schema_of(data)
+    names = {f["name"].lower(): f["name"] for f in schema["fields"]}
+    if partition_by is None:
+        lost = [c for c in snap.partition_columns if c.lower() not in names]
+        if lost:
+            raise SchemaMismatchError(
+                f"schema_mode='overwrite' would drop partition column {lost[0]!r} (the data has "
+                f"{list(names.values())}): pass partition_by to repartition the table",
+                column=lost[0],
+            )
+        parts = [names[c.lower()] for c in snap.partition_columns]
+    else:
+        parts = list(partition_by)
+    check_partitions(parts, schema)
+    if snap.column_mapping_mode != "none":
+        schema = column_mapping.reuse_pairs(schema, snap.schema_json)
+    metadata = dataclasses.replace(
+        snap.metadata, schema_string=orjson.dumps(schema).decode(), partition_columns=tuple(parts)
+    )
+    metadata = column_mapping.mapped_metadata(snap.metadata, metadata, snap.protocol)
+    if clustering.clustered(snap.protocol):
+        columns = clustering.columns_of(snap.domain_metadata.values())
+        new_schema = parse_schema(metadata.schema_string)
+        clustering.check_change(snap.protocol, parts, new_schema, columns, snap.column_mapping_mode)
+    return metadata
 
 
 # ---------------------------------------------------------------------------------------------- replace_where
@@ -132,4 +167,4 @@ def replaced(
         raise
 
 
-__all__ = ["check_inside", "merged_metadata", "replaced", "schema_of", "whole_files"]
+__all__ = ["check_inside", "merged_metadata", "overwritten_metadata", "replaced", "schema_of", "whole_files"]
