@@ -43,6 +43,7 @@ if TYPE_CHECKING:
     from deltalog.table.commit_loop import RetryPolicy, Young
     from deltalog.table.history import HistoryEntry
     from deltalog.table.new_table import NewTable
+    from deltalog.table.schema_change import SchemaChange
     from deltalog.table.transaction import CommitResult, Committed, Transaction
 
 log = logging.getLogger(__name__)
@@ -371,6 +372,45 @@ class DeltaLog:
         from deltalog.table import ddl
 
         return ddl.add_columns(self.start_transaction, fields)
+
+    def rename_column(
+        self, column: str, new_name: str, *, enable_column_mapping: bool = False, dry_run: bool = False
+    ) -> SchemaChange:
+        """``ALTER TABLE RENAME COLUMN`` (``"a.b"`` for a nested field) through column mapping: no file is
+        rewritten. A table without column mapping is refused unless ``enable_column_mapping`` turns on name
+        mode in the same commit (a protocol upgrade). ``dry_run`` returns the plan (old and new protocol, the
+        peers that would no longer write the table) and commits nothing. See :mod:`deltalog.table.schema_change`."""
+        from deltalog.table import schema_change
+
+        return schema_change.rename_column(
+            self.start_transaction, column, new_name, enable_column_mapping=enable_column_mapping, dry_run=dry_run
+        )
+
+    def drop_columns(
+        self, columns: Sequence[str], *, enable_column_mapping: bool = False, dry_run: bool = False
+    ) -> SchemaChange:
+        """``ALTER TABLE DROP COLUMNS`` through column mapping, as :meth:`rename_column` (the same
+        ``enable_column_mapping`` and ``dry_run``); partition and clustering columns, the last column and
+        columns a constraint or generated column reads are refused by name."""
+        from deltalog.table import schema_change
+
+        return schema_change.drop_columns(
+            self.start_transaction, columns, enable_column_mapping=enable_column_mapping, dry_run=dry_run
+        )
+
+    def change_column_type(
+        self, column: str, new_type: Any, *, enable_type_widening: bool = False, dry_run: bool = False
+    ) -> SchemaChange:
+        """Widen ``column``'s type (``"long"``, ``"double"``, ``"decimal(12,2)"``, ``"timestamp_ntz"`` or a pyarrow
+        type) by exactly the changes PROTOCOL.md's type widening allows (``long -> double`` is not one), recorded
+        in ``delta.typeChanges``; no file is rewritten, older ones are cast when read. The table must allow it
+        (``delta.enableTypeWidening=true``), or ``enable_type_widening`` sets that and the ``typeWidening``
+        feature in the same commit. ``dry_run`` as :meth:`rename_column`."""
+        from deltalog.table import schema_change
+
+        return schema_change.change_column_type(
+            self.start_transaction, column, new_type, enable_type_widening=enable_type_widening, dry_run=dry_run
+        )
 
     def set_properties(self, properties: Mapping[str, str], *, allow_unknown_properties: bool = False) -> CommitResult:
         """Commit table properties, checked as Delta Spark checks them: keys matched case-insensitively and

@@ -276,7 +276,7 @@ RULES: Mapping[str, Rule] = {
     "v2Checkpoint": _v2_checkpoint,
     "timestampNtz": _none,
     "vacuumProtocolCheck": _none,  # this gate is the writer-protocol check it asks VACUUM to run
-    "typeWidening": _none,  # duties arise only when a type is changed, which deltalog never does
+    "typeWidening": _none,  # duties arise only when a type is changed (core.type_widening, change_column_type)
     "typeWidening-preview": _none,
     "variantType": _none,
     "variantType-preview": _none,

@@ -147,7 +147,7 @@ WRITER_FEATURES_HONOURED: frozenset[str] = frozenset(
         "v2Checkpoint",  # commits are unaffected; checkpoints follow the table's policy
         "timestampNtz",
         "vacuumProtocolCheck",
-        "typeWidening",  # obligations arise only when a type is changed, which deltalog never does
+        "typeWidening",  # obligations arise only when a type is changed: core.type_widening's rules
         "typeWidening-preview",
         "variantType",
         "variantType-preview",
@@ -174,8 +174,8 @@ WRITER_FEATURES_IF_UNUSED: frozenset[str] = frozenset(
 
 #: Features whose duties deltalog meets, so it adds them to the protocol in the commit whose metadata
 #: needs them (a property switching them on, a column of their type), as Delta Spark does.
-#: Type widening is honoured for columns that carry type-change metadata (another engine widened them), but
-#: switching it on is refused: deltalog has no type-change operation to offer.
+#: Type widening's duties arise only when a type is changed, which :meth:`deltalog.DeltaLog.change_column_type`
+#: does by the protocol's rules (:mod:`deltalog.core.type_widening`).
 PROPERTY_FEATURES_IMPLEMENTED: frozenset[str] = frozenset(
     {
         "appendOnly",
@@ -186,6 +186,7 @@ PROPERTY_FEATURES_IMPLEMENTED: frozenset[str] = frozenset(
         "checkConstraints",
         "inCommitTimestamp",
         "rowTracking",
+        "typeWidening",
     }
 )
 #: features that need others in the same protocol (PROTOCOL.md: row tracking and clustering keep their state

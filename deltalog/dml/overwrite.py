@@ -21,12 +21,11 @@ from deltalog.arrow.schema import delta_field
 from deltalog.core import actions as A
 from deltalog.core import clustering, column_mapping, deletion_vectors
 from deltalog.core.cdf import enabled as change_data_feed
-from deltalog.core.schema import parse_schema, top_level_fields
+from deltalog.core.schema import check_partition_columns, parse_schema, top_level_fields
 from deltalog.data.predicate import RowFilter, row_filter
 from deltalog.dml.delete import check_removable, describe
 from deltalog.dml.matching import find_matches
 from deltalog.dml.removal import Removal, Rewriter, by_rewriting, with_deletion_vectors
-from deltalog.dml.tables import check_partitions
 from deltalog.errors import InvalidArgumentError, SchemaMismatchError, UnsupportedFeatureError
 from deltalog.storage.base import LogStore
 from deltalog.table.snapshot import Snapshot
@@ -80,7 +79,10 @@ def overwritten_metadata(snap: Snapshot, data: pa.Schema, partition_by: Sequence
         parts = [names[c.lower()] for c in snap.partition_columns]
     else:
         parts = list(partition_by)
-    check_partitions(parts, schema)
+    unknown = [c for c in parts if c not in names.values()]
+    if unknown:
+        raise SchemaMismatchError(f"partition column {unknown[0]!r} is not a column of the data", column=unknown[0])
+    check_partition_columns(schema, parts)
     if snap.column_mapping_mode != "none":
         schema = column_mapping.reuse_pairs(schema, snap.schema_json)
     metadata = dataclasses.replace(
