@@ -208,6 +208,8 @@ class DeltaLog:
         *,
         allow_unknown_properties: bool = False,
         clustering_columns: Sequence[str] | None = None,
+        generated: Mapping[str, str] | None = None,
+        defaults: Mapping[str, str] | None = None,
     ) -> CommitResult:
         """Create the table (version 0: protocol + metaData); :class:`TableAlreadyExistsError` if it exists.
 
@@ -216,6 +218,9 @@ class DeltaLog:
         name the field or key) before anything is written; ``allow_unknown_properties`` stores ``delta.*``
         keys deltalog does not know (other engines'). The protocol lists the features the schema and
         properties need; ``clustering_columns`` makes a clustered table (liquid clustering's metadata).
+        ``generated`` (``{"day": "CAST(ts AS DATE)"}``) and ``defaults`` (``{"status": "'new'"}``) map columns to
+        Spark SQL: generation expressions and column defaults (or give them as Delta field metadata on the
+        schema), checked now by name (deterministic, reading no generated column, binding on the schema).
         To create a table with its first files in the same version, use :meth:`start_create`.
         """
         from deltalog.table import ddl
@@ -229,6 +234,8 @@ class DeltaLog:
             retry,
             allow_unknown_properties=allow_unknown_properties,
             clustering_columns=clustering_columns,
+            generated=generated,
+            defaults=defaults,
         )
         return ddl.commit_create(txn)
 
@@ -245,6 +252,8 @@ class DeltaLog:
         app_version: int | None = None,
         allow_unknown_properties: bool = False,
         clustering_columns: Sequence[str] | None = None,
+        generated: Mapping[str, str] | None = None,
+        defaults: Mapping[str, str] | None = None,
     ) -> Transaction:
         """A transaction that creates the table: its commit is version 0, holding the table's protocol and
         metadata (checked now, as :meth:`create` checks them) and whatever the caller commits with them,
@@ -267,6 +276,8 @@ class DeltaLog:
             description,
             allow_unknown_properties=allow_unknown_properties,
             clustering_columns=clustering_columns,
+            generated=generated,
+            defaults=defaults,
         )
         return Transaction(
             self.context,

@@ -195,7 +195,10 @@ FEATURE_REQUIRES: Mapping[str, frozenset[str]] = {
     "rowTracking": frozenset({"domainMetadata"}),
     "clustering": frozenset({"domainMetadata"}),
 }
-SCHEMA_FEATURES_IMPLEMENTED: frozenset[str] = frozenset({"timestampNtz", "variantType", "typeWidening"})
+#: generated columns and defaults: deltalog's data writer computes, fills and checks them on every row
+SCHEMA_FEATURES_IMPLEMENTED: frozenset[str] = frozenset(
+    {"timestampNtz", "variantType", "typeWidening", "generatedColumns", "allowColumnDefaults"}
+)
 #: a feature whose preview name, already supported, does the same job
 _SATISFIED_BY = {"variantType": "variantType-preview", "typeWidening": "typeWidening-preview"}
 #: features a reader must know, listed in readerFeatures as well (reader version 3)
