@@ -210,6 +210,7 @@ class DeltaLog:
         clustering_columns: Sequence[str] | None = None,
         generated: Mapping[str, str] | None = None,
         defaults: Mapping[str, str] | None = None,
+        identity: Mapping[str, Mapping[str, Any]] | None = None,
     ) -> CommitResult:
         """Create the table (version 0: protocol + metaData); :class:`TableAlreadyExistsError` if it exists.
 
@@ -221,6 +222,9 @@ class DeltaLog:
         ``generated`` (``{"day": "CAST(ts AS DATE)"}``) and ``defaults`` (``{"status": "'new'"}``) map columns to
         Spark SQL: generation expressions and column defaults (or give them as Delta field metadata on the
         schema), checked now by name (deterministic, reading no generated column, binding on the schema).
+        ``identity`` (``{"id": {"start": 1, "step": 1, "allowExplicitInsert": False}}``) makes BIGINT identity
+        columns, whose values :func:`deltalog.write` generates (refused by name, as Delta Spark refuses them: a
+        type other than BIGINT, step 0, a generated or partition column).
         To create a table with its first files in the same version, use :meth:`start_create`.
         """
         from deltalog.table import ddl
@@ -236,6 +240,7 @@ class DeltaLog:
             clustering_columns=clustering_columns,
             generated=generated,
             defaults=defaults,
+            identity=identity,
         )
         return ddl.commit_create(txn)
 
@@ -254,6 +259,7 @@ class DeltaLog:
         clustering_columns: Sequence[str] | None = None,
         generated: Mapping[str, str] | None = None,
         defaults: Mapping[str, str] | None = None,
+        identity: Mapping[str, Mapping[str, Any]] | None = None,
     ) -> Transaction:
         """A transaction that creates the table: its commit is version 0, holding the table's protocol and
         metadata (checked now, as :meth:`create` checks them) and whatever the caller commits with them,
@@ -278,6 +284,7 @@ class DeltaLog:
             clustering_columns=clustering_columns,
             generated=generated,
             defaults=defaults,
+            identity=identity,
         )
         return Transaction(
             self.context,

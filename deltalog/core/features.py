@@ -195,9 +195,10 @@ FEATURE_REQUIRES: Mapping[str, frozenset[str]] = {
     "rowTracking": frozenset({"domainMetadata"}),
     "clustering": frozenset({"domainMetadata"}),
 }
-#: generated columns and defaults: deltalog's data writer computes, fills and checks them on every row
+#: generated columns and defaults: deltalog's data writer computes, fills and checks them on every row; identity
+#: columns: it generates their values above the high-water mark and the commit advances the mark
 SCHEMA_FEATURES_IMPLEMENTED: frozenset[str] = frozenset(
-    {"timestampNtz", "variantType", "typeWidening", "generatedColumns", "allowColumnDefaults"}
+    {"timestampNtz", "variantType", "typeWidening", "generatedColumns", "allowColumnDefaults", "identityColumns"}
 )
 #: a feature whose preview name, already supported, does the same job
 _SATISFIED_BY = {"variantType": "variantType-preview", "typeWidening": "typeWidening-preview"}

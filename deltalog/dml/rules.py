@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from deltalog.core.constraints import CHECKED
 from deltalog.core.feature_gate import check_operation
+from deltalog.core.identity import Run
 
 if TYPE_CHECKING:
     from deltalog.table.new_table import NewTable
@@ -37,10 +38,17 @@ class Declared:
     """What a data commit tells the commit path about its rows (keyword arguments of ``Transaction.commit``)."""
 
     copies_rows: bool = False
+    #: the identity values the data-file writer generated
+    identity_runs: tuple[Run, ...] = ()
 
     def as_kwargs(self) -> dict[str, Any]:
         # The data-file writer evaluated every row rule; a rewrite's change files cover each change it makes.
-        return {"data_validated": CHECKED, "copies_rows": self.copies_rows, "cdc_covers_all": self.copies_rows}
+        return {
+            "data_validated": CHECKED,
+            "copies_rows": self.copies_rows,
+            "cdc_covers_all": self.copies_rows,
+            "identity_runs": self.identity_runs,
+        }
 
 
 __all__ = ["Declared", "check_up_front"]

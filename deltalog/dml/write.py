@@ -35,6 +35,7 @@ import orjson
 import pyarrow as pa
 
 from deltalog.core import actions as A
+from deltalog.core import identity
 from deltalog.core.feature_gate import APPEND, METADATA, OVERWRITE
 from deltalog.core.schema import top_level_fields
 from deltalog.data.batches import batches
@@ -105,6 +106,14 @@ def _precheck(store: LogStore, target: WriteTarget, schema: pa.Schema) -> None:
             column=extra[0],
         )
     DataFileWriter(store, target).write(pa.RecordBatch.from_pylist([], schema=schema))
+
+
+def with_identity_marks(metadata: A.Metadata | None, marks: Mapping[str, int]) -> A.Metadata | None:
+    """``metadata`` with the identity high-water marks this write's values reached (itself without any)."""
+    if metadata is None or not marks:
+        return metadata
+    schema = identity.with_marks(orjson.loads(metadata.schema_string or "{}"), marks)
+    return dataclasses.replace(metadata, schema_string=orjson.dumps(schema).decode())
 
 
 # ---------------------------------------------------------------------------------------------- write
@@ -248,6 +257,11 @@ def _write(
     rows = 0
     try:
         rules.check_up_front(snap, log.location, sorted(operations))
+        if isinstance(snap, NewTable) and identity.columns(target.schema):
+            raise InvalidArgumentError(
+                f"{log.location}: a table with identity columns is created first (DeltaLog.create(identity=...)), "
+                "then written to: the write that creates a table cannot also advance its identity marks"
+            )
         _precheck(log.store, target, schema)
         if overwrite and isinstance(snap, NewTable):  # a table this commit creates has no rows to replace
             if replace_where is not None:
@@ -272,9 +286,12 @@ def _write(
 
         rewriter.insert_all(checked())
         rows = counted[0]
+        values = rewriter.data.preparer.identity
         finish(removal, rewriter)
-        staged = [*([merged] if merged is not None else []), *removal.actions]
-        actions, declared = staged, rules.Declared(copies_rows=removal.copies_rows)
+        marked = with_identity_marks(merged or snap.metadata, values.marks()) if values else merged
+        staged = [*([marked] if marked is not None else []), *removal.actions]
+        actions = staged
+        declared = rules.Declared(copies_rows=removal.copies_rows, identity_runs=values.generated)
         txn.read_files(a.path for a in removal.touched)
     except BaseException:
         if rewriter is not None:

@@ -1,22 +1,24 @@
-"""Generated columns and column defaults given when a table is created (``create(generated=..., defaults=...)``).
+"""Generated columns, column defaults and identity columns given when a table is created
+(``create(generated=..., defaults=..., identity=...)``).
 
 They become the field metadata PROTOCOL.md defines (``delta.generationExpression``, ``CURRENT_DEFAULT``) and are
 checked as Delta Spark checks them (``DeltaColumnBuilder.scala``, ``GeneratedColumn.scala``) before anything is
 written, each refusal naming the column: the column exists and is top-level; a generation expression is
 deterministic (``rand()``, ``current_timestamp()``: Spark refuses) and reads no generated column; every
 expression parses, binds on the schema and fits the column's type, as the data writer will evaluate it on every
-row (:mod:`deltalog.data.constraints`). The commit adds ``generatedColumns`` (legacy writer 4) or
-``allowColumnDefaults`` (table features) to the protocol.
+row (:mod:`deltalog.data.constraints`). Identity columns (``{"id": {"start": 1, "step": 1}}``) become
+``delta.identity.*`` metadata, checked by :mod:`deltalog.core.identity`. The commit adds ``generatedColumns``
+(legacy writer 4), ``identityColumns`` (legacy writer 6) or ``allowColumnDefaults`` (table features) to the
+protocol.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
-import orjson
-
-from deltalog.core.schema import top_level_fields
+from deltalog.core import identity as identities
+from deltalog.core.schema import top_level_fields, walk_fields
 from deltalog.data.constraints import table_rules
 from deltalog.data.types import plan_schema
 from deltalog.errors import DeltaLogError, InvalidArgumentError, SchemaError
@@ -76,10 +78,10 @@ def _refs(text: str) -> list[str]:
 
 
 def declared(schema: Mapping[str, Any]) -> bool:
-    """Whether the schema's own field metadata declares a generated column or a default."""
+    """Whether the schema's own field metadata declares a generated column, a default or an identity column."""
     return any(
-        GENERATION in (f.get("metadata") or {}) or DEFAULT in (f.get("metadata") or {})
-        for f in top_level_fields(schema)
+        GENERATION in (f.get("metadata") or {}) or DEFAULT in (f.get("metadata") or {}) or identities.is_identity(f)
+        for f in walk_fields_of(schema)
     )
 
 
@@ -87,10 +89,13 @@ def with_column_rules(
     schema: Mapping[str, Any],
     generated: Mapping[str, str] | None = None,
     defaults: Mapping[str, str] | None = None,
+    identity: Mapping[str, Mapping[str, Any]] | None = None,
+    partition_columns: Sequence[str] = (),
 ) -> dict[str, Any]:
-    """``schema`` (Delta JSON) with the generation expressions and defaults in its fields' metadata, checked."""
+    """``schema`` (Delta JSON) with the generation expressions, defaults and identity columns in its fields'
+    metadata, checked (identity columns by :func:`~deltalog.core.identity.check_definitions`)."""
     gen, dflt = _expressions(generated, "generation expression"), _expressions(defaults, "default")
-    out: dict[str, Any] = orjson.loads(orjson.dumps(schema))
+    out: dict[str, Any] = identities.with_definitions(schema, identity)
     fields = {f["name"].lower(): f for f in top_level_fields(out)}
     for key, given in ((GENERATION, gen), (DEFAULT, dflt)):
         for column, text in given.items():
@@ -120,8 +125,14 @@ def with_column_rules(
                 "expression may read only ordinary columns",
                 field=f["name"],
             )
+    identities.check_definitions(out, partition_columns)
     table_rules(out, {}, plan_schema(out, False))  # parses, binds and types every column rule now
     return out
+
+
+def walk_fields_of(schema: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    """Every field of ``schema`` at any depth (a nested identity column is refused by name, not overlooked)."""
+    return [at.field for at in walk_fields(schema)]
 
 
 __all__ = ["DEFAULT", "GENERATION", "NONDETERMINISTIC", "declared", "with_column_rules"]

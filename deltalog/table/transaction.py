@@ -29,6 +29,7 @@ from deltalog.core import actions as A
 from deltalog.core.conflicts import ISOLATION_LEVELS, SERIALIZABLE, TxnSummary, effective_isolation
 from deltalog.core.feature_duties import NOTHING_DECLARED, Declarations, validation
 from deltalog.core.feature_gate import WRITE, check_operation
+from deltalog.core.identity import Run
 from deltalog.errors import (
     CommitNotReachableError,
     CommitStateUnknownError,
@@ -285,6 +286,7 @@ class Transaction:
         existing_data_validated: bool | str = False,
         copies_rows: bool | None = None,
         cdc_covers_all: bool = False,
+        identity_runs: Sequence[Run] = (),
     ) -> CommitResult:
         """Commit the staged actions plus ``actions`` as one new version.
 
@@ -306,7 +308,9 @@ class Transaction:
         them), ``existing_data_validated`` the same for the rows already there when the commit adds such a
         rule; both are recorded in ``commitInfo``. On a change-data-feed table, ``copies_rows=False`` says
         files added next to removed ones hold no rows copied from them (a partition overwrite), and
-        ``cdc_covers_all=True`` that the commit's ``cdc`` files hold every change it makes.
+        ``cdc_covers_all=True`` that the commit's ``cdc`` files hold every change it makes. ``identity_runs`` are
+        the identity values deltalog's data writer generated into the files (another writer's commit taking
+        them first moves them: :mod:`deltalog.table.identity_rebase`).
         """
         self._gate = gate
         self._declarations = Declarations(
@@ -314,6 +318,7 @@ class Transaction:
             cdc_covers_all=cdc_covers_all,
             rows_validated=validation(data_validated, "data_validated"),
             existing_rows_validated=validation(existing_data_validated, "existing_data_validated"),
+            identity_runs=tuple(identity_runs),
         )
         try:
             try:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import datetime as dt
 from pathlib import Path
+from typing import Any
 
 import pyarrow as pa
 import pytest
@@ -77,3 +78,25 @@ def test_bad_generated_columns_are_refused_before_anything_is_written(
     with pytest.raises(error, match=match):
         DeltaLog.for_table(root).create(SCHEMA, generated=generated)
     assert not root.exists() or not any(root.rglob("*.json"))
+
+
+def test_spark_writer_path_computes_a_generated_column_as_deltalog_and_deltalake_do(tmp_path: Path, spark: Any) -> None:
+    import deltalog.spark
+
+    root = tmp_path / "g"
+    DeltaLog.for_table(root).create(SCHEMA, generated={"day": "CAST(ts AS DATE)"})
+    deltalog.write(rows(1).append_column("status", pa.array(["x"])), root)
+    write_deltalake(str(root), rows(2).append_column("status", pa.array(["y"])), mode="append")
+    ts = dt.datetime(2026, 11, 3, 23, 30, tzinfo=dt.timezone.utc)
+    df = spark.createDataFrame([(3, ts, "z")], "id long, ts timestamp, status string")  # no day: Spark computes it
+    deltalog.spark.write(df.coalesce(1), str(root))
+    df.coalesce(1).write.format("deltalog").mode("append").save(str(root))  # the data source's path alike
+    assert_valid(root)
+    expected = [dt.date(2026, 11, 1), dt.date(2026, 11, 2), dt.date(2026, 11, 3), dt.date(2026, 11, 3)]
+    ours = DeltaLog.for_table(root).snapshot().to_arrow().sort_by([("id", "ascending")]).column("day").to_pylist()
+    assert ours == expected
+    assert duckdb_ids(root, "day") == expected
+    lake = QueryBuilder().register("t", DeltaTable(str(root))).execute("select day from t order by id").read_all()
+    assert pa.table(lake).column("day").to_pylist() == expected
+    back = deltalog.spark.read(spark, str(root)).orderBy("id").collect()
+    assert [r.day for r in back] == expected
