@@ -44,6 +44,7 @@ if TYPE_CHECKING:
     from deltalog.table.commit_loop import RetryPolicy, Young
     from deltalog.table.history import HistoryEntry
     from deltalog.table.new_table import NewTable
+    from deltalog.table.schema_change import SchemaChange
     from deltalog.table.transaction import CommitResult, Committed, Transaction
 
 log = logging.getLogger(__name__)
@@ -208,6 +209,9 @@ class DeltaLog:
         *,
         allow_unknown_properties: bool = False,
         clustering_columns: Sequence[str] | None = None,
+        generated: Mapping[str, str] | None = None,
+        defaults: Mapping[str, str] | None = None,
+        identity: Mapping[str, Mapping[str, Any]] | None = None,
     ) -> CommitResult:
         """Create the table (version 0: protocol + metaData); :class:`TableAlreadyExistsError` if it exists.
 
@@ -216,6 +220,12 @@ class DeltaLog:
         name the field or key) before anything is written; ``allow_unknown_properties`` stores ``delta.*``
         keys deltalog does not know (other engines'). The protocol lists the features the schema and
         properties need; ``clustering_columns`` makes a clustered table (liquid clustering's metadata).
+        ``generated`` (``{"day": "CAST(ts AS DATE)"}``) and ``defaults`` (``{"status": "'new'"}``) map columns to
+        Spark SQL: generation expressions and column defaults (or give them as Delta field metadata on the
+        schema), checked now by name (deterministic, reading no generated column, binding on the schema).
+        ``identity`` (``{"id": {"start": 1, "step": 1, "allowExplicitInsert": False}}``) makes BIGINT identity
+        columns, whose values :func:`deltalog.write` generates (refused by name, as Delta Spark refuses them: a
+        type other than BIGINT, step 0, a generated or partition column).
         To create a table with its first files in the same version, use :meth:`start_create`.
         """
         from deltalog.table import ddl
@@ -229,6 +239,9 @@ class DeltaLog:
             retry,
             allow_unknown_properties=allow_unknown_properties,
             clustering_columns=clustering_columns,
+            generated=generated,
+            defaults=defaults,
+            identity=identity,
         )
         return ddl.commit_create(txn)
 
@@ -245,6 +258,9 @@ class DeltaLog:
         app_version: int | None = None,
         allow_unknown_properties: bool = False,
         clustering_columns: Sequence[str] | None = None,
+        generated: Mapping[str, str] | None = None,
+        defaults: Mapping[str, str] | None = None,
+        identity: Mapping[str, Mapping[str, Any]] | None = None,
     ) -> Transaction:
         """A transaction that creates the table: its commit is version 0, holding the table's protocol and
         metadata (checked now, as :meth:`create` checks them) and whatever the caller commits with them,
@@ -267,6 +283,9 @@ class DeltaLog:
             description,
             allow_unknown_properties=allow_unknown_properties,
             clustering_columns=clustering_columns,
+            generated=generated,
+            defaults=defaults,
+            identity=identity,
         )
         return Transaction(
             self.context,
@@ -372,6 +391,45 @@ class DeltaLog:
         from deltalog.table import ddl
 
         return ddl.add_columns(self.start_transaction, fields)
+
+    def rename_column(
+        self, column: str, new_name: str, *, enable_column_mapping: bool = False, dry_run: bool = False
+    ) -> SchemaChange:
+        """``ALTER TABLE RENAME COLUMN`` (``"a.b"`` for a nested field) through column mapping: no file is
+        rewritten. A table without column mapping is refused unless ``enable_column_mapping`` turns on name
+        mode in the same commit (a protocol upgrade). ``dry_run`` returns the plan (old and new protocol, the
+        peers that would no longer write the table) and commits nothing. See :mod:`deltalog.table.schema_change`."""
+        from deltalog.table import schema_change
+
+        return schema_change.rename_column(
+            self.start_transaction, column, new_name, enable_column_mapping=enable_column_mapping, dry_run=dry_run
+        )
+
+    def drop_columns(
+        self, columns: Sequence[str], *, enable_column_mapping: bool = False, dry_run: bool = False
+    ) -> SchemaChange:
+        """``ALTER TABLE DROP COLUMNS`` through column mapping, as :meth:`rename_column` (the same
+        ``enable_column_mapping`` and ``dry_run``); partition and clustering columns, the last column and
+        columns a constraint or generated column reads are refused by name."""
+        from deltalog.table import schema_change
+
+        return schema_change.drop_columns(
+            self.start_transaction, columns, enable_column_mapping=enable_column_mapping, dry_run=dry_run
+        )
+
+    def change_column_type(
+        self, column: str, new_type: Any, *, enable_type_widening: bool = False, dry_run: bool = False
+    ) -> SchemaChange:
+        """Widen ``column``'s type (``"long"``, ``"double"``, ``"decimal(12,2)"``, ``"timestamp_ntz"`` or a pyarrow
+        type) by exactly the changes PROTOCOL.md's type widening allows (``long -> double`` is not one), recorded
+        in ``delta.typeChanges``; no file is rewritten, older ones are cast when read. The table must allow it
+        (``delta.enableTypeWidening=true``), or ``enable_type_widening`` sets that and the ``typeWidening``
+        feature in the same commit. ``dry_run`` as :meth:`rename_column`."""
+        from deltalog.table import schema_change
+
+        return schema_change.change_column_type(
+            self.start_transaction, column, new_type, enable_type_widening=enable_type_widening, dry_run=dry_run
+        )
 
     def set_properties(self, properties: Mapping[str, str], *, allow_unknown_properties: bool = False) -> CommitResult:
         """Commit table properties, checked as Delta Spark checks them: keys matched case-insensitively and

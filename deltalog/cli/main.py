@@ -143,6 +143,21 @@ VERBS: dict[str, Verb] = {
         "restore_cmd",
         "Make an older version current again: its files, schema, partitioning and properties (a new version).",
     ),
+    "rename-column": Verb(
+        "deltalog.cli.schema_cmd",
+        "rename_column_cmd",
+        "Rename COLUMN of TABLE (a.b for a nested field) through column mapping: no data file is rewritten.",
+    ),
+    "drop-columns": Verb(
+        "deltalog.cli.schema_cmd",
+        "drop_columns_cmd",
+        "Drop COLUMNs of TABLE through column mapping: the data stays in the files, unread.",
+    ),
+    "change-column-type": Verb(
+        "deltalog.cli.schema_cmd",
+        "change_column_type_cmd",
+        "Widen the type of COLUMN of TABLE (type widening: int to long, float to double, ...); no file is rewritten.",
+    ),
     "doctor": Verb(
         "deltalog.cli.doctor",
         "doctor_cmd",

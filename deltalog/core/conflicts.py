@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from deltalog.core import actions as A
+from deltalog.core import identity
 from deltalog.core.features import supported_features
 from deltalog.core.operations import changes_data
 from deltalog.core.partitions import Condition, PartitionValueError, parse_value
@@ -102,6 +103,9 @@ class TxnSummary:
     read_protocol: A.Protocol | None = None
     #: the ``metaData.id`` of the table read (None: the commit creates it)
     table_id: str | None = None
+    #: our metaData only advances identity high-water marks, and each attempt re-bases it (and the values it
+    #: generated) on a winner's (:mod:`deltalog.table.identity_rebase`)
+    identity_marks_only: bool = False
 
 
 @dataclass(frozen=True)
@@ -199,8 +203,9 @@ def check_winner(
         )
     if protocols:
         _check_protocol(summary, winner, protocols[0], check_protocol, where, common)
-    # 2. metadata
-    if metadata:
+    # 2. metadata; a winner's that only advances identity marks (its commitInfo tag says so) passes a commit
+    # changing no metadata (CC:647-700) and, deltalog's addition, one that itself only advances the marks
+    if metadata and not (_identity_only(info) and (not summary.changes_metadata or summary.identity_marks_only)):
         raise MetadataChangedError(f"the table metadata was changed concurrently by {where}", **common)
     # 3. domain metadata
     for dm in (a for a in winner.actions if isinstance(a, A.DomainMetadata)):
@@ -234,6 +239,11 @@ def check_winner(
                 conflicting_partition=dict(rm.partition_values) if rm.partition_values is not None else None,
                 **common,
             )
+
+
+def _identity_only(info: Mapping[str, Any]) -> bool:
+    tags = info.get("tags")
+    return identity.tagged(tags.items() if isinstance(tags, Mapping) else ())
 
 
 def _check_protocol(

@@ -24,16 +24,9 @@ from typing import TYPE_CHECKING, Any
 from deltalog.core import actions as A
 from deltalog.data.output import delete_files
 from deltalog.dml.rules import Declared
-from deltalog.errors import (
-    CommitNotReachableError,
-    ConcurrentModificationError,
-    InvalidCommitError,
-    MaxCommitAttemptsError,
-    ProtocolChangedError,
-    ProtocolError,
-    TableAlreadyExistsError,
-)
+from deltalog.errors import ProtocolChangedError, TableAlreadyExistsError
 from deltalog.table.commit_loop import CommitResult
+from deltalog.table.prepare import NOT_LANDED
 
 if TYPE_CHECKING:
     from deltalog.table.context import TableContext
@@ -45,13 +38,7 @@ logger = logging.getLogger(__name__)
 NOTHING_DECLARED = Declared()
 
 #: failures after which the commit certainly is not in the table
-REFUSED = (
-    ConcurrentModificationError,
-    InvalidCommitError,
-    ProtocolError,
-    MaxCommitAttemptsError,
-    CommitNotReachableError,
-)
+REFUSED = NOT_LANDED
 
 
 def skipped(txn: Transaction, operation: str) -> CommitResult:

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 from deltalog.core.constraints import CHECKED
 from deltalog.core.feature_duties import Declarations
 from deltalog.core.feature_gate import check_operation
+from deltalog.core.identity import Run
 
 if TYPE_CHECKING:
     from deltalog.table.new_table import NewTable
@@ -46,6 +47,8 @@ class Declared:
     cdc_covers_all: bool | None = None
     #: copied and updated rows carry their row ids in the materialized columns (MERGE and UPDATE write them)
     row_ids_preserved: bool = False
+    #: the identity values the data-file writer generated
+    identity_runs: tuple[Run, ...] = ()
 
     def as_kwargs(self) -> dict[str, Any]:
         # The data-file writer evaluated every row rule; a rewrite's change files cover each change it makes.
@@ -55,6 +58,7 @@ class Declared:
             "copies_rows": self.copies_rows,
             "cdc_covers_all": covers,
             "row_ids_preserved": self.row_ids_preserved,
+            "identity_runs": self.identity_runs,
         }
 
 

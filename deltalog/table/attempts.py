@@ -3,7 +3,8 @@ on the commits before it, run again for every attempt.
 
 In-commit timestamps (:mod:`deltalog.core.ict`) must exceed the previous version's timestamp and name the
 enablement version; row ids (:mod:`deltalog.core.row_tracking`) are numbered above the previous high-water
-mark and carry the version as ``defaultRowCommitVersion``. A retry comes after winners the first attempt
+mark and carry the version as ``defaultRowCommitVersion``; identity values another writer took first are moved
+beyond its marks (:mod:`deltalog.table.identity_rebase`). A retry comes after winners the first attempt
 never saw, possibly on a protocol a winner changed (one that added row tracking), so an attempt is never
 patched from the last one: :meth:`Attempts.encode` computes it from the prepared actions, the read version
 and every winner so far. It is the commit loop's :data:`~deltalog.table.commit_loop.Encode` hook, which
@@ -29,6 +30,7 @@ from deltalog.errors import CorruptLogError, NotFoundError
 from deltalog.table.commit_loop import Won
 from deltalog.table.context import TableContext
 from deltalog.table.history import commit_info
+from deltalog.table.identity_rebase import IdentityRebase
 from deltalog.table.listing import list_log
 from deltalog.table.snapshot import Snapshot
 
@@ -160,7 +162,8 @@ class Attempts:
 
     ``known`` gives :func:`known_for` the commit (asked once, and only when row ids are assigned: it may load
     the file list); ``now_ms`` is the writer's clock; ``mtime_of`` the store's time of a winner read without a
-    listing (needed only for a winner without an in-commit timestamp).
+    listing (needed only for a winner without an in-commit timestamp); ``rebase`` moves an identity-only
+    commit onto a winner's identity marks (:mod:`deltalog.table.identity_rebase`).
     """
 
     def __init__(
@@ -172,7 +175,9 @@ class Attempts:
         known: Callable[[], KnownFiles],
         now_ms: Callable[[], int],
         mtime_of: Callable[[int], int],
+        rebase: IdentityRebase | None = None,
     ) -> None:
+        self._rebase = rebase
         self._actions = tuple(actions)
         self._info = info
         self._read = read
@@ -192,6 +197,9 @@ class Attempts:
     def attempt(self, version: int, won: Sequence[Won] = ()) -> list[A.Action]:
         protocol, configuration = self._in_force(won)
         actions: list[A.Action] = list(self._actions)
+        theirs = next((a for w in reversed(won) for a in w.winner.actions if isinstance(a, A.Metadata)), None)
+        if theirs is not None and self._rebase is not None:  # only an identity-only winner got past the checker
+            actions = self._rebase.attempt(actions, theirs)
         info = self._info
         if row_tracking.assigns(protocol, configuration):
             mark = self._mark(won)

@@ -12,6 +12,7 @@ prepared actions, since row ids and in-commit timestamps depend on the version a
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -20,6 +21,7 @@ from typing import Any
 
 from deltalog._version import ENGINE_INFO
 from deltalog.core import actions as A
+from deltalog.core import identity
 from deltalog.core.commit_rules import commit_info_of, prepare_commit
 from deltalog.core.conflicts import TxnSummary, effective_isolation
 from deltalog.core.constraints import with_record
@@ -27,11 +29,29 @@ from deltalog.core.deletion_vectors import new_dvs_allowed
 from deltalog.core.feature_duties import Declarations, check_duties, needs_known_files, touched_paths
 from deltalog.core.feature_gate import WRITE, commit_operation
 from deltalog.core.file_facts import NO_FILES, KnownFiles, known_files, path_key
+from deltalog.data.target import parquet_options
+from deltalog.errors import (
+    CommitNotReachableError,
+    ConcurrentModificationError,
+    InvalidCommitError,
+    MaxCommitAttemptsError,
+    ProtocolError,
+)
 from deltalog.table.acknowledgment import Outcome
 from deltalog.table.attempts import Attempts, enable_row_tracking, known_for, listed_mtime, read_facts
 from deltalog.table.commit_loop import NO_TABLE, CommitResult, Committer, Young
 from deltalog.table.context import TableContext
+from deltalog.table.identity_rebase import IdentityRebase
 from deltalog.table.snapshot import Snapshot
+
+#: failures after which the commit certainly is not in the table (files written for it may go)
+NOT_LANDED = (
+    ConcurrentModificationError,
+    InvalidCommitError,
+    ProtocolError,
+    MaxCommitAttemptsError,
+    CommitNotReachableError,
+)
 
 
 @dataclass(frozen=True)
@@ -87,6 +107,7 @@ def prepare(
         declared=declared,
         known=known_files_for(ctx, snap, prepared, protocol),
         has_rows=lambda: snap is not None and snap.num_files > 0,
+        source=f"{ctx.location}/_delta_log ({where})",
     )
     return Prepared(prepared, record)
 
@@ -104,7 +125,12 @@ def known_files_for(
 
 
 def attempts_for(
-    ctx: TableContext, snap: Snapshot | None, prepared: Sequence[A.Action], commit_info: A.CommitInfo, operation: str
+    ctx: TableContext,
+    snap: Snapshot | None,
+    prepared: Sequence[A.Action],
+    commit_info: A.CommitInfo,
+    operation: str,
+    rebase: IdentityRebase | None = None,
 ) -> Attempts:
     """The attempts of a prepared commit: what each version attempted needs of the version read, the files it
     re-commits (their row ids) and, when the commit enables row tracking, its materialized column names."""
@@ -117,6 +143,7 @@ def attempts_for(
         known=partial(known_for, snap, actions, operation, ctx.store.root),
         now_ms=ctx.now_ms,
         mtime_of=lambda version: listed_mtime(ctx, version),
+        rebase=rebase,
     )
 
 
@@ -188,17 +215,30 @@ def run_commit(
         user_metadata=request.user_metadata,
         now_ms=ctx.now_ms(),
     )
-    attempts = attempts_for(ctx, snap, checked.actions, with_record(info, checked.record), request.operation)
+    rebase = None
+    if snap is not None and identity.marks_only_update(checked.actions, snap.metadata):
+        intent = dataclasses.replace(intent, identity_marks_only=True)
+        tags = {**dict(info.other.get("tags") or {}), identity.SCHEMA_UPDATE_TAG: "true"}
+        info = dataclasses.replace(info, other={**info.other, "tags": tags})
+        rebase = IdentityRebase(ctx.store, request.declared.identity_runs, parquet_options(snap.configuration))
+    attempts = attempts_for(ctx, snap, checked.actions, with_record(info, checked.record), request.operation, rebase)
     tip = snap.tip if snap is not None else NO_TABLE
-    outcome = committer.commit(
-        read_version,
-        attempts.encode(read_version + 1),
-        intent,
-        request.txn_id,
-        tip,
-        encode=attempts.encode,
-        young=young,
-    )
+    try:
+        outcome = committer.commit(
+            read_version,
+            attempts.encode(read_version + 1),
+            intent,
+            request.txn_id,
+            tip,
+            encode=attempts.encode,
+            young=young,
+        )
+    except NOT_LANDED:
+        if rebase is not None:
+            rebase.refused()
+        raise
+    if rebase is not None:
+        rebase.landed()
     result = CommitResult(
         version=outcome.version,
         metrics=dict(info.operation_metrics or {}),

@@ -29,6 +29,7 @@ from deltalog.core import actions as A
 from deltalog.core.conflicts import ISOLATION_LEVELS, SERIALIZABLE, TxnSummary, effective_isolation
 from deltalog.core.feature_duties import NOTHING_DECLARED, Declarations, validation
 from deltalog.core.feature_gate import WRITE, check_operation
+from deltalog.core.identity import Run
 from deltalog.errors import (
     CommitNotReachableError,
     CommitStateUnknownError,
@@ -286,6 +287,7 @@ class Transaction:
         copies_rows: bool | None = None,
         cdc_covers_all: bool = False,
         row_ids_preserved: bool = False,
+        identity_runs: Sequence[Run] = (),
     ) -> CommitResult:
         """Commit the staged actions plus ``actions`` as one new version.
 
@@ -310,6 +312,9 @@ class Transaction:
         ``cdc_covers_all=True`` that the commit's ``cdc`` files hold every change it makes. On a table with row
         tracking enabled, ``row_ids_preserved=True`` says rows copied into new files carry their row ids and
         commit versions in the materialized columns (which lets a rewrite commit there).
+        ``identity_runs`` are
+        the identity values deltalog's data writer generated into the files (another writer's commit taking
+        them first moves them: :mod:`deltalog.table.identity_rebase`).
         """
         self._gate = gate
         self._declarations = Declarations(
@@ -318,6 +323,7 @@ class Transaction:
             row_ids_preserved=row_ids_preserved,
             rows_validated=validation(data_validated, "data_validated"),
             existing_rows_validated=validation(existing_data_validated, "existing_data_validated"),
+            identity_runs=tuple(identity_runs),
         )
         try:
             try:

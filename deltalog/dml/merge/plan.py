@@ -28,8 +28,9 @@ from typing import Any
 import pyarrow as pa
 
 from deltalog.arrow.schema import delta_field
+from deltalog.core import identity as identities
 from deltalog.core.schema import top_level_fields
-from deltalog.data.constraints import DEFAULT, GENERATION, IDENTITY_PREFIX
+from deltalog.data.constraints import DEFAULT, GENERATION
 from deltalog.data.expressions import fold
 from deltalog.data.filters import source as filter_source
 from deltalog.dml.merge import clauses as C
@@ -221,11 +222,7 @@ def _typed(e: X.Expr, t: T.DataType) -> X.Expr:
 
 
 def identity_columns(schema: Mapping[str, Any]) -> set[str]:
-    return {
-        str(f["name"]).lower()
-        for f in top_level_fields(schema)
-        if any(str(k).startswith(IDENTITY_PREFIX) for k in (f.get("metadata") or {}))
-    }
+    return {str(f["name"]).lower() for f in top_level_fields(schema) if identities.is_identity(f)}
 
 
 def _column_named(key: str, columns: Sequence[Column], target_alias: str | None, clause: C.Clause) -> Column:
