@@ -86,7 +86,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     add(
         "--data",
         action="store_true",
-        help="run issue 15's data-plane cases (write, scan-selective, scan-full, delete) against deltalake "
+        help="run the data-plane cases (issue 15: write, scans, delete; issue 26: merge, update) against deltalake "
         "instead of the log cases; --runs defaults to 3",
     )
     args = p.parse_args(argv)

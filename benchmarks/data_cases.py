@@ -29,6 +29,17 @@ Issue 27's OPTIMIZE cases, each on a fresh copy of its table per run (made befor
   ``DeltaLog.purge_deletion_vectors()`` against ``optimize.compact()``, deltalake's only way to rewrite files
   without their deleted rows.
 
+Issue 26's MERGE and UPDATE cases, on a 10M-row table of 100 files (sorted ids, written by ``deltalake``, one
+append per file), with deletion vectors enabled (``-dv``) or not:
+
+* ``merge-dv`` / ``merge``: an upsert of 100k source rows, half of them matching ids spread over every file and
+  half new: ``DeltaLog.merge(...).when_matched_update_all().when_not_matched_insert_all().execute()`` against
+  ``DeltaTable.merge(...)`` with the same clauses;
+* ``update-dv``: 1% of the rows (``k = 7``) updated: ``DeltaLog.update`` against ``DeltaTable.update``;
+* ``merge-small``: a 1k-row upsert into the deletion-vector table; the bytes the call reads (``rchar`` of
+  ``/proc/self/io``: files, log and all) against the minimum: the compressed key column of the files a key
+  of the source can lie in.
+
 Tables are built once per size (a marker file holds the parameters) under ``<dir>/data/``; the delete case
 works on a fresh copy per run, made before the clock starts. ``--quick`` uses small sizes.
 """
@@ -55,6 +66,10 @@ class Sizes:
     rows_per_file: int = 100
     delete_rows: int = 2_000_000
     delete_files: int = 20
+    merge_rows: int = 10_000_000
+    merge_files: int = 100
+    upsert_rows: int = 100_000
+    small_upsert_rows: int = 1_000
     changes_commits: int = 100
     changes_rows: int = 20_000  # per append
     compact_files: int = 10_000
@@ -72,6 +87,10 @@ QUICK = Sizes(
     scan_files=300,
     delete_rows=100_000,
     delete_files=5,
+    merge_rows=200_000,
+    merge_files=10,
+    upsert_rows=2_000,
+    small_upsert_rows=100,
     changes_commits=20,
     changes_rows=2_000,
     compact_files=200,
@@ -84,7 +103,9 @@ QUICK = Sizes(
 )
 #: the box filter of the Z-order case, and the cases that change their table (a fresh copy per run)
 BOX = 250_000
-CHANGES_TABLE = frozenset({"delete", "optimize-compact", "optimize-zorder", "purge"})
+CHANGES_TABLE = frozenset(
+    {"delete", "merge-dv", "merge", "update-dv", "merge-small", "optimize-compact", "optimize-zorder", "purge"}
+)
 
 
 @dataclass(frozen=True)
@@ -105,6 +126,24 @@ CASES = {
     ),
     "scan-full": DataCase("scan-full", "full scan of the 10k-file table", "scan", "reported"),
     "delete": DataCase("delete", "delete 1% of rows (deletion vectors) vs deltalake's delete", "delete", "reported"),
+    "merge-dv": DataCase(
+        "merge-dv",
+        "upsert 100k rows (half matching) into a 10M-row, 100-file table with deletion vectors",
+        "merge-dv",
+        "time <= 0.25x and peak RSS <= 0.5x DeltaTable.merge(...) with update_all and insert_all",
+    ),
+    "merge": DataCase(
+        "merge", "the same upsert without deletion vectors (both rewrite)", "merge", "time <= 1.0x DeltaTable.merge"
+    ),
+    "update-dv": DataCase(
+        "update-dv", "update 1% of the rows of the deletion-vector table", "merge-dv", "time <= 0.25x DeltaTable.update"
+    ),
+    "merge-small": DataCase(
+        "merge-small",
+        "a 1k-row upsert into the deletion-vector table",
+        "merge-dv",
+        "bytes read vs the minimum (the key column of the candidate files): reported",
+    ),
     "changes": DataCase(
         "changes",
         "change data feed of 100 commits (appends, deletes with and without DVs, updates) vs load_cdf",
@@ -212,6 +251,26 @@ def build_delete_table(root: str, sizes: Sizes) -> str:
     return path
 
 
+def build_merge_table(root: str, sizes: Sizes, dvs: bool) -> str:
+    """``merge_rows`` sorted ids in ``merge_files`` files (one ``write_deltalake`` append each), with
+    ``delta.enableDeletionVectors=true`` or not."""
+    from deltalake import write_deltalake
+
+    path = os.path.join(root, f"merge-{sizes.merge_rows}x{sizes.merge_files}{'-dv' if dvs else ''}")
+    params = {"kind": "merge", "dvs": dvs, **asdict(sizes)}
+    if _built(path, params):
+        return path
+    shutil.rmtree(path, ignore_errors=True)
+    per_file = sizes.merge_rows // sizes.merge_files
+    configuration = {"delta.enableDeletionVectors": "true"} if dvs else None
+    for f in range(sizes.merge_files):
+        ids = np.arange(f * per_file, (f + 1) * per_file, dtype=np.int64)
+        data = merge_rows(ids)
+        write_deltalake(path, data, mode="append", configuration=configuration)
+    _mark(path, params)
+    return path
+
+
 def _change_rows(i: int, rows: int) -> pa.Table:
     ids = np.arange(i * rows, (i + 1) * rows, dtype=np.int64)
     return pa.table(
@@ -253,6 +312,29 @@ def build_changes_table(root: str, sizes: Sizes) -> str:
     assert DeltaTable(path).version() == sizes.changes_commits - 1
     _mark(path, params)
     return path
+
+
+def merge_rows(ids: np.ndarray) -> pa.Table:
+    """The merge table's columns for ``ids``: a key, a 1%-selective k, a float and a short string."""
+    return pa.table(
+        {
+            "id": pa.array(ids, pa.int64()),
+            "k": pa.array(ids % 100, pa.int64()),
+            "value": pa.array(ids * 0.5, pa.float64()),
+            "name": pa.array(np.char.add("n-", (ids % 9973).astype(str)).astype(object), pa.string()),
+        }
+    )
+
+
+def upsert_source(sizes: Sizes, rows: int, seed: int = 26) -> pa.Table:
+    """``rows`` source rows: half of them ids of the table spread over every file, half new ids."""
+    rng = np.random.default_rng(seed)
+    matching = rng.choice(sizes.merge_rows, rows // 2, replace=False)
+    new = np.arange(sizes.merge_rows, sizes.merge_rows + rows - rows // 2, dtype=np.int64)
+    ids = np.concatenate([matching, new]).astype(np.int64)
+    rng.shuffle(ids)
+    source = merge_rows(ids)
+    return source.set_column(2, "value", pa.array(-ids.astype(np.float64)))
 
 
 def build_compact_table(root: str, sizes: Sizes) -> str:
@@ -344,8 +426,22 @@ def build(case: DataCase, root: str, sizes: Sizes) -> str | None:
         "compact": build_compact_table,
         "zorder": build_zorder_table,
         "purge": build_purge_table,
+        "merge-dv": lambda root, sizes: build_merge_table(root, sizes, dvs=True),
+        "merge": lambda root, sizes: build_merge_table(root, sizes, dvs=False),
     }
     return builders[case.table](root, sizes) if case.table is not None else None
+
+
+def fresh_copy(table: str, scratch: str) -> None:
+    """A copy a run may change: data files hard-linked (no engine writes into an existing data file), the log
+    copied (a checkpoint hint is rewritten in place by some writers)."""
+    for here, _, names in os.walk(table):
+        rel = os.path.relpath(here, table)
+        target = os.path.join(scratch, rel)
+        os.makedirs(target, exist_ok=True)
+        in_log = rel.split(os.sep)[0] == "_delta_log"
+        for name in names:
+            (shutil.copy2 if in_log else os.link)(os.path.join(here, name), os.path.join(target, name))
 
 
 __all__ = [
@@ -361,10 +457,14 @@ __all__ = [
     "build_changes_table",
     "build_compact_table",
     "build_delete_table",
+    "build_merge_table",
     "build_purge_table",
     "build_scan_table",
     "build_zorder_table",
+    "fresh_copy",
+    "merge_rows",
     "selective_range",
+    "upsert_source",
     "write_data",
     "zorder_data",
 ]

@@ -10,8 +10,10 @@ directory a write creates), scratch (a directory for the delete's copy) and size
 
 from __future__ import annotations
 
+import importlib
+import importlib.util
 import json
-import shutil
+import os
 import sys
 import time
 from collections.abc import Callable
@@ -28,6 +30,16 @@ def _filter(spec: dict[str, Any]) -> Any:
 
     low, high = selective_range(Sizes(**spec["sizes"]))
     return (pc.field("id") >= low) & (pc.field("id") <= high)
+
+
+#: the modules of the commit path, as revisions since issue 24 name them and as earlier ones did
+_COMMIT_MODULES = (
+    "deltalog.table.commit.transaction",
+    "deltalog.table.commit.prepare",
+    "deltalog.table.commit.attempts",
+    "deltalog.table.transaction",
+    "deltalog.table.prepare",
+)
 
 
 def _raw_files(snapshots: Any, snap: Any) -> Any:
@@ -68,12 +80,34 @@ def _deltalog(spec: dict[str, Any]) -> tuple[Callable[[], Any], Callable[[Any], 
 
         return scan, opened
     if case == "delete":
+        from deltalog.expr import parse
+
+        parse("1")  # sqlglot, imported by the first Spark SQL text: before the clock, as deltalake's imports are
         return lambda: DeltaLog.for_table(table).delete("k = 7"), lambda _: {"rows": _rows_left(table)}
+    if case in ("update-dv", "merge-dv", "merge", "merge-small"):
+        # imported before the clock, as deltalake's are: the merge modules, Acero, what a data commit imports
+        # after it commits (auto compaction's check, log cleanup) and sqlglot, which the first Spark SQL text imports
+        import pyarrow.acero  # noqa: F401
+
+        from deltalog.expr import parse
+
+        for name in _COMMIT_MODULES:  # the commit path, wherever the revision ``--rev`` exports keeps it
+            if importlib.util.find_spec(name) is not None:
+                importlib.import_module(name)
+        parse("1")
+    if case == "update-dv":
+        return lambda: DeltaLog.for_table(table).update({"value": "value + 1"}, "k = 7"), _merged(spec)
+    if case in ("merge-dv", "merge", "merge-small"):
+        source = _source(spec)
+
+        def merge() -> Any:
+            builder = DeltaLog.for_table(table).merge(source, "t.id = s.id", source_alias="s", target_alias="t")
+            return builder.when_matched_update_all().when_not_matched_insert_all().execute()
+
+        return merge, _merged(spec, source)
     if case == "changes":
         return lambda: DeltaLog.for_table(table).changes(0).read_all(), _change_rows
     if case in ("optimize-compact", "optimize-zorder", "purge"):
-        import deltalog.dml.optimize
-
         log = DeltaLog.for_table(table)
         if case == "purge":
             return log.purge_deletion_vectors, lambda _: _optimized(table)
@@ -121,6 +155,48 @@ def _boxed(table: str) -> dict[str, Any]:
     }
 
 
+def _source(spec: dict[str, Any]) -> Any:
+    from benchmarks.data_cases import Sizes, upsert_source
+
+    sizes = Sizes(**spec["sizes"])
+    return upsert_source(sizes, sizes.small_upsert_rows if spec["case"] == "merge-small" else sizes.upsert_rows)
+
+
+def _merged(spec: dict[str, Any], source: Any = None) -> Callable[[Any], dict[str, Any]]:
+    """The check of a merge or update: the rows the table holds after it, and for the small upsert the least
+    a merge must read: the compressed key column of the files one of the source's keys can lie in."""
+    table = spec["table"]
+
+    def check(_: Any) -> dict[str, Any]:
+        out: dict[str, Any] = {"rows": _rows_left(table)}
+        if spec["case"] == "merge-small":
+            out["min_bytes"] = _key_bytes(spec["original"], source)
+        return out
+
+    return check
+
+
+def _key_bytes(table: str, source: Any) -> int:
+    import numpy as np
+    import pyarrow.parquet as pq
+
+    keys = np.sort(np.asarray(source.column("id").to_numpy()))
+    total = 0
+    for here, _, names in os.walk(table):
+        for name in names:
+            if not name.endswith(".parquet") or "_delta_log" in here:
+                continue
+            meta = pq.ParquetFile(os.path.join(here, name)).metadata
+            column = meta.schema.names.index("id")
+            for g in range(meta.num_row_groups):
+                chunk = meta.row_group(g).column(column)
+                stats = chunk.statistics
+                i = int(np.searchsorted(keys, stats.min))
+                if i < len(keys) and keys[i] <= stats.max:
+                    total += chunk.total_compressed_size
+    return total
+
+
 def _deltalake(spec: dict[str, Any]) -> tuple[Callable[[], Any], Callable[[Any], dict[str, Any]]]:
     from deltalake import DeltaTable, write_deltalake
 
@@ -144,6 +220,16 @@ def _deltalake(spec: dict[str, Any]) -> tuple[Callable[[], Any], Callable[[Any],
         return scan, opened
     if case == "delete":
         return lambda: DeltaTable(table).delete("k = 7"), lambda _: {"rows": _rows_left(table)}
+    if case == "update-dv":
+        return lambda: DeltaTable(table).update(updates={"value": "value + 1"}, predicate="k = 7"), _merged(spec)
+    if case in ("merge-dv", "merge", "merge-small"):
+        source = _source(spec)
+
+        def merge() -> Any:
+            merger = DeltaTable(table).merge(source, predicate="t.id = s.id", source_alias="s", target_alias="t")
+            return merger.when_matched_update_all().when_not_matched_insert_all().execute()
+
+        return merge, _merged(spec, source)
     if case == "changes":
         return lambda: DeltaTable(table).load_cdf(starting_version=0).read_all(), _change_rows
     if case in ("optimize-compact", "purge"):
@@ -176,6 +262,18 @@ def _change_rows(result: Any) -> dict[str, Any]:
     return {"rows": table.num_rows, "digest": digest.hexdigest()}
 
 
+def _read_chars() -> int | None:
+    """Bytes this process has read through read syscalls so far (``rchar``), page cache hits included."""
+    try:
+        with open("/proc/self/io") as f:
+            for line in f:
+                if line.startswith("rchar:"):
+                    return int(line.split()[1])
+    except (OSError, ValueError):
+        return None
+    return None
+
+
 def _rows_left(table: str) -> int:
     """Rows a peer reads after the delete (deltalake's SQL path applies deletion vectors)."""
     import pyarrow as pa
@@ -186,17 +284,19 @@ def _rows_left(table: str) -> int:
 
 
 def measure(spec: dict[str, Any]) -> dict[str, Any]:
-    from benchmarks.data_cases import CHANGES_TABLE
+    from benchmarks.data_cases import CHANGES_TABLE, fresh_copy
 
     if spec["case"] in CHANGES_TABLE:  # a fresh copy per run: the case changes the table
-        shutil.copytree(spec["table"], spec["scratch"])
-        spec = {**spec, "table": spec["scratch"]}
+        fresh_copy(spec["table"], spec["scratch"])
+        spec = {**spec, "table": spec["scratch"], "original": spec["table"]}
     call, check = (_deltalog if spec["engine"] == "deltalog" else _deltalake)(spec)
     rss_before = status_kib("VmRSS") or 0
     reset = reset_peak_rss()
+    read0 = _read_chars()
     c0, t0 = time.process_time(), time.perf_counter()
     result = call()
     t1, c1 = time.perf_counter(), time.process_time()
+    read1 = _read_chars()
     peak = peak_rss_kib()
     return {
         "engine": spec["engine"],
@@ -206,6 +306,7 @@ def measure(spec: dict[str, Any]) -> dict[str, Any]:
         "rss_before_kib": rss_before,
         "call_peak_rss_kib": peak if reset else None,
         "call_rss_growth_kib": peak - rss_before if reset else None,
+        "read_bytes": read1 - read0 if read0 is not None and read1 is not None else None,
         **check(result),
     }
 

@@ -28,7 +28,7 @@ from benchmarks.report import load_average, machine_facts, markdown_grid, text_g
 
 MIN_RUNS_FOR_MARKDOWN = 3
 SUBDIR = "data"
-SECTION_TITLE = "## Data plane (issue 15)"
+SECTION_TITLE = "## Data plane (issues 15 and 26)"
 START = "<!-- bench:data:start -->"
 END = "<!-- bench:data:end -->"
 
@@ -84,9 +84,11 @@ def run_case(case: DataCase, sizes: Sizes, runs: int, work: str) -> list[DataRes
 
 def _cells(res: DataResult, base: DataResult) -> list[str]:
     seconds, other = res.median("seconds"), base.median("seconds")
-    peak, growth = res.median("call_peak_rss_kib"), res.median("call_rss_growth_kib")
+    peak, base_peak = res.median("call_peak_rss_kib"), base.median("call_peak_rss_kib")
+    growth = res.median("call_rss_growth_kib")
     files, kept = res.median("files"), res.median("kept_rows")
     ratio = f"{seconds / other:.2f}" if seconds and other else "—"
+    read, least = res.median("read_bytes"), res.median("min_bytes")
     return [
         res.case.name,
         res.engine,
@@ -94,9 +96,12 @@ def _cells(res: DataResult, base: DataResult) -> list[str]:
         ratio,
         f"{res.median('cpu_s') or 0:.2f}",
         f"{peak / 1024:.0f}" if peak else "—",
+        f"{peak / base_peak:.2f}" if peak and base_peak else "—",
         f"{growth / 1024:.0f}" if growth is not None else "—",
         f"{files:.0f}" if files is not None else "—",
         f"{kept:.0f}" if kept is not None else "—",
+        f"{read / 2**20:.1f}" if read is not None else "—",
+        f"{least / 2**20:.1f}" if least is not None else "—",
         str(res.runs[0]["rows"]),
     ]
 
@@ -108,9 +113,12 @@ HEADER = [
     "x deltalake",
     "cpu s",
     "call peak RSS MiB",
+    "RSS x deltalake",
     "peak growth MiB",
     "files opened",
     "rows in files opened",
+    "MiB read",
+    "minimum MiB",
     "rows",
 ]
 

@@ -171,6 +171,19 @@ class InvalidExpressionError(InvalidArgumentError):
         self.column = column
 
 
+class DuplicateMatchError(InvalidArgumentError):
+    """A MERGE in which one target row matches more than one source row where Delta Spark refuses it
+    (``DELTA_MULTIPLE_SOURCE_ROW_MATCHING_TARGET_ROW_IN_MERGE``): the update or delete it asks for is ambiguous.
+    Raised before any file is written. ``key`` is the target row's join key (column -> value), ``path`` the
+    data file holding it, ``matches`` how many source rows matched it."""
+
+    def __init__(self, message: str, *, key: dict[str, object], path: str, matches: int) -> None:
+        super().__init__(message)
+        self.key = key
+        self.path = path
+        self.matches = matches
+
+
 class ExpressionValueError(InvalidArgumentError):
     """A value an expression cannot take under Spark's ANSI rules, found while rows are evaluated and before
     anything is committed: a malformed string cast (``'a' + 1``), an overflow, a division by zero, an index
@@ -388,6 +401,7 @@ __all__ = [
     "CorruptLogError",
     "DataChangedError",
     "DeltaLogError",
+    "DuplicateMatchError",
     "ExpressionValueError",
     "FileAlreadyExistsError",
     "IncompatibleSchemaChangeError",

@@ -37,6 +37,7 @@ if TYPE_CHECKING:
 
     from deltalog.checkpoint.writer import CheckpointResult, Progress
     from deltalog.core.plans.cleanup import Retention
+    from deltalog.dml.merge.builder import MergeBuilder
     from deltalog.dml.optimize import OptimizeResult
     from deltalog.maintenance.cleanup import CleanupResult
     from deltalog.maintenance.log_compaction import LogCompactionResult
@@ -44,6 +45,7 @@ if TYPE_CHECKING:
     from deltalog.maintenance.vacuum import VacuumProgress, VacuumResult
     from deltalog.table.commit import CommitResult, Committed, NewTable, RetryPolicy, Transaction
     from deltalog.table.history import HistoryEntry
+    from deltalog.table.schema_change import SchemaChange
 
 log = logging.getLogger(__name__)
 
@@ -193,6 +195,9 @@ class DeltaLog:
         *,
         allow_unknown_properties: bool = False,
         clustering_columns: Sequence[str] | None = None,
+        generated: Mapping[str, str] | None = None,
+        defaults: Mapping[str, str] | None = None,
+        identity: Mapping[str, Mapping[str, Any]] | None = None,
     ) -> CommitResult:
         """Create the table (version 0: protocol + metaData); :class:`TableAlreadyExistsError` if it exists.
 
@@ -201,6 +206,12 @@ class DeltaLog:
         name the field or key) before anything is written; ``allow_unknown_properties`` stores ``delta.*``
         keys deltalog does not know (other engines'). The protocol lists the features the schema and
         properties need; ``clustering_columns`` makes a clustered table (liquid clustering's metadata).
+        ``generated`` (``{"day": "CAST(ts AS DATE)"}``) and ``defaults`` (``{"status": "'new'"}``) map columns to
+        Spark SQL: generation expressions and column defaults (or give them as Delta field metadata on the
+        schema), checked now by name (deterministic, reading no generated column, binding on the schema).
+        ``identity`` (``{"id": {"start": 1, "step": 1, "allowExplicitInsert": False}}``) makes BIGINT identity
+        columns, whose values :func:`deltalog.write` generates (refused by name, as Delta Spark refuses them: a
+        type other than BIGINT, step 0, a generated or partition column).
         To create a table with its first files in the same version, use :meth:`start_create`.
         """
         from deltalog.table import ddl
@@ -214,6 +225,9 @@ class DeltaLog:
             retry,
             allow_unknown_properties=allow_unknown_properties,
             clustering_columns=clustering_columns,
+            generated=generated,
+            defaults=defaults,
+            identity=identity,
         )
         return ddl.commit_create(txn)
 
@@ -230,6 +244,9 @@ class DeltaLog:
         app_version: int | None = None,
         allow_unknown_properties: bool = False,
         clustering_columns: Sequence[str] | None = None,
+        generated: Mapping[str, str] | None = None,
+        defaults: Mapping[str, str] | None = None,
+        identity: Mapping[str, Mapping[str, Any]] | None = None,
     ) -> Transaction:
         """A transaction that creates the table: its commit is version 0, holding the table's protocol and
         metadata (checked now, as :meth:`create` checks them) and whatever the caller commits with them,
@@ -252,6 +269,9 @@ class DeltaLog:
             description,
             allow_unknown_properties=allow_unknown_properties,
             clustering_columns=clustering_columns,
+            generated=generated,
+            defaults=defaults,
+            identity=identity,
         )
         return Transaction(
             self.context,
@@ -351,6 +371,45 @@ class DeltaLog:
 
         return ddl.add_columns(self.start_transaction(), fields)
 
+    def rename_column(
+        self, column: str, new_name: str, *, enable_column_mapping: bool = False, dry_run: bool = False
+    ) -> SchemaChange:
+        """``ALTER TABLE RENAME COLUMN`` (``"a.b"`` for a nested field) through column mapping: no file is
+        rewritten. A table without column mapping is refused unless ``enable_column_mapping`` turns on name
+        mode in the same commit (a protocol upgrade). ``dry_run`` returns the plan (old and new protocol, the
+        peers that would no longer write the table) and commits nothing. See :mod:`deltalog.table.schema_change`."""
+        from deltalog.table import schema_change
+
+        return schema_change.rename_column(
+            self.start_transaction(), column, new_name, enable_column_mapping=enable_column_mapping, dry_run=dry_run
+        )
+
+    def drop_columns(
+        self, columns: Sequence[str], *, enable_column_mapping: bool = False, dry_run: bool = False
+    ) -> SchemaChange:
+        """``ALTER TABLE DROP COLUMNS`` through column mapping, as :meth:`rename_column` (the same
+        ``enable_column_mapping`` and ``dry_run``); partition and clustering columns, the last column and
+        columns a constraint or generated column reads are refused by name."""
+        from deltalog.table import schema_change
+
+        return schema_change.drop_columns(
+            self.start_transaction(), columns, enable_column_mapping=enable_column_mapping, dry_run=dry_run
+        )
+
+    def change_column_type(
+        self, column: str, new_type: Any, *, enable_type_widening: bool = False, dry_run: bool = False
+    ) -> SchemaChange:
+        """Widen ``column``'s type (``"long"``, ``"double"``, ``"decimal(12,2)"``, ``"timestamp_ntz"`` or a pyarrow
+        type) by exactly the changes PROTOCOL.md's type widening allows (``long -> double`` is not one), recorded
+        in ``delta.typeChanges``; no file is rewritten, older ones are cast when read. The table must allow it
+        (``delta.enableTypeWidening=true``), or ``enable_type_widening`` sets that and the ``typeWidening``
+        feature in the same commit. ``dry_run`` as :meth:`rename_column`."""
+        from deltalog.table import schema_change
+
+        return schema_change.change_column_type(
+            self.start_transaction(), column, new_type, enable_type_widening=enable_type_widening, dry_run=dry_run
+        )
+
     def set_properties(self, properties: Mapping[str, str], *, allow_unknown_properties: bool = False) -> CommitResult:
         """Commit table properties, checked as Delta Spark checks them: keys matched case-insensitively and
         values parsed, ``delta.feature.X=supported`` upgrades the protocol, a property turning on a feature
@@ -403,7 +462,8 @@ class DeltaLog:
 
         Classic single file by default; ``parts`` asks for a classic multi-part checkpoint; tables with the
         ``v2Checkpoint`` feature and ``delta.checkpointPolicy=v2`` get a V2 checkpoint (UUID manifest plus
-        sidecars). The writer-feature gate for checkpoints runs first (unknown features are refused by name).
+        sidecars). The writer features' obligations on checkpoints are checked first (unknown features are refused
+        by name).
         """
         from deltalog.maintenance.checkpoint_job import checkpoint_snapshot
 
@@ -667,6 +727,57 @@ class DeltaLog:
         from deltalog.dml.delete import delete
 
         return delete(self.start_transaction(), predicate, session_time_zone=session_time_zone)
+
+    def update(
+        self,
+        updates: Mapping[str, Any],
+        predicate: Any = None,
+        *,
+        session_time_zone: str | None = None,
+        max_memory: int | None = None,
+    ) -> CommitResult:
+        """Set ``updates`` (column -> Spark SQL value, e.g. ``{"status": "'closed'", "n": "n + 1"}``) on the rows
+        matching ``predicate`` (any filter form; None: every row) as one commit, Delta Spark's UPDATE: the
+        updated rows go to new files and leave their old files by deletion vectors where the table enables them
+        (else those files are rewritten), with change files, row ids kept, generated columns recomputed and
+        every row rule checked. See :func:`deltalog.dml.merge.execute.update`."""
+        from deltalog.dml.merge.execute import update
+
+        return update(
+            self.start_transaction, updates, predicate, session_time_zone=session_time_zone, max_memory=max_memory
+        )
+
+    def merge(
+        self,
+        source: Any,
+        predicate: Any,
+        source_alias: str | None = "s",
+        target_alias: str | None = "t",
+        schema_mode: str | None = None,
+        *,
+        max_memory: int | None = None,
+        session_time_zone: str | None = None,
+    ) -> MergeBuilder:
+        """A MERGE of ``source`` (anything :func:`deltalog.write` takes) into this table on ``predicate``
+        (Spark SQL over ``source_alias`` and ``target_alias``, e.g. ``"t.id = s.id"``): add clauses with the
+        builder's ``when_matched_update``, ``when_matched_update_all``, ``when_matched_delete``,
+        ``when_not_matched_insert``, ``when_not_matched_insert_all``, ``when_not_matched_by_source_update``,
+        ``when_not_matched_by_source_delete``, then ``execute()`` it as one commit (Delta Spark's semantics,
+        deletion vectors where the table enables them). ``schema_mode="merge"`` adds the source's new columns
+        for ``*_all`` clauses; ``max_memory`` (bytes, default 1 GiB) bounds memory, the source being spilled
+        to a temporary directory beyond half of it. See docs/merge.md."""
+        from deltalog.dml.merge.builder import MergeBuilder
+
+        return MergeBuilder(
+            self.start_transaction,
+            source,
+            predicate,
+            source_alias=source_alias,
+            target_alias=target_alias,
+            schema_mode=schema_mode,
+            max_memory=max_memory,
+            session_time_zone=session_time_zone,
+        )
 
 
 def _hours(hours: float) -> dt.timedelta:

@@ -1,4 +1,5 @@
-"""Collection rules for the whole suite: no test is reported as skipped.
+"""Collection rules for the whole suite: every collected test gets its tier markers (:mod:`tests.tiers`), and no
+test is reported as skipped.
 
 Tests over the conformance corpus carry the ``corpus`` mark and take their tables from it (:mod:`tests.corpus`).
 Without a corpus, which is what anyone who clones the repository has, they have no cases: they are deselected,
@@ -11,6 +12,7 @@ from __future__ import annotations
 
 import pytest
 
+from tests import tiers
 from tests.corpus import corpus_dir
 
 _EMPTY = "got empty parameter set"
@@ -20,7 +22,9 @@ def _empty_parameter_set(item: pytest.Item) -> bool:
     return any(m.name == "skip" and str(m.kwargs.get("reason", "")).startswith(_EMPTY) for m in item.iter_markers())
 
 
+@pytest.hookimpl(tryfirst=True)  # before ``-m`` deselects by the tier markers
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    tiers.mark(items)
     without_corpus = corpus_dir() is None
     keep: list[pytest.Item] = []
     deselected: list[pytest.Item] = []

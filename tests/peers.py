@@ -98,6 +98,20 @@ def try_duckdb(root: Path, con: duckdb.DuckDBPyConnection | None = None) -> Peer
         return outcome(exc)
 
 
+def try_duckdb_insert(root: Path, values: str) -> str | None:
+    """duckdb's ``INSERT INTO`` the table (``values``: the SQL after ``VALUES``): None when it wrote, else its
+    refusal as ``"ErrorClass: message"`` (kernel 0.21 refuses writer versions 3-6 and features it cannot write)."""
+    con = duckdb_connection()
+    try:
+        con.execute(f"ATTACH '{root}' AS t (TYPE delta)")
+        con.execute(f"INSERT INTO t VALUES {values}")
+    except duckdb.Error as exc:
+        return outcome(exc)
+    finally:
+        con.close()
+    return None
+
+
 __all__ = [
     "PeerView",
     "deltalake_view",
@@ -106,4 +120,5 @@ __all__ = [
     "duckdb_view",
     "try_deltalake",
     "try_duckdb",
+    "try_duckdb_insert",
 ]

@@ -21,6 +21,7 @@ TOPICS: dict[str, tuple[str, str]] = {
     "start": ("index.md", "getting started: a first table, install, the log itself, the demo"),
     "deltalake": ("deltalake.md", "coming from deltalake: its calls in deltalog's names, what is not supported yet"),
     "data": ("data.md", "reading and writing data: snapshots, files, commits, time travel"),
+    "merge": ("merge.md", "MERGE and UPDATE: upserts by deletion vectors, Delta Spark's semantics, bounded memory"),
     "expressions": ("expressions.md", "Spark SQL expressions and filters: forms, functions, semantics, time zone"),
     "cli": ("cli.md", "the deltalog command: every verb, its options, its --json documents"),
     "storage": ("storage.md", "where tables live, storage options and credentials, safe stores, doctor"),

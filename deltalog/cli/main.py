@@ -90,6 +90,16 @@ VERBS: dict[str, Verb] = {
         "write_cmd",
         "Write the rows of FILE (parquet or CSV) to TABLE as one commit, creating the table if there is none.",
     ),
+    "update": Verb(
+        "deltalog.cli.dml_cmd",
+        "update_cmd",
+        "Set columns of TABLE's rows (all, or those --where matches) to Spark SQL values, as one commit.",
+    ),
+    "merge": Verb(
+        "deltalog.cli.dml_cmd",
+        "merge_cmd",
+        "Merge the rows of SOURCE (parquet or CSV, alias s) into TABLE (alias t) on EXPR, as one commit.",
+    ),
     "commit": Verb("deltalog.cli.commit_cmd", "commit", "Commit the actions in FILE to TABLE as one new version."),
     "intents": Verb(
         "deltalog.cli.intents",
@@ -132,6 +142,21 @@ VERBS: dict[str, Verb] = {
         "deltalog.cli.maintenance",
         "restore_cmd",
         "Make an older version current again: its files, schema, partitioning and properties (a new version).",
+    ),
+    "rename-column": Verb(
+        "deltalog.cli.schema_cmd",
+        "rename_column_cmd",
+        "Rename COLUMN of TABLE (a.b for a nested field) through column mapping: no data file is rewritten.",
+    ),
+    "drop-columns": Verb(
+        "deltalog.cli.schema_cmd",
+        "drop_columns_cmd",
+        "Drop COLUMNs of TABLE through column mapping: the data stays in the files, unread.",
+    ),
+    "change-column-type": Verb(
+        "deltalog.cli.schema_cmd",
+        "change_column_type_cmd",
+        "Widen the type of COLUMN of TABLE (type widening: int to long, float to double, ...); no file is rewritten.",
     ),
     "doctor": Verb(
         "deltalog.cli.doctor",

@@ -108,4 +108,23 @@ def batches(data: Any) -> Iterator[pa.RecordBatch]:
     raise InvalidArgumentError(f"cannot write {type(data).__name__}: expected Arrow data (a table, batches, a reader)")
 
 
-__all__ = ["FILTER_GROUPS", "TABLE_CHUNK_ROWS", "WRITE_POOL", "batches", "group_rows"]
+def input_stream(data: Any, preserve_index: bool | None = None) -> tuple[pa.Schema, Iterator[pa.RecordBatch]]:
+    """The data's schema and its batches, read lazily (an iterable of batches is peeked at for the schema); a
+    pandas frame's index as :func:`~deltalog.data.frames.frame_to_arrow` decides with ``preserve_index``."""
+    if is_pandas_frame(data):  # other inputs have no index: ``preserve_index`` has nothing to say about them
+        data = frame_to_arrow(data, preserve_index)
+    if isinstance(data, (pa.Table, pa.RecordBatch, pa.RecordBatchReader)):
+        return data.schema, batches(data)
+    if hasattr(data, "to_batches") and isinstance(getattr(data, "schema", None), pa.Schema):  # Dataset, Scanner
+        return data.schema, batches(data)
+    if hasattr(data, "__arrow_c_stream__"):
+        reader = pa.RecordBatchReader.from_stream(data)
+        return reader.schema, iter(reader)
+    stream = batches(data)
+    first = next(stream, None)
+    if first is None:
+        raise InvalidArgumentError("no data to write: the iterable is empty, so it has no schema either")
+    return first.schema, itertools.chain([first], stream)
+
+
+__all__ = ["FILTER_GROUPS", "TABLE_CHUNK_ROWS", "WRITE_POOL", "batches", "group_rows", "input_stream"]

@@ -10,8 +10,8 @@ Columns", "Identity Columns"):
 * Generated columns: ``delta.generationExpression`` on a top-level field. Missing from the data, the column is
   computed; present, each row must satisfy ``(value <=> expression) IS TRUE``.
 * Default columns: ``CURRENT_DEFAULT``; a column missing from the data takes the default's value.
-* Identity columns cannot be written by a file writer (values must be unique and above a high-water mark the
-  commit has to advance): refused.
+* Identity columns are no rule of this kind: their values come from a sequence the writer keeps
+  (:mod:`deltalog.data.identity_values`).
 
 Every expression is parsed and bound (:mod:`deltalog.expr`) when the rules are built, so text that does not
 parse, an unknown column or function, or a type Spark rejects refuses the write by name before anything is
@@ -39,7 +39,6 @@ from deltalog.errors import (
     ExpressionValueError,
     InvalidExpressionError,
     UnsupportedExpressionError,
-    UnsupportedFeatureError,
 )
 from deltalog.expr import Scope, bind, bind_predicate, parse
 from deltalog.expr import tree as X
@@ -50,7 +49,6 @@ CONSTRAINT_PREFIX = "delta.constraints."
 INVARIANTS = "delta.invariants"
 GENERATION = "delta.generationExpression"
 DEFAULT = "CURRENT_DEFAULT"
-IDENTITY_PREFIX = "delta.identity."
 _FEATURES = {
     "check": "checkConstraints",
     "invariant": "invariants",
@@ -200,16 +198,11 @@ def table_rules(
     plans: Sequence[FieldPlan],
     session_time_zone: str | None = None,
 ) -> tuple[Rule, ...]:
-    """Every rule of the table, bound; refuses identity columns and expressions deltalog does not evaluate."""
+    """Every rule of the table, bound; refuses expressions deltalog does not evaluate."""
     tz = session_time_zone or "UTC"
     rules: list[Rule] = []
     for path, field, place in _all_fields(schema.get("fields") or []):
         meta = field.get("metadata") or {}
-        if any(str(k).startswith(IDENTITY_PREFIX) for k in meta):
-            raise UnsupportedFeatureError(
-                f"cannot write: column {path} is an identity column; deltalog does not generate identity values",
-                feature="identityColumns",
-            )
         if INVARIANTS in meta:
             if place == "collection":
                 raise _refuse_nested("invariant", path, meta[INVARIANTS])

@@ -73,7 +73,10 @@ class DataFileWriter:
         rules_checked: bool = False,
         change_data: bool = False,
         encoders: int | None = None,
+        max_buffered_bytes: int | None = None,
     ) -> None:
+        """``max_buffered_bytes`` lowers what the writer holds (rows buffered, and rows being encoded, each at
+        most that many bytes; a row group at most half): a caller with a memory budget of its own (a merge)."""
         self.store = store
         #: change data files (PROTOCOL "Change Data Files"): rows with ``_change_type``, under ``_change_data/``,
         #: checked against no row rules (they are rows the table held, or rows this commit adds and checks)
@@ -84,7 +87,10 @@ class DataFileWriter:
         self.target_file_size = size
         self.max_rows_per_file = None if max_rows_per_file is None else positive(max_rows_per_file, "max_rows_per_file")
         self.max_open_files = positive(max_open_files, "max_open_files")
-        self.row_group_bytes = min(ROW_GROUP_BYTES, size)
+        self.max_buffered = (
+            MAX_BUFFERED_BYTES if max_buffered_bytes is None else min(MAX_BUFFERED_BYTES, max_buffered_bytes)
+        )
+        self.row_group_bytes = min(ROW_GROUP_BYTES, size, max(1, self.max_buffered // 2))
         self.preparer = BatchPreparer(target, rules_checked=rules_checked, change_data=change_data)
         self.prefix_length = 0 if change_data else random_prefix_length(conf, target.column_mapped)
         self.spec = FileSpec(
@@ -97,7 +103,7 @@ class DataFileWriter:
             self._new_key,
             clock,
         )
-        self.encoder = Encoder(MAX_IN_FLIGHT_BYTES, encoders)
+        self.encoder = Encoder(min(MAX_IN_FLIGHT_BYTES, self.max_buffered), encoders)
         self.num_rows = 0
         self._parts: dict[PartitionValues, _Partition] = {}
         self._buffered = 0
@@ -165,7 +171,7 @@ class DataFileWriter:
             full = self.max_rows_per_file is not None and part.file_rows + part.buffered_rows >= self.max_rows_per_file
             if full or part.buffered_bytes >= self.row_group_bytes:
                 self._flush(part, finish=full)
-        while self._buffered > MAX_BUFFERED_BYTES:
+        while self._buffered > self.max_buffered:
             self._flush(max(self._parts.values(), key=lambda p: p.buffered_bytes))
 
     def _flush(self, part: _Partition, finish: bool = False) -> None:

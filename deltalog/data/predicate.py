@@ -266,9 +266,26 @@ def row_filter(
     return RowFilter(src.text, _top_columns(tree), folded, None, partition, exact, tz)
 
 
+def tree_filter(
+    tree: X.Expr,
+    schema: Mapping[str, Any],
+    partition_columns: Sequence[str] = (),
+    session_time_zone: str | None = None,
+    text: str | None = None,
+) -> RowFilter:
+    """A predicate already bound against the table's logical scope (relation 0: a merge's target-only
+    conjuncts, an UPDATE's condition) as a :class:`RowFilter`; ``text`` is how a commit records it."""
+    from deltalog.data.partition_pruning import partition_part
+
+    tz = session_time_zone or "UTC"
+    folded = fold(tree, tz)
+    partition, exact = partition_part(folded, schema, partition_columns, tz)
+    return RowFilter(text or X.to_sql(tree), _top_columns(tree), folded, None, partition, exact, tz)
+
+
 def every_row() -> RowFilter:
     """The predicate that matches every row (a delete without a predicate)."""
     return RowFilter("true", (), X.TRUE, _positions=lambda b: np.arange(b.num_rows, dtype=np.int64))
 
 
-__all__ = ["RowFilter", "every_row", "implied", "row_filter"]
+__all__ = ["RowFilter", "every_row", "implied", "row_filter", "tree_filter"]

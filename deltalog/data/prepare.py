@@ -4,7 +4,8 @@ and split by partition, before any of it is buffered.
 Per batch:
 
 1. the columns are matched to the table's by name and safely cast (:mod:`deltalog.data.types`);
-2. generated and default columns are computed or checked, NOT NULL fields (nested too) enforced, CHECK
+2. identity columns get their next values (:mod:`deltalog.data.identity_values`), generated and default
+   columns are computed or checked, NOT NULL fields (nested too) enforced, CHECK
    constraints and invariants evaluated (:mod:`deltalog.data.constraints`): a violation raises a
    :class:`~deltalog.errors.ConstraintViolationError` and nothing of the batch is written;
 3. rows are grouped by partition values (:func:`~deltalog.data.batches.group_rows`).
@@ -24,6 +25,7 @@ from deltalog.arrow.stats import indexed_column_limit, select_leaves, stats_colu
 from deltalog.core.files.partitions import serialize_partition_value
 from deltalog.data.batches import group_rows
 from deltalog.data.constraints import check_rows, fill_columns, table_rules
+from deltalog.data.identity_values import IdentityValues
 from deltalog.data.target import WriteTarget, physical_path
 from deltalog.data.types import check_not_null, check_void, conform_array, match_names, plan_schema
 from deltalog.errors import InvalidArgumentError, SchemaMismatchError, UnsupportedFeatureError
@@ -82,12 +84,16 @@ class BatchPreparer:
             table_columns, indexed_column_limit(conf), physical_named, target.clustering_columns
         )
         self._matches: dict[pa.Schema, list[int | None]] = {}
+        #: identity values this writer generates (none for change files, or rows whose rules a caller checked)
+        self.identity = IdentityValues({} if rules_checked or change_data else target.schema)
 
     def prepare(self, batch: pa.RecordBatch) -> Prepared:
         """``batch`` checked against the table's rules and split by partition."""
         if not isinstance(batch, pa.RecordBatch):
             raise InvalidArgumentError(f"write() takes a pyarrow RecordBatch, not {type(batch).__name__}")
         physical, missing = self._conform(batch)
+        if self.identity:
+            physical = self.identity.fill(physical, missing)
         physical = fill_columns(self.rules, physical, self.plans, missing)
         for plan, column in zip(self.stored, physical.columns[: len(self.stored)], strict=True):
             check_not_null(column, plan, plan.name, None)

@@ -45,7 +45,9 @@ class ReadSchema:
     ``columns`` are the projected top-level columns in output order; ``partition`` maps those that are
     partition columns to their Delta type (their values come from the log, never from the file).
     ``row_tracking`` (see :func:`with_row_tracking`) names the materialized row-id and row-commit-version
-    columns: each row then also carries its stable row id and commit version under those names, last.
+    columns: each row then also carries its stable row id and commit version under those names, after the
+    columns. ``positions`` (see :func:`with_positions`) names a column that carries each row's physical
+    position in its file, last.
     """
 
     columns: tuple[Column, ...]
@@ -53,6 +55,7 @@ class ReadSchema:
     mode: str
     schema: pa.Schema
     row_tracking: tuple[str, str] | None = None
+    positions: str | None = None
 
 
 def read_schema(
@@ -79,9 +82,23 @@ def with_row_tracking(spec: ReadSchema, row_id_column: str, commit_version_colum
     the file's materialized value where it has one, else the fresh one (``baseRowId`` + the row's physical
     position, ``defaultRowCommitVersion``), as int64 columns named as the table materializes them. What a
     rewrite copies so that the rows keep both."""
-    extra = [pa.field(row_id_column, pa.int64()), pa.field(commit_version_column, pa.int64())]
-    schema = pa.schema([*spec.schema, *extra])
-    return dataclasses.replace(spec, schema=schema, row_tracking=(row_id_column, commit_version_column))
+    return _with_extras(spec, (row_id_column, commit_version_column), spec.positions)
+
+
+def with_positions(spec: ReadSchema, column: str) -> ReadSchema:
+    """``spec`` whose rows also carry their physical position in the file (what a deletion vector counts: rows
+    it deletes still take their place) as an int64 column named ``column``, last: what a reader that will mark
+    some rows deleted (MERGE, UPDATE) must know of each row."""
+    return _with_extras(spec, spec.row_tracking, column)
+
+
+def _with_extras(spec: ReadSchema, row_tracking: tuple[str, str] | None, positions: str | None) -> ReadSchema:
+    """``spec`` whose rows carry its columns, then the row-tracking columns, then the positions."""
+    extra = [pa.field(n, pa.int64()) for n in row_tracking or ()]
+    if positions is not None:
+        extra.append(pa.field(positions, pa.int64()))
+    schema = pa.schema([*(c.field for c in spec.columns), *extra])
+    return dataclasses.replace(spec, schema=schema, row_tracking=row_tracking, positions=positions)
 
 
 @dataclass(frozen=True)
@@ -191,8 +208,9 @@ class _Plan:
 
 @dataclass(frozen=True)
 class _Piece:
-    """One raw batch of a file (the file's own columns and types), how to assemble it, its stable row ids and
-    commit versions when the spec tracks rows, and which of its rows to keep (None: all of them).
+    """One raw batch of a file (the file's own columns and types), how to assemble it, the columns the spec adds
+    after the table's (stable row ids and commit versions, physical positions), and which of its rows to keep
+    (None: all of them).
 
     The mask is applied after assembling, in the table's types: pyarrow cannot filter some of a file's types
     (a ``string_view`` column deltalake wrote)."""
@@ -250,19 +268,18 @@ def _pieces(
         by_name = not any("." in n for n in names)
         position = {i: (k if by_name else i) for k, i in enumerate(selected)}
         plan = _Plan(found, position, partitions, source)
-        start = 0
         with _parquet_errors(source):
-            for batch in _file_batches(parquet, batch_rows, names if by_name else None):
+            for start, batch in _file_batches(parquet, batch_rows, names if by_name else None, rows):
                 n = batch.num_rows
-                ids = None if spec.row_tracking is None else _row_ids(file, batch, tracked, position, start)
                 if rows is not None:
                     keep = _mask(rows, start, n, keep_marked=True)
-                    start += n
                     if keep is None:
                         continue
                 else:
                     keep = None if deleted is None else _mask(deleted, start, n, keep_marked=False)
-                    start += n
+                ids = None if spec.row_tracking is None else _row_ids(file, batch, tracked, position, start)
+                if spec.positions is not None:
+                    ids = [*(ids or ()), pa.array(np.arange(start, start + n, dtype=np.int64))]
                 yield _Piece(plan, batch, ids, keep)
 
 
@@ -275,8 +292,9 @@ def read_batches(
 ) -> Iterator[pa.RecordBatch]:
     """The file's live rows in ``spec``'s schema, batch by batch (deleted rows dropped, empty batches skipped).
 
-    ``rows`` (sorted, distinct ``int64`` physical row indexes) reads only those of the live rows: what a change
-    reader wants of a file whose deletion vector changed.
+    ``rows`` (sorted, distinct ``int64`` physical row indexes) reads only those of the live rows, decoding only
+    the row groups that hold one: what a change reader wants of a file whose deletion vector changed, and what
+    a MERGE or UPDATE reads of the rows it acts on.
 
     Every failure is typed and names the file: missing or corrupt data or DV files, a DV that disagrees
     with the file, a partition value that is not of its column's type.
@@ -293,8 +311,8 @@ def read_many(
     """The live rows of ``files`` in order, as :func:`read_batches` gives them, in batches of about
     ``batch_rows``: consecutive files of one partition and one file schema have their raw rows joined before
     they are assembled once, so many small files cost little more than their decoding (what compaction reads).
-    A batch with deleted rows or stable row ids is assembled on its own. A failure in assembling a joined batch
-    names its first file."""
+    A batch with deleted rows, stable row ids or positions is assembled on its own. A failure in assembling a
+    joined batch names its first file."""
     held: list[pa.RecordBatch] = []
     held_plan: _Plan | None = None
     held_key: tuple[Any, ...] | None = None
@@ -330,17 +348,30 @@ def read_many(
     yield from flush()
 
 
-def _file_batches(parquet: pq.ParquetFile, batch_rows: int, columns: list[str] | None) -> Iterator[pa.RecordBatch]:
-    """The file's rows in batches of at most ``batch_rows``: a small row group read whole in one call (no
-    batch reader to set up: several times cheaper for the many small files compaction reads), a large one
-    through the batch reader, so memory stays bounded by ``batch_rows`` whatever the writer's row groups."""
+def _file_batches(
+    parquet: pq.ParquetFile, batch_rows: int, columns: list[str] | None, rows: np.ndarray | None = None
+) -> Iterator[tuple[int, pa.RecordBatch]]:
+    """(first row's physical position, batch) of the file's rows in batches of at most ``batch_rows``: a small
+    row group read whole in one call (no batch reader to set up: several times cheaper for the many small files
+    compaction reads), a large one through the batch reader, so memory stays bounded by ``batch_rows`` whatever
+    the writer's row groups. With ``rows`` (sorted physical positions), only the row groups holding one."""
     meta = parquet.metadata
-    for i in range(meta.num_row_groups):
-        if meta.row_group(i).num_rows <= batch_rows:
+    sizes = [meta.row_group(i).num_rows for i in range(meta.num_row_groups)]
+    offsets = np.cumsum([0, *sizes])
+    groups: Sequence[int] = range(len(sizes))
+    if rows is not None:
+        holding = np.unique(np.searchsorted(offsets, rows, side="right") - 1)
+        groups = [int(g) for g in holding if 0 <= g < len(sizes)]
+    for i in groups:
+        start = int(offsets[i])
+        if sizes[i] <= batch_rows:
             table = parquet.read_row_group(i, columns=columns, use_threads=False)
-            yield from table.combine_chunks().to_batches(max_chunksize=batch_rows) if table.num_rows else ()
+            parts = table.combine_chunks().to_batches(max_chunksize=batch_rows) if table.num_rows else []
         else:
-            yield from parquet.iter_batches(batch_size=batch_rows, row_groups=[i], columns=columns)
+            parts = parquet.iter_batches(batch_size=batch_rows, row_groups=[i], columns=columns)
+        for batch in parts:
+            yield start, batch
+            start += batch.num_rows
 
 
 def _tracked_fields(spec: ReadSchema, file: DataFile, file_fields: Sequence[pa.Field], source: str) -> list[int | None]:
@@ -423,6 +454,19 @@ def _assemble(
     return pa.RecordBatch.from_arrays(arrays, schema=spec.schema)
 
 
+def physical_rows(store: LogStore, file: DataFile) -> int:
+    """How many rows the data file holds, deleted ones included (what a deletion vector counts): its
+    ``numRecords``, else the parquet footer's count."""
+    if file.num_records is not None:
+        return file.num_records
+    source = file.path
+    where = resolve(store, file.path)
+    with contextlib.ExitStack() as stack, _parquet_errors(source):
+        local = native_path(store, where)
+        handle: Any = local if local is not None else stack.enter_context(open_input(store, where, source))
+        return int(pq.ParquetFile(handle).metadata.num_rows)
+
+
 def read_file(store: LogStore, spec: ReadSchema, file: DataFile) -> pa.Table:
     """All live rows of one file as a table (tests and small files; scans use :func:`read_batches`)."""
     return pa.Table.from_batches(list(read_batches(store, spec, file)), schema=spec.schema)
@@ -433,9 +477,11 @@ __all__ = [
     "DataFile",
     "ReadSchema",
     "partition_scalars",
+    "physical_rows",
     "read_batches",
     "read_file",
     "read_many",
     "read_schema",
+    "with_positions",
     "with_row_tracking",
 ]

@@ -24,16 +24,8 @@ from typing import TYPE_CHECKING, Any
 from deltalog.core import actions as A
 from deltalog.data.output import delete_files
 from deltalog.dml.rules import Declared
-from deltalog.errors import (
-    CommitNotReachableError,
-    ConcurrentModificationError,
-    InvalidCommitError,
-    MaxCommitAttemptsError,
-    ProtocolChangedError,
-    ProtocolError,
-    TableAlreadyExistsError,
-)
-from deltalog.table.commit import CommitResult
+from deltalog.errors import ProtocolChangedError, TableAlreadyExistsError
+from deltalog.table.commit import NOT_LANDED, CommitResult
 from deltalog.table.commit import skipped as skipped_result
 
 if TYPE_CHECKING:
@@ -46,13 +38,7 @@ logger = logging.getLogger(__name__)
 NOTHING_DECLARED = Declared()
 
 #: failures after which the commit certainly is not in the table
-REFUSED = (
-    ConcurrentModificationError,
-    InvalidCommitError,
-    ProtocolError,
-    MaxCommitAttemptsError,
-    CommitNotReachableError,
-)
+REFUSED = NOT_LANDED
 
 
 def skipped(txn: Transaction, operation: str) -> CommitResult:

@@ -3,7 +3,7 @@
 A batch of bins is one commit: a ``remove`` (``dataChange: false``, carrying the file's live deletion vector and
 row-tracking fields) of every file the bins rewrote and an ``add`` (``dataChange: false``) of every new file. It
 goes through the one commit path (:meth:`~deltalog.table.commit.transaction.Transaction.commit`), gated as a
-rearrangement (its data writer kept the row ids where row tracking is enabled), so every feature duty applies.
+rearrangement (its data writer kept the row ids where row tracking is enabled), so every feature obligation applies.
 
 Concurrency, as Delta Spark's ``OptimizeTableCommand`` (facts only): the commit changes no data, so it runs at
 SnapshotIsolation and concurrent appends never conflict with it; the transaction records as read only the

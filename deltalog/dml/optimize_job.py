@@ -24,17 +24,18 @@ from typing import TYPE_CHECKING, Any
 import orjson
 
 from deltalog.core import optimize_plan
-from deltalog.core.features import clustering, row_tracking
+from deltalog.core.features import clustering
 from deltalog.core.features.obligations import REARRANGE, REARRANGE_KEEPING_IDS
 from deltalog.data.curve import HILBERT, ZORDER
 from deltalog.data.files import WriteTarget
 from deltalog.data.prepare import BatchPreparer
 from deltalog.data.read import ReadSchema, with_row_tracking
 from deltalog.data.rearrange import KEEP_ORDER, Layout
+from deltalog.data.row_ids import materialized
 from deltalog.data.target import positive, target_file_size
 from deltalog.dml import rules
 from deltalog.dml.delete import describe, target_of
-from deltalog.errors import InvalidArgumentError, UnsupportedFeatureError
+from deltalog.errors import InvalidArgumentError
 
 if TYPE_CHECKING:
     from deltalog.table.snapshot import Snapshot
@@ -123,18 +124,8 @@ def _clustering(snap: Snapshot) -> tuple[tuple[str, ...], ...]:
 def _tracked_columns(snap: Snapshot) -> tuple[str, str] | None:
     """The materialized row-id and commit-version columns a rewrite must fill, or None when the table does not
     keep stable ids (row tracking not enabled, or suspended)."""
-    conf = snap.configuration
-    if not row_tracking.enabled(snap.protocol, conf) or row_tracking.suspended(conf):
-        return None
-    names = (conf.get(row_tracking.MATERIALIZED_ROW_ID), conf.get(row_tracking.MATERIALIZED_COMMIT_VERSION))
-    if not names[0] or not names[1]:
-        raise UnsupportedFeatureError(
-            f"{snap.context.location}: row tracking is enabled but the table names no materialized columns "
-            f"({row_tracking.MATERIALIZED_ROW_ID}, {row_tracking.MATERIALIZED_COMMIT_VERSION}), so rewritten rows "
-            "could not keep their ids",
-            feature=row_tracking.FEATURE,
-        )
-    return str(names[0]), str(names[1])
+    columns = materialized(snap.protocol, snap.configuration)
+    return None if columns is None else columns.names
 
 
 def _check_zorder(snap: Snapshot, target: WriteTarget, columns: Sequence[str]) -> tuple[str, ...]:

@@ -1,5 +1,6 @@
-"""What an overwrite takes out and lets in: the schema a ``mergeSchema`` write commits, the files or rows a
-``replace_where`` (or a whole-table overwrite) removes, and the check that every written row lies inside it.
+"""What an overwrite takes out and lets in: the files or rows a ``replace_where`` (or a whole-table overwrite)
+removes, and the check that every written row lies inside it (the schema a ``mergeSchema`` write commits is
+:mod:`deltalog.dml.evolution`'s).
 
 Both writers use these (:func:`deltalog.write` for Arrow data, the Spark sink for DataFrames), so an overwrite
 means the same whichever wrote it: a predicate on partition columns only removes whole files and records its
@@ -10,53 +11,22 @@ rows of the files holding any, by deletion vectors where the table enables them,
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Mapping
 from typing import Any
 
-import orjson
 import pyarrow as pa
 
-from deltalog.arrow.schema import delta_field
-from deltalog.core import actions as A
-from deltalog.core.features import column_mapping, deletion_vectors
+from deltalog.core.features import deletion_vectors
 from deltalog.core.features.cdf import enabled as change_data_feed
 from deltalog.core.schema import top_level_fields
 from deltalog.data.predicate import RowFilter, row_filter
 from deltalog.dml.delete import check_removable, describe
 from deltalog.dml.matching import find_matches
 from deltalog.dml.removal import Removal, Rewriter, by_rewriting, with_deletion_vectors
-from deltalog.errors import InvalidArgumentError, UnsupportedFeatureError
+from deltalog.errors import InvalidArgumentError
 from deltalog.storage.base import LogStore
 from deltalog.table.commit import Transaction
 from deltalog.table.snapshot import Snapshot
-
-
-# ---------------------------------------------------------------------------------------------- the schema
-def schema_of(schema: pa.Schema) -> dict[str, Any]:
-    """The Delta schema of new columns from the data (types mapped by :func:`~deltalog.arrow.schema.delta_type`),
-    a type Delta cannot hold refused naming its column."""
-    fields = []
-    for f in schema:
-        try:
-            fields.append(delta_field(f))
-        except UnsupportedFeatureError as exc:
-            raise UnsupportedFeatureError(f"column {f.name}: {exc}", feature=exc.feature) from None
-    return {"type": "struct", "fields": fields}
-
-
-def merged_metadata(snap: Snapshot, data: pa.Schema) -> A.Metadata | None:
-    """The table's metadata with the data's new top-level columns appended (nullable: existing files have no
-    values for them), as Spark's ``mergeSchema`` does; None when the data brings none. New nested fields and
-    type changes are not merged: the data-file writer refuses them, naming the column."""
-    existing = {f["name"].lower() for f in top_level_fields(snap.schema_json)}
-    new = [f.with_nullable(True) for f in data if f.name.lower() not in existing]
-    if not new:
-        return None
-    schema = dict(snap.schema_json)
-    schema["fields"] = [*top_level_fields(snap.schema_json), *schema_of(pa.schema(new))["fields"]]
-    metadata = dataclasses.replace(snap.metadata, schema_string=orjson.dumps(schema).decode())
-    return column_mapping.mapped_metadata(snap.metadata, metadata, snap.protocol)
 
 
 # ---------------------------------------------------------------------------------------------- replace_where
@@ -132,4 +102,4 @@ def replaced(
         raise
 
 
-__all__ = ["check_inside", "merged_metadata", "replaced", "schema_of", "whole_files"]
+__all__ = ["check_inside", "replaced", "whole_files"]

@@ -66,6 +66,17 @@ class Removal:
     removed_bytes: int = 0
     added_bytes: int = 0
 
+    def extend(self, other: Removal) -> None:
+        """Take in ``other``'s actions, files and counts: the removals of disjoint files, made apart (one per
+        Spark task), as one."""
+        self.actions.extend(other.actions)
+        self.written.extend(other.written)
+        self.touched.extend(other.touched)
+        self.operations |= other.operations
+        self.copies_rows = self.copies_rows or other.copies_rows
+        for name in _COUNTS:
+            setattr(self, name, getattr(self, name) + getattr(other, name))
+
     def metrics(self) -> dict[str, str]:
         """Delta Spark's names for the counts (``DeltaOperationMetrics.DELETE``)."""
         values = {
@@ -81,6 +92,10 @@ class Removal:
             "numAddedBytes": self.added_bytes,
         }
         return {k: str(v) for k, v in values.items()}
+
+
+#: the counters of a :class:`Removal`
+_COUNTS = tuple(f.name for f in dataclasses.fields(Removal) if f.type in ("int", int))
 
 
 def _remove(removal: Removal, add: A.Add, now_ms: int, rows: int) -> None:
@@ -148,7 +163,7 @@ def _change_target(target: WriteTarget) -> WriteTarget:
         *target.schema.get("fields", []),
         {"name": CHANGE_TYPE, "type": "string", "nullable": True, "metadata": {}},
     ]
-    return dataclasses.replace(target, schema={"type": "struct", "fields": fields})
+    return dataclasses.replace(target, schema={"type": "struct", "fields": fields}, row_tracking=None)
 
 
 def _file_batches(store: LogStore, description: TableDescription, add: A.Add) -> Iterator[pa.RecordBatch]:
@@ -169,12 +184,17 @@ class Rewriter:
     target: WriteTarget
     changes: bool
     target_file_size: int | None = None
+    #: what each writer may hold in rows (:class:`~deltalog.data.files.DataFileWriter`); None: its defaults
+    max_buffered_bytes: int | None = None
 
     def __post_init__(self) -> None:
         size: dict[str, Any] = {} if self.target_file_size is None else {"target_file_size": self.target_file_size}
-        self.data = DataFileWriter(self.store, self.target, **size)
+        held = self.max_buffered_bytes
+        self.data = DataFileWriter(self.store, self.target, max_buffered_bytes=held, **size)
         self.change = (
-            DataFileWriter(self.store, _change_target(self.target), change_data=True) if self.changes else None
+            DataFileWriter(self.store, _change_target(self.target), change_data=True, max_buffered_bytes=held)
+            if self.changes
+            else None
         )
 
     def keep(self, batch: pa.RecordBatch) -> None:

@@ -16,7 +16,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from deltalog.core.features.commit_checks import Declarations
 from deltalog.core.features.constraints import CHECKED
+from deltalog.core.features.identity import Run
 from deltalog.core.features.obligations import check_operation
 
 if TYPE_CHECKING:
@@ -24,12 +26,16 @@ if TYPE_CHECKING:
     from deltalog.table.snapshot import Snapshot
 
 
-def check_up_front(snap: Snapshot | NewTable, location: str, operations: Sequence[str]) -> None:
+def check_up_front(
+    snap: Snapshot | NewTable, location: str, operations: Sequence[str], *, row_ids_preserved: bool = False
+) -> None:
     """Refuse, before any file is written, the operations the table's features forbid (typed
-    :class:`~deltalog.errors.UnsupportedFeatureError` naming the feature)."""
+    :class:`~deltalog.errors.UnsupportedFeatureError` naming the feature); ``row_ids_preserved``: the writer
+    will keep copied rows' ids in the materialized columns (:class:`Declared`)."""
     source = f"{location}/_delta_log (version {snap.version})"
+    implemented = Declarations(row_ids_preserved=row_ids_preserved).implemented
     for operation in operations:
-        check_operation(operation, snap.protocol, snap.configuration, snap.schema_json, source)
+        check_operation(operation, snap.protocol, snap.configuration, snap.schema_json, source, implemented=implemented)
 
 
 @dataclass(frozen=True)
@@ -37,10 +43,23 @@ class Declared:
     """What a data commit tells the commit path about its rows (keyword arguments of ``Transaction.commit``)."""
 
     copies_rows: bool = False
+    #: the commit's change files hold every change it makes (a rewrite's always do; a merge's when it wrote any)
+    cdc_covers_all: bool | None = None
+    #: copied and updated rows carry their row ids in the materialized columns (MERGE and UPDATE write them)
+    row_ids_preserved: bool = False
+    #: the identity values the data-file writer generated
+    identity_runs: tuple[Run, ...] = ()
 
     def as_kwargs(self) -> dict[str, Any]:
         # The data-file writer evaluated every row rule; a rewrite's change files cover each change it makes.
-        return {"data_validated": CHECKED, "copies_rows": self.copies_rows, "cdc_covers_all": self.copies_rows}
+        covers = self.copies_rows if self.cdc_covers_all is None else self.cdc_covers_all
+        return {
+            "data_validated": CHECKED,
+            "copies_rows": self.copies_rows,
+            "cdc_covers_all": covers,
+            "row_ids_preserved": self.row_ids_preserved,
+            "identity_runs": self.identity_runs,
+        }
 
 
 __all__ = ["Declared", "check_up_front"]

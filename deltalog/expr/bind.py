@@ -249,4 +249,30 @@ def bind_predicate(e: X.Expr | str, scope: Scope, text: str | None = None) -> X.
     return bound
 
 
-__all__ = ["Relation", "Scope", "bind", "bind_predicate"]
+def bind_assignment(e: X.Expr | str, scope: Scope, column: str, to: T.DataType, text: str | None = None) -> X.Expr:
+    """The value of ``column = e`` (a MERGE or UPDATE assignment) bound against ``scope`` and typed as the
+    column ``column`` of type ``to``, as Spark's analyzer types it: a value of another atomic type gets an ANSI
+    cast (a number too large for the column fails when evaluated); a struct, array or map keeps its type (the
+    data writer matches nested fields by name). A value no store assignment allows (STRING into a number, a
+    struct with a field the column lacks) is an :class:`~deltalog.errors.InvalidExpressionError` naming the
+    column."""
+    shown = e if isinstance(e, str) else (text if text is not None else X.to_sql(e))
+    bound = bind(e, scope, shown)
+    assert bound.type is not None
+    if bound.type == to:
+        return bound
+    if not C.store_assignable(bound.type, to):
+        raise InvalidExpressionError(
+            f"cannot assign {shown!r} ({bound.type.sql()}) to column {column} ({to.sql()}): Spark's store "
+            "assignment does not allow it (cast it explicitly)",
+            expression=shown,
+            column=column,
+        )
+    if isinstance(bound, X.Literal) and bound.value is None:
+        return X.Literal(None, to, bound.at)
+    if T.is_atomic(bound.type) and T.is_atomic(to):
+        return X.Cast(bound, to, False, True)
+    return bound
+
+
+__all__ = ["Relation", "Scope", "bind", "bind_assignment", "bind_predicate"]

@@ -139,8 +139,38 @@ def implicit(a: T.DataType, expected: T.DataType) -> bool:
     return False
 
 
+def store_assignable(a: T.DataType, b: T.DataType) -> bool:
+    """Whether a value of type ``a`` may be written into a column of type ``b`` (Spark's ANSI store
+    assignment, ``Cast.canANSIStoreAssign``, which MERGE and UPDATE apply to every assignment): the same type,
+    NULL, numbers into numbers (checked for overflow when evaluated), anything atomic into STRING, dates and
+    timestamps into each other, LONG and TIMESTAMP both ways; arrays and maps by their elements; structs by
+    field name (Delta resolves them by name), each field of the column given once. Never STRING into a number
+    or a date: a value that may not fit is no safe assignment."""
+    if a == b or a == T.VOID:
+        return True
+    if T.is_numeric(a) and T.is_numeric(b):
+        return True
+    if b == T.STRING:
+        return T.is_atomic(a) and a not in (T.DAY_TIME, T.YEAR_MONTH)
+    datetimes = (T.DATE, T.TIMESTAMP, T.TIMESTAMP_NTZ)
+    if a in datetimes and b in datetimes:
+        return True
+    if (a, b) in ((T.TIMESTAMP, T.LONG), (T.LONG, T.TIMESTAMP)):
+        return True
+    if isinstance(a, T.Array) and isinstance(b, T.Array):
+        return store_assignable(a.element, b.element)
+    if isinstance(a, T.Map) and isinstance(b, T.Map):
+        return store_assignable(a.key, b.key) and store_assignable(a.value, b.value)
+    if isinstance(a, T.Struct) and isinstance(b, T.Struct):
+        wanted = {f.name.lower(): f for f in b.fields}
+        given = {f.name.lower(): f for f in a.fields}
+        return set(given) <= set(wanted) and all(store_assignable(f.type, wanted[k].type) for k, f in given.items())
+    return False
+
+
 __all__ = [
     "can_cast",
+    "store_assignable",
     "decimal_of_integral_literal",
     "implicit",
     "string_promotion",

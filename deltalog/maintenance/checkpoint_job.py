@@ -136,9 +136,9 @@ def checkpoint_snapshot(
     Writing a checkpoint is a write: the writer protocol check for checkpoints runs first
     (:func:`~deltalog.core.features.obligations.check_operation`, on the protocol of the version checkpointed, which is
     what checkpoint protection asks of a checkpoint below ``delta.requireCheckpointProtectionBeforeVersion``:
-    deletion vectors, change data feed, column mapping or constraints add no checkpoint duty, so tables deltalog
-    cannot commit to are still checkpointed; unknown features refuse it by name), then the checkpoint properties
-    (a value deltalog cannot honour is a :class:`~deltalog.errors.PropertyError` naming it); only a
+    deletion vectors, change data feed, column mapping or constraints oblige a checkpoint to nothing, so tables
+    deltalog cannot commit to are still checkpointed; unknown features refuse it by name), then the checkpoint
+    properties (a value deltalog cannot honour is a :class:`~deltalog.errors.PropertyError` naming it); only a
     committed version is checkpointed. A checkpoint file the snapshot's files are still read from that log
     cleanup deleted meanwhile is read again from the log (:func:`deltalog.table.snapshot.reading`).
     """

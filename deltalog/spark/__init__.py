@@ -1,4 +1,5 @@
-"""Spark integration: ``format("deltalog")`` for batch and streaming reads and writes, and checkpoints.
+"""Spark integration: ``format("deltalog")`` for batch and streaming reads and writes, checkpoints, and
+:class:`DeltaTable`, Delta Spark's ``delta.tables`` API (:mod:`deltalog.spark.delta_table`).
 
 pyspark is imported only inside this package (and lazily: ``import deltalog.spark`` works without it; the
 functions need it). Install it with ``pip install 'deltalog[spark]'``.
@@ -26,13 +27,33 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from deltalog.errors import DeltaLogError
     from deltalog.spark.changes import read_changes
+    from deltalog.spark.delta_table import DeltaTable
     from deltalog.spark.distributed_checkpoint import checkpoint
     from deltalog.spark.distributed_optimize import optimize
     from deltalog.spark.reader import read
     from deltalog.spark.registration import register
+    from deltalog.spark.table_builders import (
+        DeltaMergeBuilder,
+        DeltaOptimizeBuilder,
+        DeltaTableBuilder,
+        IdentityGenerator,
+    )
     from deltalog.spark.writer import write
 
-__all__ = ["carried_error", "checkpoint", "optimize", "read", "read_changes", "register", "write"]
+__all__ = [
+    "DeltaMergeBuilder",
+    "DeltaOptimizeBuilder",
+    "DeltaTable",
+    "DeltaTableBuilder",
+    "IdentityGenerator",
+    "carried_error",
+    "checkpoint",
+    "optimize",
+    "read",
+    "read_changes",
+    "register",
+    "write",
+]
 
 #: public name -> the module that implements it
 _ENTRY_POINTS = {
@@ -42,6 +63,14 @@ _ENTRY_POINTS = {
     "read_changes": "deltalog.spark.changes",
     "checkpoint": "deltalog.spark.distributed_checkpoint",
     "optimize": "deltalog.spark.distributed_optimize",
+}
+#: Delta Spark's classes (``delta.tables``), by name -> the module that defines them
+_CLASSES = {
+    "DeltaTable": "deltalog.spark.delta_table",
+    "DeltaMergeBuilder": "deltalog.spark.table_builders",
+    "DeltaOptimizeBuilder": "deltalog.spark.table_builders",
+    "DeltaTableBuilder": "deltalog.spark.table_builders",
+    "IdentityGenerator": "deltalog.spark.table_builders",
 }
 
 
@@ -62,6 +91,10 @@ def _entry_point(name: str) -> Callable[..., Any]:
 
 
 def __getattr__(name: str) -> Any:
+    if name in _CLASSES:
+        cls = getattr(importlib.import_module(_CLASSES[name]), name)
+        globals()[name] = cls
+        return cls
     if name not in _ENTRY_POINTS:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
     entry = _entry_point(name)

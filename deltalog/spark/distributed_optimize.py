@@ -23,7 +23,7 @@ from deltalog.dml.optimize_commit import BatchCommitter, Rewritten
 from deltalog.errors import DeltaLogError
 from deltalog.log import DeltaLog
 from deltalog.spark._files import raise_carried
-from deltalog.spark._optimize_io import PathList, rewrite_bins
+from deltalog.spark._optimize_io import BinFailed, PathList, rewrite_bins
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -69,13 +69,21 @@ def optimize(
         rewrite_bins, root=log.store.root, storage_options=storage_options, job=job, written=reported
     )
     try:
-        done: list[Rewritten] = sc.parallelize(list(plan.bins), len(plan.bins)).mapPartitions(task).collect()
+        results: list[Rewritten | BinFailed] = (
+            sc.parallelize(list(plan.bins), len(plan.bins)).mapPartitions(task).collect()
+        )
     except BaseException as exc:
         committer.discard()
         discard(log.context, [resolve(log.store, p) for p in reported.value])
         if not isinstance(exc, DeltaLogError):
             raise_carried(exc)
         raise
+    failed = [r for r in results if isinstance(r, BinFailed)]
+    done = [r for r in results if isinstance(r, Rewritten)]
+    if failed:
+        committer.discard()
+        discard(log.context, [resolve(log.store, a.path) for r in done for a in r.adds])
+        raise failed[0].error()
     for rewritten in done:
         committer.add(rewritten)
     try:

@@ -40,7 +40,7 @@ import orjson
 
 from deltalog.arrow.schema import to_arrow_schema
 from deltalog.core import actions as A
-from deltalog.core.features import column_mapping
+from deltalog.core.features import column_mapping, identity
 from deltalog.core.features.obligations import APPEND, METADATA, OVERWRITE
 from deltalog.core.schema import top_level_fields
 from deltalog.data.files import WriteTarget
@@ -48,10 +48,16 @@ from deltalog.data.locate import resolve
 from deltalog.data.target import CODEC
 from deltalog.dml.commit import commit_files, discard
 from deltalog.dml.delete import target_of
-from deltalog.dml.overwrite import check_inside, merged_metadata, replaced, whole_files
+from deltalog.dml.evolution import merged_metadata
+from deltalog.dml.overwrite import check_inside, replaced, whole_files
 from deltalog.dml.removal import Removal, Rewriter, finish
 from deltalog.dml.rules import Declared, check_up_front
-from deltalog.errors import ConcurrentModificationError, InvalidArgumentError, SchemaMismatchError
+from deltalog.errors import (
+    ConcurrentModificationError,
+    InvalidArgumentError,
+    SchemaMismatchError,
+    UnsupportedFeatureError,
+)
 from deltalog.log import DeltaLog
 from deltalog.spark._files import RowCheck, TaskFiles
 from deltalog.spark.options import (
@@ -282,6 +288,17 @@ def _check_properties(snap: Snapshot | NewTable, properties: Mapping[str, str], 
         )
 
 
+def refuse_identity(schema: Mapping[str, Any], location: str) -> None:
+    """Spark's tasks write their files apart, so none can take the next identity values: deltalog.write can."""
+    named = identity.columns(schema)
+    if named:
+        raise UnsupportedFeatureError(
+            f"{location}: column {named[0].name!r} is an identity column; Spark's writer path does not generate "
+            "identity values (its tasks write apart): append with deltalog.write, which does",
+            feature=identity.FEATURE,
+        )
+
+
 def plan_write(
     parsed: Parsed,
     data_schema: Mapping[str, Any],
@@ -317,6 +334,7 @@ def plan_write(
         logger.info("the table holds batch %s of application %s: nothing is written", version, app)
     new_table = table if isinstance(table, NewTable) else None
     snap = table
+    refuse_identity(snap.schema_json, log.location)
     _check_properties(snap, parsed.properties, new_table is not None)
     metadata: A.Metadata | None = None
     if asked.overwrite_schema and isinstance(snap, Snapshot):
@@ -533,6 +551,7 @@ __all__ = [
     "check_schema",
     "commit_write",
     "plan_write",
+    "refuse_identity",
     "skipped_result",
     "written_keys",
 ]

@@ -39,7 +39,7 @@ from deltalog.spark._files import raise_carried
 from deltalog.spark.options import CONTROL, NAME
 from deltalog.spark.registration import register
 from deltalog.spark.row_rules import check_first, raise_rule_failure, row_rules_applied
-from deltalog.spark.write_plan import Control, check_schema
+from deltalog.spark.write_plan import Control, check_schema, refuse_identity
 from deltalog.table import snapshot as snapshots
 from deltalog.writing.tables import open_table
 
@@ -165,6 +165,7 @@ def write(
     checks: tuple[RowCheck, ...] = ()
     probes: tuple[Probe, ...] = ()
     if snap is not None:
+        refuse_identity(snap.schema_json, log.location)
         check_schema(snap.schema_json, orjson.loads(df.schema.json()))
         applied = row_rules_applied(df, snap)
         frame, checks, probes = applied.frame, applied.checks, applied.probes

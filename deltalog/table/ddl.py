@@ -43,6 +43,7 @@ from deltalog.core.schema import SchemaError, parse_schema, top_level_fields
 from deltalog.data.constraints import check_rows, table_rules
 from deltalog.data.types import plan_schema
 from deltalog.errors import InvalidArgumentError, TableAlreadyExistsError
+from deltalog.table import column_rules
 from deltalog.table.commit import CommitResult, NewTable, Transaction
 from deltalog.table.context import TableContext
 from deltalog.table.listing import list_log
@@ -91,6 +92,9 @@ def plan_table(
     *,
     allow_unknown_properties: bool = False,
     clustering_columns: Sequence[str] | None = None,
+    generated: Mapping[str, str] | None = None,
+    defaults: Mapping[str, str] | None = None,
+    identity: Mapping[str, Mapping[str, Any]] | None = None,
 ) -> NewTable:
     """Version 0 of a new table, checked by every rule its commit must meet (schema, partitioning,
     properties, protocol) and final (the features they need, physical names under column mapping), so a
@@ -98,7 +102,10 @@ def plan_table(
     A table already there is :class:`TableAlreadyExistsError`.
 
     ``clustering_columns`` (logical names, ``"a.b"`` for nested fields) makes a clustered table: the
-    ``clustering`` and ``domainMetadata`` features and the ``delta.clustering`` domain, in physical names."""
+    ``clustering`` and ``domainMetadata`` features and the ``delta.clustering`` domain, in physical names.
+    ``generated`` and ``defaults`` (column -> SQL) become generation expressions and column defaults, and
+    ``identity`` (column -> start, step, allowExplicitInsert) identity columns, checked by
+    :func:`~deltalog.table.column_rules.with_column_rules`."""
     if isinstance(partition_columns, str):
         raise InvalidArgumentError(f"partition_columns is a list of column names, not the string {partition_columns!r}")
     if list_log(ctx.store, 0):
@@ -106,6 +113,10 @@ def plan_table(
     schema_json = schema_json_of(schema)
     request, rest = split_protocol_requests(configuration or {})
     conf = validate_updates(rest, allow_unknown=allow_unknown_properties)
+    if generated or defaults or identity or column_rules.declared(schema_json):
+        schema_json = column_rules.with_column_rules(
+            schema_json, generated, defaults, identity, partition_columns=list(partition_columns)
+        )
     metadata = A.Metadata(
         id=str(uuid.uuid4()),
         name=name,

@@ -13,7 +13,8 @@ Order of a write, every refusal before the commit and most before any file is wr
    leaves no table); ``mode="error"`` refuses an existing table, ``mode="ignore"`` leaves it alone;
 2. one transaction starts; an exactly-once batch (``app_id``/``app_version``) the table holds ends here;
 3. the data's schema is checked against the table's (``schema_mode="merge"`` adds its new top-level columns,
-   nullable, in this same commit); the table's features are asked whether the commit is allowed;
+   nullable, in this same commit; ``schema_mode="overwrite"`` replaces schema and partitioning); the table's
+   features are asked whether the commit is allowed;
 4. ``mode="overwrite"`` stages the removes: every file, or with ``replace_where`` the matching rows: whole files
    when the predicate names partition columns only, else the matching rows of the files holding any, by
    deletion vectors or by rewriting those files (:mod:`deltalog.dml.removal`); every written row must then
@@ -25,7 +26,6 @@ Order of a write, every refusal before the commit and most before any file is wr
 from __future__ import annotations
 
 import dataclasses
-import itertools
 import os
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
@@ -34,16 +34,18 @@ import orjson
 import pyarrow as pa
 
 from deltalog.core import actions as A
+from deltalog.core.features import identity
 from deltalog.core.features.obligations import APPEND, METADATA, OVERWRITE
 from deltalog.core.schema import top_level_fields
-from deltalog.data.batches import batches
+from deltalog.data.batches import input_stream
 from deltalog.data.files import DataFileWriter, WriteTarget
-from deltalog.data.frames import frame_to_arrow, is_pandas_frame, looks_like_index
+from deltalog.data.frames import looks_like_index
 from deltalog.data.predicate import row_filter
 from deltalog.dml import rules
 from deltalog.dml.commit import commit_files, discard, skipped
 from deltalog.dml.delete import target_of
-from deltalog.dml.overwrite import check_inside, merged_metadata, replaced, schema_of
+from deltalog.dml.evolution import merged_metadata, overwritten_metadata, schema_of
+from deltalog.dml.overwrite import check_inside, replaced
 from deltalog.dml.removal import Removal, Rewriter, finish
 from deltalog.errors import (
     InvalidArgumentError,
@@ -57,28 +59,8 @@ from deltalog.table.snapshot import Snapshot
 from deltalog.writing.tables import begin_write, check_partition_by, landed, open_table
 
 MODES = ("append", "overwrite", "error", "ignore")
-SCHEMA_MODES = (None, "merge")
+SCHEMA_MODES = (None, "merge", "overwrite")
 OPERATION = "WRITE"
-
-
-# ---------------------------------------------------------------------------------------------- the input
-def input_stream(data: Any, preserve_index: bool | None = None) -> tuple[pa.Schema, Iterator[pa.RecordBatch]]:
-    """The data's schema and its batches, read lazily (an iterable of batches is peeked at for the schema); a
-    pandas frame's index as :func:`~deltalog.data.frames.frame_to_arrow` decides with ``preserve_index``."""
-    if is_pandas_frame(data):  # other inputs have no index: ``preserve_index`` has nothing to say about them
-        data = frame_to_arrow(data, preserve_index)
-    if isinstance(data, (pa.Table, pa.RecordBatch, pa.RecordBatchReader)):
-        return data.schema, batches(data)
-    if hasattr(data, "to_batches") and isinstance(getattr(data, "schema", None), pa.Schema):  # Dataset, Scanner
-        return data.schema, batches(data)
-    if hasattr(data, "__arrow_c_stream__"):
-        reader = pa.RecordBatchReader.from_stream(data)
-        return reader.schema, iter(reader)
-    stream = batches(data)
-    first = next(stream, None)
-    if first is None:
-        raise InvalidArgumentError("no data to write: the iterable is empty, so it has no schema either")
-    return first.schema, itertools.chain([first], stream)
 
 
 # ---------------------------------------------------------------------------------------------- the schema
@@ -104,6 +86,14 @@ def _precheck(store: LogStore, target: WriteTarget, schema: pa.Schema) -> None:
     DataFileWriter(store, target).write(pa.RecordBatch.from_pylist([], schema=schema))
 
 
+def with_identity_marks(metadata: A.Metadata | None, marks: Mapping[str, int]) -> A.Metadata | None:
+    """``metadata`` with the identity high-water marks this write's values reached (itself without any)."""
+    if metadata is None or not marks:
+        return metadata
+    schema = identity.with_marks(orjson.loads(metadata.schema_string or "{}"), marks)
+    return dataclasses.replace(metadata, schema_string=orjson.dumps(schema).decode())
+
+
 # ---------------------------------------------------------------------------------------------- write
 def _check_arguments(
     mode: str, replace_where: Any, app_id: str | None, app_version: int | None, schema_mode: str | None
@@ -111,9 +101,19 @@ def _check_arguments(
     if mode not in MODES:
         raise InvalidArgumentError(f"mode must be one of {MODES}, not {mode!r}")
     if schema_mode not in SCHEMA_MODES:
-        raise InvalidArgumentError(f"schema_mode must be None or 'merge', not {schema_mode!r}")
+        raise InvalidArgumentError(f"schema_mode must be None, 'merge' or 'overwrite', not {schema_mode!r}")
     if replace_where is not None and mode != "overwrite":
         raise InvalidArgumentError("replace_where needs mode='overwrite'")
+    if schema_mode == "overwrite" and mode != "overwrite":
+        raise InvalidArgumentError(
+            "schema_mode='overwrite' needs mode='overwrite': only a write replacing every row "
+            "may replace the schema (schema_mode='merge' adds columns to an append)"
+        )
+    if schema_mode == "overwrite" and replace_where is not None:
+        raise InvalidArgumentError(
+            "schema_mode='overwrite' cannot be combined with replace_where: the rows left outside it keep the old "
+            "schema"
+        )
     if (app_id is None) != (app_version is None):
         raise InvalidArgumentError("app_id and app_version go together")
 
@@ -151,7 +151,10 @@ def write(
     text, a pyarrow Expression, DNF tuples or a mapping, only the rows it matches); ``error`` (refuse an
     existing table); ``ignore`` (write nothing to an existing table). A missing table is created from the
     data's schema, ``partition_by`` and ``configuration``. ``app_id``/``app_version`` make the write exactly
-    once. ``schema_mode="merge"`` adds the data's new columns. ``target_file_size`` (bytes) rolls files, else
+    once. ``schema_mode="merge"`` adds the data's new columns; ``schema_mode="overwrite"`` (with
+    ``mode="overwrite"``) replaces the table's schema by the data's, and its partitioning by ``partition_by`` when
+    given, in the overwrite's commit (a partition column the data lacks needs ``partition_by``).
+    ``target_file_size`` (bytes) rolls files, else
     ``delta.targetFileSize`` or 100 MiB. ``session_time_zone`` is the zone Spark SQL's timestamp functions use
     in the table's rules (generated columns such as ``CAST(ts AS DATE)``) and in ``replace_where`` text; UTC
     by default. The
@@ -191,8 +194,12 @@ def write(
     if done is not None:
         return done
     try:
-        check_partition_by(parts, table)
-        merged = merged_metadata(table, schema) if schema_mode == "merge" and isinstance(table, Snapshot) else None
+        if schema_mode == "overwrite" and isinstance(table, Snapshot):
+            given = parts if parts is not None else (None if partition_by is None else [])  # [] unpartitions
+            merged: A.Metadata | None = overwritten_metadata(table, schema, given)
+        else:
+            check_partition_by(parts, table)
+            merged = merged_metadata(table, schema) if schema_mode == "merge" and isinstance(table, Snapshot) else None
     except BaseException:
         txn.abort()
         raise
@@ -214,7 +221,9 @@ def _write(
     target = dataclasses.replace(target_of(snap), session_time_zone=session_time_zone)
     if merged is not None:
         assert merged.schema_string is not None, "merged_metadata writes the merged schema"
-        target = dataclasses.replace(target, schema=orjson.loads(merged.schema_string))
+        target = dataclasses.replace(
+            target, schema=orjson.loads(merged.schema_string), partition_columns=tuple(merged.partition_columns)
+        )
     overwrite = mode == "overwrite"
     operations = {OVERWRITE if overwrite else APPEND} | ({METADATA} if merged is not None else set())
     now = log.now_ms()
@@ -226,6 +235,11 @@ def _write(
     rows = 0
     try:
         rules.check_up_front(snap, log.location, sorted(operations))
+        if isinstance(snap, NewTable) and identity.columns(target.schema):
+            raise InvalidArgumentError(
+                f"{log.location}: a table with identity columns is created first (DeltaLog.create(identity=...)), "
+                "then written to: the write that creates a table cannot also advance its identity marks"
+            )
         _precheck(log.store, target, schema)
         if overwrite and isinstance(snap, NewTable):  # a table this commit creates has no rows to replace
             if replace_where is not None:
@@ -250,9 +264,12 @@ def _write(
 
         rewriter.insert_all(checked())
         rows = counted[0]
+        values = rewriter.data.preparer.identity
         finish(removal, rewriter)
-        staged = [*([merged] if merged is not None else []), *removal.actions]
-        actions, declared = staged, rules.Declared(copies_rows=removal.copies_rows)
+        marked = with_identity_marks(merged or snap.metadata, values.marks()) if values else merged
+        staged = [*([marked] if marked is not None else []), *removal.actions]
+        actions = staged
+        declared = rules.Declared(copies_rows=removal.copies_rows, identity_runs=values.generated)
         txn.read_files(a.path for a in removal.touched)
     except BaseException:
         if rewriter is not None:
@@ -260,7 +277,8 @@ def _write(
         discard(log.context, removal.written)
         txn.abort()
         raise
-    params: dict[str, Any] = {"mode": mode.capitalize(), "partitionBy": list(snap.partition_columns)}
+    partition_by = merged.partition_columns if merged is not None else snap.partition_columns
+    params: dict[str, Any] = {"mode": mode.capitalize(), "partitionBy": list(partition_by)}
     if replace_where is not None:
         params["predicate"] = where.text if where is not None else None
     return commit_files(

@@ -22,6 +22,7 @@ import pytest
 
 from benchmarks.store_cases import QUICK_CASES
 from benchmarks.stores import ENGINES
+from tests.tiers import backends
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -39,7 +40,7 @@ def _bench(tmp_path: Path, *args: str) -> list[dict[str, Any]]:
     return list(json.loads((tmp_path / "quick" / "stores" / f"last-run-{store}.json").read_text()))
 
 
-@pytest.mark.parametrize("store", ["s3", "azure"])
+@pytest.mark.parametrize("store", backends("s3", "azure"))
 def test_quick_store_bench_runs_every_case_through_the_proxy(store: str, tmp_path: Path) -> None:
     results = _bench(tmp_path, "--store", store)
     assert {(r["case"], r["engine"]) for r in results} == {(case, engine) for case in QUICK_CASES for engine in ENGINES}
@@ -64,6 +65,7 @@ def test_quick_store_bench_runs_every_case_through_the_proxy(store: str, tmp_pat
             assert QUICK_CASES[r["case"]].gate(run["requests"], r["depth"]), (where, run["requests"], r["depth"])
 
 
+@pytest.mark.cloud  # the harness starts moto itself, in its own process
 def test_request_counts_repeat_exactly_across_runs(tmp_path: Path) -> None:
     results = _bench(tmp_path, "--store", "s3", "--runs", "2", "--cases", "load,travel-version,append")
     assert len(results) == 3 * len(ENGINES)

@@ -282,11 +282,7 @@ def test_zero_byte_checkpoint_is_ignored(tmp_path: Path, caplog: pytest.LogCaptu
 def test_truncated_sidecar_falls_back_like_a_truncated_part(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
-    # ENGINE BUG (deltalog/log.py, DeltaLog._replay): the fallback past an unreadable checkpoint only covers the
-    # files of the CheckpointRef (`bad = {... for p in cp.files}`), so a CorruptLogError from a V2 *sidecar*
-    # (path _delta_log/_sidecars/...) is re-raised and the table is unreadable although every commit is still
-    # there. A sidecar is as much a part of the checkpoint as a multi-part file; the fallback should also accept
-    # errors whose path is under _delta_log/_sidecars/ (or is one of the manifest's sidecar rows).
+    # Regression (deltalog/table/load.py, _in_checkpoint): a torn V2 sidecar is part of its checkpoint: fall back.
     monkeypatch.setattr(v2, "SIDECAR_ROWS", 4)
     root = tmp_path / "t"
     log = build(root, 8, configuration=V2_CONF)
@@ -303,13 +299,7 @@ def test_truncated_sidecar_falls_back_like_a_truncated_part(
 def test_rerun_over_a_truncated_checkpoint_does_not_claim_success(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
-    # ENGINE BUG (deltalog/checkpoint/publish.py, CheckpointFiles.publish): when the checkpoint name is
-    # taken, the writer assumes "a racing writer wrote an equivalent checkpoint" and returns
-    # already_existed=True without looking at the file. A torn file left by a non-atomic copy or store is then
-    # never repaired: every run of the compaction job "succeeds" and every reader keeps logging the fallback
-    # and replaying the JSON. The writer should check the existing file (footer readable, row count equal to
-    # num_actions) and, when it is not, overwrite it (a classic name is deterministic; readers already skip a
-    # torn one) or raise CheckpointError naming it.
+    # Regression (deltalog/checkpoint/publish.py, existing.py): a torn checkpoint under our name is replaced.
     root = tmp_path / "t"
     log = build(root, 6)
     result = log.checkpoint()

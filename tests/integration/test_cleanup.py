@@ -309,11 +309,7 @@ def test_v2_cleanup_keeps_referenced_sidecars_and_drops_orphans(tmp_path: Path, 
 @pytest.mark.corpus
 @pytest.mark.parametrize("name", [n for n in V2_TABLES if n == "delta-kernel-rs/v2-checkpoints-json-with-sidecars"])
 def test_sidecar_paths_are_uri_references(tmp_path: Path, name: str) -> None:
-    # ENGINE BUG (deltalog/checkpoint/reader.py, CheckpointReader.read_base): a sidecar action's ``path`` is a
-    # URI reference (PROTOCOL.md "Sidecar File Information": "URI-encoded path to the sidecar file"), but the
-    # reader uses it verbatim (``s.path.rsplit('/', 1)[-1]``), so a sidecar named ``a b.parquet`` and written
-    # as ``a%20b.parquet`` is looked up as ``_sidecars/a%20b.parquet`` and the checkpoint is unreadable. The
-    # fix: ``unquote`` the path once before taking its last segment (cleanup already reads it that way).
+    # Regression (deltalog/checkpoint/reader.py, _sidecar_name): a sidecar's path is a URI reference, decoded once.
     root = writable_copy(name, tmp_path / "t")
     before = state(fresh(root).snapshot())
     manifest = next(log_dir(root).glob(f"{6:020d}.checkpoint.*.json"))

@@ -37,6 +37,7 @@ from tests.storage.servers import (
     s3_options,
     unique,
 )
+from tests.tiers import backends
 
 __all__ = ["azurite_server", "moto_server"]
 
@@ -138,7 +139,7 @@ def _txn_ids(commits: dict[int, list[dict[str, Any]]]) -> dict[int, str | None]:
     }
 
 
-@pytest.mark.parametrize("backend", ["s3", "azure"])
+@pytest.mark.parametrize("backend", backends("s3", "azure"))
 def test_processes_blind_append_through_a_cloud_store(backend: str, request: pytest.FixtureRequest) -> None:
     if backend == "s3":
         server: Server = request.getfixturevalue("moto_server")
@@ -225,7 +226,7 @@ def test_deltalake_and_deltalog_append_to_one_s3_table(moto_server: Server) -> N
     assert all(h.get("If-None-Match") == "*" for h in commit_puts)
 
 
-@pytest.mark.parametrize("backend", ["s3", "azure"])
+@pytest.mark.parametrize("backend", backends("s3", "azure"))
 def test_faults_on_a_cloud_store_leave_no_duplicate_commit(backend: str, request: pytest.FixtureRequest) -> None:
     if backend == "s3":
         server: Server = request.getfixturevalue("moto_server")

@@ -25,6 +25,8 @@ from tests.integration.typed_rows import AWKWARD, TABLE, as_given, deltalake_row
 from tests.peers import duckdb_connection
 from tests.protocol_checker import assert_valid
 
+ROOT = Path(__file__).resolve().parents[2]
+
 
 def create(root: Path, partition_by: list[str], configuration: dict[str, str] | None = None) -> DeltaLog:
     log = DeltaLog.for_table(root)
@@ -122,8 +124,9 @@ def peer_add(add: Add) -> AddAction:
 
 MEMORY_CHILD = textwrap.dedent(
     """
-    import json, resource, sys
+    import json, sys
     import numpy as np, pyarrow as pa
+    from benchmarks.child import peak_rss_kib
     from deltalog.data.files import WriteTarget, write_files
     from deltalog.storage.local import LocalLogStore
 
@@ -148,7 +151,7 @@ MEMORY_CHILD = textwrap.dedent(
     fields = [{"name": n, "type": "double" if n == "f" else "long", "nullable": True, "metadata": {}} for n in names]
     target = WriteTarget({"type": "struct", "fields": fields}, ("p",))
     adds = write_files(LocalLogStore(root), pa.RecordBatchReader.from_batches(schema, generate()), target)
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    peak = peak_rss_kib() * 1024  # this process's own peak (VmHWM), not the spawning pytest process's
     rows_written = sum(json.loads(a.stats)["numRecords"] for a in adds)
     print(json.dumps({"input": produced[0], "peak": peak, "files": len(adds), "rows": rows_written}))
     """
@@ -159,6 +162,7 @@ def test_writing_a_gigabyte_stream_keeps_memory_bounded(tmp_path: Path) -> None:
     total = 1 << 30
     done = subprocess.run(
         [sys.executable, "-c", MEMORY_CHILD, str(total), str(tmp_path)],
+        cwd=ROOT,
         capture_output=True,
         text=True,
         timeout=600,

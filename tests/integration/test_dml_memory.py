@@ -1,9 +1,10 @@
 """deltalog.write streams: a generated 3 GB RecordBatchReader is written with a peak RSS under 1.5 GB.
 
-The write runs in a child process so its peak RSS (``resource.getrusage``) is its own. Each batch is freshly
-allocated (a writer that kept references to its input would keep every batch alive and blow the bound), but
-cheap to make and to encode: constant columns, so parquet's dictionary and run-length encodings make the files
-small and the test fast. The partition column is constant per batch, so rows go to four partitions.
+The write runs in a child process so its peak RSS is its own: ``VmHWM`` (:func:`benchmarks.child.peak_rss_kib`),
+not ``getrusage``'s ``ru_maxrss``, which Linux carries across ``execve`` from the spawning pytest process. Each
+batch is freshly allocated (a writer that kept references to its input would keep every batch alive and blow the
+bound), but cheap to make and to encode: constant columns, so parquet's dictionary and run-length encodings make
+the files small and the test fast. The partition column is constant per batch, so rows go to four partitions.
 """
 
 from __future__ import annotations
@@ -17,11 +18,14 @@ from pathlib import Path
 from tests.peers import deltalake_view
 from tests.protocol_checker import assert_valid
 
+ROOT = Path(__file__).resolve().parents[2]
+
 CHILD = textwrap.dedent(
     """
-    import json, resource, sys
+    import json, sys
     import numpy as np, pyarrow as pa
     import deltalog
+    from benchmarks.child import peak_rss_kib
 
     total, root = int(sys.argv[1]), sys.argv[2]
     rows = 1 << 20
@@ -42,7 +46,7 @@ CHILD = textwrap.dedent(
 
     reader = pa.RecordBatchReader.from_batches(schema, generate())
     result = deltalog.write(reader, root, partition_by=["p"])
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    peak = peak_rss_kib() * 1024
     files = sum(1 for a in result.actions if type(a).__name__ == "Add")
     report = {"input": produced[0], "rows": produced[1], "peak": peak, "files": files, "version": result.version}
     print(json.dumps(report))
@@ -54,7 +58,12 @@ def test_a_3_gb_stream_is_written_with_a_peak_rss_under_1_5_gb(tmp_path: Path) -
     total = 3 << 30
     root = tmp_path / "big"
     done = subprocess.run(
-        [sys.executable, "-c", CHILD, str(total), str(root)], capture_output=True, text=True, timeout=900, check=True
+        [sys.executable, "-c", CHILD, str(total), str(root)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=900,
+        check=True,
     )
     report = json.loads(done.stdout.strip().splitlines()[-1])
     assert report["input"] >= total and report["version"] == 0

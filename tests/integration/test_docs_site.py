@@ -67,7 +67,7 @@ def listed_members(api: str, name: str) -> list[str]:
 @pytest.mark.parametrize(
     ("cls", "first"),
     [
-        (DeltaLog, ["for_table", "snapshot", "load_as_version", "history", "delete", "vacuum", "restore"]),
+        (DeltaLog, ["for_table", "snapshot", "load_as_version", "history", "delete", "update", "merge", "vacuum"]),
         (Snapshot, ["to_pandas", "to_polars", "to_arrow", "scan", "version", "schema"]),
     ],
 )

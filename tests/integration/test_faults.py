@@ -145,10 +145,7 @@ def test_lost_response_after_the_commit_landed_reports_that_version(tmp_path: Pa
 
 
 def test_lost_response_is_reported_as_a_recovered_unknown_outcome(tmp_path: Path) -> None:
-    # ENGINE BUG (deltalog/committer.py, Committer._put/commit): when the txnId check inside _put resolves an
-    # unknown outcome as ours, _put returns True like a clean write, so Outcome.ours_found_after_unknown and
-    # CommitResult.recovered_unknown_outcome stay False. Only the (unreachable in practice) winner-loop path
-    # sets the flag, so callers are never told their commit went through an unknown outcome.
+    # Regression (deltalog/table/acknowledgment.py, Acknowledger): a put resolved as ours by txnId says so.
     _, log = make_table(tmp_path, fail_after("put_if_absent", commit_path(1), nth=1))
     result = commit_one(log, "a.parquet")
     assert result.version == 1
@@ -285,11 +282,8 @@ def test_after_an_unknown_outcome_an_exactly_once_retry_commits_at_most_once(tmp
     ids=["listing-winners", "reading-the-winner"],
 )
 def test_transient_error_while_checking_a_winner_is_retried(tmp_path: Path, op: Op, path: str, nth: int) -> None:
-    # ENGINE BUG (deltalog/committer.py, Committer.commit): after losing version v to another writer, the
-    # winner check calls _latest_commit (store.list_from) and _read_winner (store.read) unguarded, so one
-    # retryable StorageError (a 503 on the LIST) aborts the whole commit, although nothing of ours landed and
-    # the _put path has a transient budget for exactly this. Transaction.commit does not even document
-    # StorageError. (nth=2 for the read: the first read of v1 is _put's resolution read, which is retried.)
+    # Regression (deltalog/table/commit/loop.py, Committer._transient): winner checks retry transient errors.
+    # (nth=2 for the read: the first read of v1 is the put's resolution read, which is retried.)
     store, log = make_table(tmp_path)
     txn = log.start_transaction(retry=NO_BACKOFF)
     winner = commit_one(fresh_log(tmp_path), "winner.parquet")
@@ -319,10 +313,7 @@ def test_slow_and_throttled_responses(tmp_path: Path) -> None:
 # ------------------------------------------------------------------------------------------ table creation
 @pytest.mark.parametrize("mode", ["before", "after"])
 def test_create_table_survives_a_transient_failure_of_version_zero(tmp_path: Path, mode: str) -> None:
-    # ENGINE BUG (deltalog/table_setup.py, create_table): version 0 is written with a bare
-    # store.put_if_absent, outside the Committer, so a retryable error is neither retried ("before") nor
-    # resolved by txnId ("after"): create() raises StorageError although, in the "after" case, the table
-    # now exists as ours, and calling create() again raises TableAlreadyExistsError for our own table.
+    # Regression (deltalog/table/ddl.py, create_table): version 0 is a Transaction commit, retried and resolved.
     rule = (fail_before if mode == "before" else fail_after)("put_if_absent", commit_path(0), nth=1)
     store = FaultyStore(LocalLogStore(str(tmp_path)), rule, sleep=no_sleep)
     log = DeltaLog(store, str(tmp_path))

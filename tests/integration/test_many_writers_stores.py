@@ -26,6 +26,7 @@ from deltalog.storage.uri import store_for
 from tests.integration.datafiles import SCHEMA, assert_peers_agree, data_file
 from tests.protocol_checker import assert_valid
 from tests.storage.servers import BUCKET, CONTAINER, azure_options, azurite_server, moto_server, s3_options, unique
+from tests.tiers import backends
 
 __all__ = ["azurite_server", "moto_server"]
 
@@ -37,7 +38,7 @@ def fake_add(name: str) -> A.Add:
     return A.Add(path=f"{name}.parquet", partition_values={}, size=1, modification_time=0, data_change=True)
 
 
-@pytest.fixture(params=["local", "s3", "azure"])
+@pytest.fixture(params=backends("local", "s3", "azure"))
 def target(request: pytest.FixtureRequest, tmp_path: Path) -> tuple[str, str, dict[str, Any]]:
     kind = str(request.param)
     if kind == "local":

@@ -28,6 +28,7 @@ from tests.storage.servers import (
     s3_options,
     unique,
 )
+from tests.tiers import backends
 
 __all__ = ["azurite_server", "moto_server"]
 
@@ -36,7 +37,7 @@ CONF = {"delta.checkpointInterval": "5"}
 Location = tuple[str, dict[str, Any]]
 
 
-@pytest.fixture(params=["s3", "azure"])
+@pytest.fixture(params=backends("s3", "azure"))
 def new_location(request: pytest.FixtureRequest) -> Callable[[], Location]:
     if request.param == "s3":
         endpoint = request.getfixturevalue("moto_server").endpoint

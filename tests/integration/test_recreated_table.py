@@ -27,6 +27,7 @@ import pytest
 from deltalog import CommitNotReachableError, DeltaLog, MetadataChangedError, Transaction
 from deltalog import actions as A
 from deltalog.storage.uri import store_for
+from tests import tiers
 from tests.integration.datafiles import assert_peers_agree
 from tests.storage.servers import BUCKET, CONTAINER, azure_options, azurite_server, moto_server, s3_options, unique
 
@@ -95,7 +96,7 @@ class Place:
         assert set(dt.get_add_actions(flatten=True).column("path").to_pylist()) == self.live()
 
 
-@pytest.fixture(params=["local", "s3", "azure"])
+@pytest.fixture(params=tiers.backends("local", "s3", "azure"))
 def place(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Place]:
     if request.param == "local":
         yield Place(str(tmp_path), None, tmp_path)

@@ -40,13 +40,14 @@ from tests.storage.servers import (
     s3_options,
     unique,
 )
+from tests.tiers import backends
 
 __all__ = ["azurite_server", "moto_server"]
 
 Location = tuple[str, dict[str, Any]]
 
 
-@pytest.fixture(params=["s3", "azure"])
+@pytest.fixture(params=backends("s3", "azure"))
 def new_location(request: pytest.FixtureRequest) -> Callable[[], Location]:
     if request.param == "s3":
         server: Server = request.getfixturevalue("moto_server")

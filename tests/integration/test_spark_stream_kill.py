@@ -21,11 +21,15 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pyarrow as pa
+import pytest
 
 import deltalog
 from deltalog import DeltaLog
 from tests.peers import deltalake_view, duckdb_view
 from tests.protocol_checker import assert_valid
+
+#: Spark runs in the driver subprocesses, not through the fixture
+pytestmark = pytest.mark.spark
 
 ROOT = Path(__file__).resolve().parents[2]
 VERSIONS = 20

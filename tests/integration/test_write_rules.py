@@ -295,7 +295,6 @@ def test_properties_are_stored_in_canonical_spelling_and_take_effect(tmp_path: P
         ({"delta.columnMapping.maxColumnId": "9"}, PropertyError, "delta.columnMapping.maxColumnId"),
         ({"delta.constraints.positive": "id > 0"}, PropertyError, "delta.constraints.positive"),
         ({"delta.targetFileSize": "100mb"}, PropertyError, "delta.targetFileSize"),
-        ({"delta.enableTypeWidening": "true"}, UnsupportedFeatureError, "typeWidening"),
         ({"delta.enableIcebergCompatV2": "true"}, UnsupportedFeatureError, "icebergCompatV2"),
     ],
 )

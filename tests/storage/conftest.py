@@ -32,6 +32,7 @@ from tests.storage.servers import (
     s3_options,
     unique,
 )
+from tests.tiers import backends
 
 __all__ = ["azurite_server", "gcs_server", "moto_auth_server", "moto_server"]
 
@@ -42,7 +43,7 @@ BACKENDS = ["local", "s3", "s3-fsspec", "azure", "azure-fsspec", "gcs"]
 Location = tuple[str, dict[str, Any] | None]
 
 
-@pytest.fixture(params=BACKENDS)
+@pytest.fixture(params=backends(*BACKENDS))
 def backend(request: pytest.FixtureRequest) -> str:
     return str(request.param)
 

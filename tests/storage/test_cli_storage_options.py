@@ -21,6 +21,7 @@ from deltalog.cli.main import cli
 from deltalog.cli.store_options import StorageSettings
 from deltalog.storage.options import EMULATOR_KEY
 from tests.storage.servers import BUCKET, CONTAINER, S3_SECRET, Server, s3_options, unique
+from tests.tiers import backends
 
 SCHEMA = pa.schema([("id", pa.int64())])
 #: verbs that take no table (or none that a storage option applies to)
@@ -59,7 +60,7 @@ def no_secret(result: Result, *secrets: str) -> None:
         assert secret not in text
 
 
-@pytest.fixture(params=["s3", "azure"])
+@pytest.fixture(params=backends("s3", "azure"))
 def table(request: pytest.FixtureRequest) -> tuple[str, dict[str, Any], tuple[str, ...]]:
     """(location, deltalake-style options, the secrets among them) of a 3-commit table."""
     if request.param == "s3":

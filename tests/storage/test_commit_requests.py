@@ -27,6 +27,7 @@ from deltalog import actions as A
 from deltalog.storage.uri import store_for
 from tests.protocol_checker import assert_valid
 from tests.storage.servers import BUCKET, CONTAINER, Server, azure_options, s3_options, unique
+from tests.tiers import backends
 
 SCHEMA = pa.schema([("id", pa.int64())])
 DAY_S = 86_400.0
@@ -47,7 +48,7 @@ class Table:
         return DeltaLog.for_table(self.location, self.options("server"), auto_checkpoint=False)
 
 
-@pytest.fixture(params=["s3", "azure"])
+@pytest.fixture(params=backends("s3", "azure"))
 def table(request: pytest.FixtureRequest) -> Iterator[Table]:
     kind = str(request.param)
     server: Server = request.getfixturevalue("moto_server" if kind == "s3" else "azurite_server")

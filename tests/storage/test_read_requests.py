@@ -25,6 +25,7 @@ from deltalog.core.log.timetravel import monotonize
 from deltalog.storage.base import LogStore
 from deltalog.table.history import HistoryEntry
 from tests.storage.servers import BUCKET, CONTAINER, Server, azure_options, s3_options, unique
+from tests.tiers import backends
 
 LOG = "_delta_log"
 T0 = 1_700_000_000_000
@@ -109,7 +110,7 @@ class Table:
         return 1 if self.kind == "s3" else 2
 
 
-@pytest.fixture(params=["s3", "azure"])
+@pytest.fixture(params=backends("s3", "azure"))
 def table(request: pytest.FixtureRequest) -> Iterator[Table]:
     kind = str(request.param)
     server: Server = request.getfixturevalue("moto_server" if kind == "s3" else "azurite_server")

@@ -33,6 +33,7 @@ from tests.protocol_checker import assert_valid
 from tests.storage.servers import BUCKET, CONTAINER, Server, azure_options, s3_options, unique
 from tests.storage.test_request_counts import Recorded
 from tests.storage.test_request_counts import recorded as request_log  # noqa: F401 (the fixture)
+from tests.tiers import backends
 
 SCHEMA = pa.schema([("id", pa.int64()), ("p", pa.string())])
 REMOVED = 1100
@@ -59,7 +60,7 @@ class Table:
         return DeltaLog.for_table(self.location, self.options, clock=lambda: at, auto_checkpoint=False)
 
 
-@pytest.fixture(params=["local", "s3", "azure"])
+@pytest.fixture(params=backends("local", "s3", "azure"))
 def table(request: pytest.FixtureRequest, tmp_path: Path) -> Table:
     kind = str(request.param)
     if kind == "local":

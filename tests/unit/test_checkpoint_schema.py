@@ -509,13 +509,7 @@ def test_parser_reads_a_spark_style_printout(tmp_path: Path) -> None:
 
 
 def test_one_ill_typed_stat_does_not_erase_every_files_stats(tmp_path: Path) -> None:
-    # ENGINE BUG (deltalog/checkpoint/parsed.py, stats_parsed; used by CheckpointWriter._add_type): the stats
-    # of all files are parsed in one pyarrow.json call, and any ArrowInvalid (here one file's "id": "x" for a
-    # long column) makes it return None, so stats_parsed is left out for *every* file. With
-    # writeStatsAsJson=false the checkpoint then has no statistics at all: good.parquet's valid stats are lost
-    # for good (readers cannot prune; the JSON that held them may be cleaned up later). The fallback should be
-    # per row (null stats_parsed for the file whose stats do not fit, e.g. parse row by row after a failed bulk
-    # parse), never for the whole column.
+    # Regression (deltalog/checkpoint/parsed.py, stats_parsed): ill-typed stats null one row, not the column.
     log = DeltaLog.for_table(tmp_path / "t", auto_checkpoint=False)
     log.create(
         pa.schema([("id", pa.int64())]),

@@ -116,3 +116,44 @@ def test_mistakes_are_one_line(tmp_path: Path) -> None:
     assert "expected a .parquet or .csv file" in fails("write", table, other, code=2)
     assert "already exists" in fails("write", table, parquet, "--mode", "error")
     assert DeltaLog.for_table(table).latest_version() == 0
+
+
+def test_update_and_merge_verbs(tmp_path: Path) -> None:
+    """``deltalog update`` and ``deltalog merge`` commit as log.update and log.merge do and show Delta Spark's
+    metrics; a table written with deletion vectors keeps its files. Mistakes are one error line."""
+    table = tmp_path / "t"
+    parquet, more = inputs(tmp_path)
+    ok("write", table, parquet)
+    people = ok("update", table, "--set", "amount = amount * 10", "--set", "region='eu'", "--where", "id = 3")
+    assert "Update" in people and "committed version  1" in people and "1 row" in people
+    source = tmp_path / "source.parquet"
+    pq.write_table(
+        pa.table(
+            {
+                "id": pa.array([1, 9], pa.int64()),
+                "region": ["us", "ap"],
+                "amount": [0.5, 9.0],
+                "day": [dt.date(2024, 2, 1)] * 2,
+            }
+        ),
+        source,
+    )
+    doc = orjson.loads(ok("merge", table, source, "--on", "t.id = s.id", "--update-all", "--insert-all", "--json"))
+    assert doc["operation"] == "MERGE" and doc["version"] == 2
+    assert doc["metrics"]["numTargetRowsUpdated"] == 1 and doc["metrics"]["numTargetRowsInserted"] == 1
+    deleted = ok("merge", table, more, "--on", "t.id = s.id OR s.id = 4 AND t.id = 2", "--delete-matched")
+    assert "deleted            1 row" in deleted
+    rows = {r["id"]: r for r in DeltaLog.for_table(table).snapshot().to_arrow().to_pylist()}
+    assert sorted(rows) == [1, 3, 9] and rows[3]["amount"] == 32.5 and rows[3]["region"] == "eu"
+    assert rows[1]["region"] == "us" and rows[9]["amount"] == 9.0
+    assert "nothing changed" in ok("update", table, "--set", "amount=0", "--where", "id > 100")
+    assert_valid(table)
+    assert deltalake_view(table).rows == duckdb_view(table).rows == 3
+
+    assert "COLUMN=EXPR" in fails("update", table, "--set", "amount", code=2)
+    assert "nope" in fails("update", table, "--set", "nope=1")
+    assert "at least one of" in fails("merge", table, source, "--on", "t.id = s.id", code=2)
+    assert "both unconditional" in fails(
+        "merge", table, source, "--on", "t.id = s.id", "--update-all", "--delete-matched", code=2
+    )
+    assert "ambiguous" in fails("merge", table, source, "--on", "id = s.id", "--update-all")

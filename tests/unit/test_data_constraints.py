@@ -13,13 +13,13 @@ import pytest
 
 from deltalog.compute import Evaluation, evaluate
 from deltalog.data.constraints import check_rows, fill_columns, scope_of, table_rules
+from deltalog.data.identity_values import IdentityValues
 from deltalog.data.types import conform_array, plan_schema
 from deltalog.errors import (
     ConstraintViolationError,
     ExpressionValueError,
     InvalidExpressionError,
     UnsupportedExpressionError,
-    UnsupportedFeatureError,
 )
 from deltalog.expr import bind, parse
 from deltalog.expr import tree as X
@@ -296,17 +296,21 @@ def test_generated_columns_are_computed_when_missing_and_checked_when_given() ->
     assert info.value.row == {"b": 4, "a": 2}
 
 
-def test_defaults_fill_missing_columns_only_and_identity_columns_are_refused() -> None:
+def test_defaults_fill_missing_columns_only_and_identity_columns_take_the_next_values() -> None:
     schema = {"fields": [field("a", "long"), field("c", "string", CURRENT_DEFAULT="'x'")]}
     plans = plan_schema(schema, mapped=False)
     rules = table_rules(schema, {}, plans)
     given = pa.RecordBatch.from_arrays([pa.array([1]), pa.nulls(1, pa.string())], names=["a", "c"])
     assert fill_columns(rules, given, plans, missing={"c"}).column("c").to_pylist() == ["x"]
     assert fill_columns(rules, given, plans, missing=set()).column("c").to_pylist() == [None]
-    identity = {"fields": [field("id", "long", **{"delta.identity.start": 1, "delta.identity.step": 1})]}
-    with pytest.raises(UnsupportedFeatureError, match="identity column") as info:
-        table_rules(identity, {}, plan_schema(identity, mapped=False))
-    assert info.value.feature == "identityColumns"
+    meta = {"delta.identity.start": 1, "delta.identity.step": 2, "delta.identity.highWaterMark": 5}
+    identity = {"fields": [field("id", "long", **meta)]}
+    assert table_rules(identity, {}, plan_schema(identity, mapped=False)) == ()  # a sequence, not a row rule
+    values = IdentityValues(identity)
+    for n in (2, 1):
+        batch = values.fill(pa.RecordBatch.from_arrays([pa.nulls(n, pa.int64())], names=["id"]), missing={"id"})
+        assert batch.column("id").to_pylist() == ([7, 9] if n == 2 else [11])
+    assert values.marks() == {"id": 11} and [(r.first, r.last) for r in values.generated] == [(7, 11)]
 
 
 def test_rules_where_no_row_level_check_is_possible_are_refused_not_skipped() -> None:

@@ -117,3 +117,31 @@ def test_spark_hashes_are_bit_exact() -> None:
     batch = pa.record_batch({"b": pa.array([b"\x01\x02"]), "i": pa.array([1], pa.int32())})
     assert evaluate(bind("hash(b)", scope), Evaluation.of(batch)).to_pylist() == [1964783052]
     assert evaluate(bind("hash(i)", scope), Evaluation.of(batch)).to_pylist() == [-559580957]
+
+
+def test_assignments_are_typed_as_their_column_by_spark_store_assignment() -> None:
+    """MERGE and UPDATE assignments: an ANSI cast into the column's type where Spark's store assignment allows
+    one (numbers both ways, anything into STRING, dates and timestamps), a refusal naming the column where it
+    does not (STRING into a number, a struct with a field the column lacks)."""
+    from deltalog.expr import bind_assignment
+    from deltalog.expr.coerce import store_assignable
+
+    scope = Scope.of_schema({"fields": [field("n", "integer"), field("s", "string"), field("d", "date")]})
+    widened = bind_assignment("n + 1", scope, "total", T.LONG)
+    assert isinstance(widened, X.Cast) and widened.to == T.LONG and widened.implicit
+    narrowed = bind_assignment("CAST(n AS BIGINT)", scope, "small", T.SHORT)
+    assert isinstance(narrowed, X.Cast) and narrowed.to == T.SHORT
+    assert bind_assignment("n", scope, "n", T.INT).type == T.INT
+    assert bind_assignment("NULL", scope, "d", T.DATE) == X.Literal(None, T.DATE)
+    assert bind_assignment("d", scope, "ts", T.TIMESTAMP).type == T.TIMESTAMP
+    assert bind_assignment("n", scope, "s", T.STRING).type == T.STRING
+    with pytest.raises(InvalidExpressionError, match="column n") as info:
+        bind_assignment("s", scope, "n", T.INT)
+    assert info.value.column == "n"
+    with pytest.raises(InvalidExpressionError, match="column flag"):
+        bind_assignment("n", scope, "flag", T.BOOLEAN)
+    point = T.Struct((T.StructField("x", T.INT), T.StructField("y", T.INT)))
+    assert store_assignable(T.Struct((T.StructField("Y", T.SHORT), T.StructField("x", T.LONG))), point)
+    assert not store_assignable(T.Struct((T.StructField("z", T.INT),)), point)
+    assert store_assignable(T.Array(T.INT), T.Array(T.LONG)) and not store_assignable(T.Array(T.STRING), T.Array(T.INT))
+    assert store_assignable(T.LONG, T.TIMESTAMP) and not store_assignable(T.BOOLEAN, T.INT)

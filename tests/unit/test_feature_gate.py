@@ -157,13 +157,15 @@ def test_catalog_managed_tables_are_refused_before_any_gate() -> None:
 
 
 # ---------------------------------------------------------------------------------------------- commits by kind
-def test_identity_columns_refuse_new_rows_only() -> None:
+def test_identity_columns_need_the_identity_module_for_new_rows_and_refuse_copies() -> None:
     protocol = proto("identityColumns")
     sch = schema(col("id", **{"delta.identity.start": 1, "delta.identity.step": 1, "delta.identity.highWaterMark": 4}))
-    for op in (G.APPEND, G.OVERWRITE, G.REWRITE):
-        with pytest.raises(UnsupportedFeatureError, match="highWaterMark") as info:
-            G.check_operation(op, protocol, {}, sch, SRC, implemented=G.ALL_MODULES)
-        assert info.value.feature == "identityColumns"
+    for op in (G.APPEND, G.OVERWRITE):
+        assert blocked(op, protocol, {}, sch, implemented=G.ALL_MODULES) == []
+        assert blocked(op, protocol, {}, sch, implemented=G.ALL_MODULES - {"identity"}) == ["identityColumns"]
+    with pytest.raises(UnsupportedFeatureError, match="keep their identity values") as info:
+        G.check_operation(G.REWRITE, protocol, {}, sch, SRC, implemented=G.ALL_MODULES)
+    assert info.value.feature == "identityColumns"
     for op in (G.DELETE, G.METADATA, G.RESTORE, G.REARRANGE):
         assert blocked(op, protocol, {}, sch, implemented=G.ALL_MODULES) == []
     assert allowed(G.APPEND, protocol)  # supported but no identity column: nothing to generate

@@ -172,16 +172,20 @@ def test_schema_features() -> None:
         "timestampNtz",
         "variantType",
         "typeWidening",
+        "generatedColumns",  # deltalog's writer computes them
+        "identityColumns",  # deltalog's writer generates their values, the commit advances the mark
         "appendOnly",
     }
 
 
 def test_features_deltalog_does_not_implement_are_refused_by_name() -> None:
-    with pytest.raises(UnsupportedFeatureError, match="'g' uses 'generatedColumns'") as info:
-        check_configuration_honoured({}, struct(col("g", "long", **{"delta.generationExpression": "1"})), "src")
-    assert info.value.feature == "generatedColumns"
-    with pytest.raises(UnsupportedFeatureError, match="enableTypeWidening"):
-        check_configuration_honoured({"delta.enableTypeWidening": "true"}, struct(), "src")
+    with pytest.raises(UnsupportedFeatureError, match="'g' uses 'collations'") as info:
+        check_configuration_honoured({}, struct(col("g", "string", **{"__COLLATIONS": {"g": "ICU.en"}})), "src")
+    assert info.value.feature == "collations"
+    # implemented now: the data writer computes generated columns and identity values, change_column_type widens
+    check_configuration_honoured({}, struct(col("g", "long", **{"delta.generationExpression": "1"})), "src")
+    check_configuration_honoured({}, struct(col("g", "long", **{"delta.identity.start": 1})), "src")
+    check_configuration_honoured({"delta.enableTypeWidening": "true"}, struct(), "src")
     check_configuration_honoured({"delta.appendOnly": "true", "delta.checkpointPolicy": "v2"}, struct(), "src")
 
 

@@ -19,7 +19,8 @@ from typing import Any
 
 from deltalog.core import actions as A
 from deltalog.core.commit.operations import changes_data
-from deltalog.core.features.obligations import check_operation
+from deltalog.core.features import identity
+from deltalog.core.features.obligations import DEFAULT_IMPLEMENTED, check_operation
 from deltalog.core.features.protocol import supported_features
 from deltalog.core.files.partitions import Condition, PartitionValueError, parse_value
 from deltalog.core.files.pathkeys import file_key
@@ -89,12 +90,14 @@ class ReadSet:
 @dataclass(frozen=True)
 class HeldTo:
     """What a winner's new protocol is checked for: the kind of operation the commit is (the obligations it is
-    held to) on the table as read (its configuration and schema JSON); ``source`` names the log in errors."""
+    held to) on the table as read (its configuration and schema JSON), and the feature checks it meets
+    (``implemented``: every commit's, and those its writer declared); ``source`` names the log in errors."""
 
     kind: str
     configuration: Mapping[str, str]
     schema: Any
     source: str
+    implemented: frozenset[str] = DEFAULT_IMPLEMENTED
 
 
 @dataclass(frozen=True)
@@ -116,6 +119,9 @@ class TxnSummary:
     table_id: str | None = None
     #: what a winner's protocol must still allow (None: the commit creates the table, no winner is checked)
     held_to: HeldTo | None = None
+    #: our metaData only advances identity high-water marks, and each attempt re-bases it (and the values it
+    #: generated) on a winner's (:mod:`deltalog.table.identity_rebase`)
+    identity_marks_only: bool = False
 
 
 @dataclass(frozen=True)
@@ -209,8 +215,9 @@ def check_winner(summary: TxnSummary, winner: Winner) -> None:
         )
     if protocols:
         _check_protocol(summary, winner, protocols[0], where, common)
-    # 2. metadata
-    if metadata:
+    # 2. metadata; a winner's that only advances identity marks (its commitInfo tag says so) passes a commit
+    # changing no metadata (CC:647-700) and, deltalog's addition, one that itself only advances the marks
+    if metadata and not (_identity_only(info) and (not summary.changes_metadata or summary.identity_marks_only)):
         raise MetadataChangedError(f"the table metadata was changed concurrently by {where}", **common)
     # 3. domain metadata
     for dm in (a for a in winner.actions if isinstance(a, A.DomainMetadata)):
@@ -246,6 +253,11 @@ def check_winner(summary: TxnSummary, winner: Winner) -> None:
             )
 
 
+def _identity_only(info: Mapping[str, Any]) -> bool:
+    tags = info.get("tags")
+    return identity.tagged(tags.items() if isinstance(tags, Mapping) else ())
+
+
 def _check_protocol(
     summary: TxnSummary,
     winner: Winner,
@@ -267,7 +279,9 @@ def _check_protocol(
     held = summary.held_to
     if held is not None:
         try:
-            check_operation(held.kind, protocol, held.configuration, held.schema, held.source)
+            check_operation(
+                held.kind, protocol, held.configuration, held.schema, held.source, implemented=held.implemented
+            )
         except UnsupportedFeatureError as exc:
             raise UnsupportedFeatureError(
                 f"{where} changed the protocol to one deltalog cannot write: {exc}",

@@ -7,12 +7,12 @@ table). The error names the rule so a caller can tell what to change.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
 from deltalog.core import actions as A
 from deltalog.core.features.column_mapping import mapped_metadata
-from deltalog.core.features.obligations import WRITE, check_operation
+from deltalog.core.features.obligations import DEFAULT_IMPLEMENTED, WRITE, check_operation
 from deltalog.core.features.properties import check_string_values, column_mapping_mode
 from deltalog.core.features.properties import column_mapping_mode as column_mapping_mode_of
 from deltalog.core.features.property_rules import check_changed
@@ -87,11 +87,13 @@ def prepare_commit(
     source: str,
     *,
     operation: str = WRITE,
+    implemented: Collection[str] = DEFAULT_IMPLEMENTED,
 ) -> list[A.Action]:
     """The actions a transaction commits on top of the version it read, checked by every rule of a commit.
 
     ``operation`` is the kind the commit is held to the obligations of (:mod:`deltalog.core.features.obligations`):
-    a caller that knows (RESTORE) names it; the default holds it to every commit kind's.
+    a caller that knows (RESTORE) names it; the default holds it to every commit kind's. ``implemented``: the
+    feature checks the commit meets (the writer's declarations may add some).
 
     ``read_*`` describe the read version, all ``None`` for the commit that creates the table (which must
     then hold a protocol and a metaData). A metaData is checked for what it changes (the table's own fields
@@ -127,7 +129,7 @@ def prepare_commit(
     validate_actions(actions, metadata, mode, previous=read_metadata if metas else None)
     if protocols and read_protocol is not None:
         check_protocol_change(read_protocol, protocol)
-    check_operation(operation, protocol, metadata.configuration, schema, source)
+    check_operation(operation, protocol, metadata.configuration, schema, source, implemented=implemented)
     return list(actions)
 
 

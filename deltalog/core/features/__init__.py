@@ -29,11 +29,12 @@ Modules: one per feature (or a few that behave alike), and what they share.
   ``clustering`` clustering; ``ict`` inCommitTimestamp; ``row_tracking`` rowTracking;
   ``cdf`` changeDataFeed (what a commit owes) with ``change_feed`` (what a reader of the changes reads);
   ``constraints`` the row rules: checkConstraints, invariants, generatedColumns, allowColumnDefaults;
-  ``checkpoints`` v2Checkpoint and checkpointProtection;
-  ``honoured`` the features deltalog meets by what it already does (domainMetadata, timestampNtz, type widening,
-  variants, vacuumProtocolCheck); ``refused`` those it does not meet (identity columns, UniForm, catalogs, ...).
+  ``identity`` identityColumns; ``type_widening`` typeWidening; ``checkpoints`` v2Checkpoint and
+  checkpointProtection; ``honoured`` the features deltalog meets by what it already does (domainMetadata,
+  timestampNtz, variants, vacuumProtocolCheck); ``refused`` those it does not meet (UniForm, catalogs, ...).
 * ``protocol`` feature names, legacy versions, which protocols are readable, protocol upgrades;
   ``properties`` reading table properties, ``property_rules`` which may be set and which feature each switches on;
   ``configuration`` the table configuration; ``kinds`` kinds and obligations; ``obligations`` the registry of every
-  feature's obligations and the operation check; ``commit_checks`` the checks every commit runs.
+  feature's obligations and the operation check; ``commit_checks`` the checks every commit runs; ``peer_writers``
+  which released peers stop writing a table after a protocol upgrade.
 """

@@ -180,6 +180,38 @@ def mapped_metadata(before: A.Metadata | None, after: A.Metadata, protocol_after
     return replace(after, schema_string=text, configuration=conf)
 
 
+def _shape(t: Any) -> Any:
+    """A data type without field metadata and nullability: what decides whether an overwrite's column is the
+    table's column again."""
+    if not isinstance(t, Mapping):
+        return t
+    kind = t.get("type")
+    if kind == "struct":
+        return {"struct": [(f.get("name"), _shape(f.get("type"))) for f in t.get("fields") or ()]}
+    if kind == "array":
+        return {"array": _shape(t.get("elementType"))}
+    if kind == "map":
+        return {"map": (_shape(t.get("keyType")), _shape(t.get("valueType")))}
+    return dict(t)
+
+
+def reuse_pairs(schema: Mapping[str, Any], previous: Mapping[str, Any]) -> dict[str, Any]:
+    """A copy of ``schema`` (an overwrite's, without mapping metadata) in which every field whose path (regardless
+    of case) and type (nullability aside) ``previous`` has takes that field's id and physical name, as Delta
+    Spark reuses them when a schema is overwritten; the others get fresh pairs from the commit."""
+    old = {at.path.lower(): at.field for at in walk_fields(previous)}
+    out: dict[str, Any] = orjson.loads(orjson.dumps(schema))
+    for at in walk_fields(out):
+        was = old.get(at.path.lower())
+        meta = _meta(was) if was is not None else {}
+        if was is None or COLUMN_ID not in meta or _shape(was.get("type")) != _shape(at.field.get("type")):
+            continue
+        field = at.field
+        assert isinstance(field, dict)
+        field["metadata"] = {**_meta(field), COLUMN_ID: meta[COLUMN_ID], PHYSICAL_NAME: meta[PHYSICAL_NAME]}
+    return out
+
+
 # ------------------------------------------------------------------------------------------------ physical keys
 Tree = dict[str, "Tree | None"]
 
@@ -265,4 +297,5 @@ __all__ = [
     "mode",
     "new_physical_name",
     "physical_tree",
+    "reuse_pairs",
 ]

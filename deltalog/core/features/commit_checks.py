@@ -1,5 +1,6 @@
 """The checks every commit runs, one per feature that has any: append-only, deletion vectors, change data feed,
-column mapping, clustering and the row rules (CHECK constraints, invariants, generated columns).
+column mapping, clustering, identity columns and the row rules (CHECK constraints, invariants, generated
+columns).
 
 Each feature's rules live in its own module (:mod:`~deltalog.core.features.append_only`,
 :mod:`~deltalog.core.features.deletion_vectors`, :mod:`~deltalog.core.features.cdf`,
@@ -22,7 +23,17 @@ from dataclasses import dataclass
 from typing import Any
 
 from deltalog.core import actions as A
-from deltalog.core.features import append_only, cdf, clustering, column_mapping, constraints, deletion_vectors
+from deltalog.core.features import (
+    append_only,
+    cdf,
+    clustering,
+    column_mapping,
+    constraints,
+    deletion_vectors,
+    identity,
+    row_tracking,
+)
+from deltalog.core.features.obligations import DEFAULT_IMPLEMENTED
 from deltalog.core.files.facts import NO_FILES, KnownFiles, path_key
 from deltalog.core.schema import PHYSICAL_NAME, parse_schema, top_level_fields
 from deltalog.errors import InvalidArgumentError, UnsupportedFeatureError
@@ -40,12 +51,27 @@ class Declarations:
     ``cdc_covers_all``: its ``cdc`` files hold every change of the commit, inserts included.
     ``rows_validated`` / ``existing_rows_validated``: :data:`~deltalog.core.features.constraints.CHECKED` or
     :data:`~deltalog.core.features.constraints.ATTESTED` when the new rows / the table's rows satisfy its row rules.
+    ``row_ids_preserved``: rows copied into new files carry their row ids and commit versions in the table's
+    materialized row-tracking columns (what a rewrite owes a table with row tracking enabled).
+    ``identity_runs``: the identity values the data writer generated (:class:`~deltalog.core.features.identity.Run`).
     """
 
     copies_rows: bool | None = None
     cdc_covers_all: bool = False
     rows_validated: str | None = None
     existing_rows_validated: str | None = None
+    row_ids_preserved: bool = False
+    #: the identity values the data writer generated into the commit's files (moved when another writer's
+    #: commit took them first)
+    identity_runs: tuple[identity.Run, ...] = ()
+
+    @property
+    def implemented(self) -> frozenset[str]:
+        """The feature checks this commit meets: every commit's, plus the preservation of row ids when the writer
+        declared it (:data:`~deltalog.core.features.row_tracking.ROW_ID_PRESERVATION`)."""
+        if self.row_ids_preserved:
+            return DEFAULT_IMPLEMENTED | {row_tracking.ROW_ID_PRESERVATION}
+        return DEFAULT_IMPLEMENTED
 
 
 NOTHING_DECLARED = Declarations()
@@ -122,14 +148,15 @@ def check_commit(
     declared: Declarations = NOTHING_DECLARED,
     known: KnownFiles = NO_FILES,
     has_rows: Callable[[], bool] = lambda: False,
+    source: str = "the table",
 ) -> dict[str, Any]:
     """Run every feature check this commit owes; returns what to merge into its ``commitInfo``.
 
     ``actions`` are prepared (:func:`~deltalog.core.commit.rules.prepare_commit`): ``protocol`` and ``metadata``
     are those in force after the commit, ``read_metadata`` the read version's (None for a create),
     ``domains`` the read version's live domains, ``known`` the live add of each path the commit touches,
-    ``has_rows`` whether the table holds rows (asked only when a row rule is added). Refusals are typed and
-    name the feature or rule; nothing has been written when they are raised.
+    ``has_rows`` whether the table holds rows (asked only when a row rule is added), ``source`` names the table
+    in refusals. Refusals are typed and name the feature or rule; nothing has been written when they are raised.
     """
     schema = parse_schema(metadata.schema_string)
     mode = column_mapping.mode(protocol, metadata.configuration)
@@ -174,6 +201,18 @@ def check_commit(
             "create(clustering_columns=...) or cluster_by",
             feature=clustering.FEATURE,
         )
+
+    # identity columns: only deltalog's data writer generates their values and advances the mark
+    if not restore and fresh and declared.rows_validated != constraints.CHECKED:
+        named = identity.columns(schema)
+        if named:
+            raise UnsupportedFeatureError(
+                f"cannot write {source}: identity column {named[0].name!r} ({identity.FEATURE}): new rows need "
+                f"values generated above {identity.HIGH_WATER_MARK} and the mark advanced in the same commit; "
+                "write them with deltalog.write, which does both (a commit of files written elsewhere cannot)",
+                feature=identity.FEATURE,
+                path=source,
+            )
 
     # row rules: new rows validated by someone, rules added to a table with rows validated against its rows
     if not restore:

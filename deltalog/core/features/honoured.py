@@ -4,8 +4,6 @@
 * ``timestampNtz``: a column type; readers and writers handle it as any other.
 * ``vacuumProtocolCheck``: asks VACUUM to check the *write* protocol, which every maintenance job here does
   (:func:`~deltalog.core.features.obligations.check_operation` for cleanup and vacuum).
-* ``typeWidening`` (and its preview): obligations arise only when a column's type is changed, which deltalog
-  never does; columns another engine widened are read through their type-change metadata.
 * ``variantType``, ``variantShredding`` (and previews): writers may shred variants, never must; deltalog writes
   none (its data writer refuses variant columns by name).
 """
@@ -19,7 +17,6 @@ from deltalog.core.features.kinds import Rule, nothing
 DOMAIN_METADATA = "domainMetadata"
 TIMESTAMP_NTZ = "timestampNtz"
 VACUUM_PROTOCOL_CHECK = "vacuumProtocolCheck"
-TYPE_WIDENING = "typeWidening"
 VARIANT_TYPE = "variantType"
 VARIANT_SHREDDING = "variantShredding"
 
@@ -29,8 +26,6 @@ OBLIGATIONS: Mapping[str, Rule] = {
         DOMAIN_METADATA,
         TIMESTAMP_NTZ,
         VACUUM_PROTOCOL_CHECK,
-        TYPE_WIDENING,
-        f"{TYPE_WIDENING}-preview",
         VARIANT_TYPE,
         f"{VARIANT_TYPE}-preview",
         VARIANT_SHREDDING,
@@ -42,7 +37,6 @@ __all__ = [
     "DOMAIN_METADATA",
     "OBLIGATIONS",
     "TIMESTAMP_NTZ",
-    "TYPE_WIDENING",
     "VACUUM_PROTOCOL_CHECK",
     "VARIANT_SHREDDING",
     "VARIANT_TYPE",

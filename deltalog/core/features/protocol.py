@@ -148,7 +148,7 @@ WRITER_FEATURES_HONOURED: frozenset[str] = frozenset(
         "v2Checkpoint",  # commits are unaffected; checkpoints follow the table's policy
         "timestampNtz",
         "vacuumProtocolCheck",
-        "typeWidening",  # obligations arise only when a type is changed, which deltalog never does
+        "typeWidening",  # obligations arise only when a type is changed: features.type_widening
         "typeWidening-preview",
         "variantType",
         "variantType-preview",
@@ -175,8 +175,8 @@ WRITER_FEATURES_IF_UNUSED: frozenset[str] = frozenset(
 
 #: Features whose obligations deltalog meets, so it adds them to the protocol in the commit whose metadata
 #: needs them (a property switching them on, a column of their type), as Delta Spark does.
-#: Type widening is honoured for columns that carry type-change metadata (another engine widened them), but
-#: switching it on is refused: deltalog has no type-change operation to offer.
+#: Type widening's obligations arise only when a type is changed, which :meth:`deltalog.DeltaLog.change_column_type`
+#: does by the protocol's rules (:mod:`deltalog.core.features.type_widening`).
 PROPERTY_FEATURES_IMPLEMENTED: frozenset[str] = frozenset(
     {
         "appendOnly",
@@ -187,6 +187,7 @@ PROPERTY_FEATURES_IMPLEMENTED: frozenset[str] = frozenset(
         "checkConstraints",
         "inCommitTimestamp",
         "rowTracking",
+        "typeWidening",
     }
 )
 #: features that need others in the same protocol (PROTOCOL.md: row tracking and clustering keep their state
@@ -195,7 +196,11 @@ FEATURE_REQUIRES: Mapping[str, frozenset[str]] = {
     "rowTracking": frozenset({"domainMetadata"}),
     "clustering": frozenset({"domainMetadata"}),
 }
-SCHEMA_FEATURES_IMPLEMENTED: frozenset[str] = frozenset({"timestampNtz", "variantType", "typeWidening"})
+#: generated columns and defaults: deltalog's data writer computes, fills and checks them on every row; identity
+#: columns: it generates their values above the high-water mark and the commit advances the mark
+SCHEMA_FEATURES_IMPLEMENTED: frozenset[str] = frozenset(
+    {"timestampNtz", "variantType", "typeWidening", "generatedColumns", "allowColumnDefaults", "identityColumns"}
+)
 #: a feature whose preview name, already supported, does the same job
 _SATISFIED_BY = {"variantType": "variantType-preview", "typeWidening": "typeWidening-preview"}
 #: features a reader must know, listed in readerFeatures as well (reader version 3)

@@ -1,7 +1,5 @@
 """Features whose obligations deltalog does not meet: operations they concern are refused by name.
 
-* ``identityColumns``: new rows need values generated above ``delta.identity.highWaterMark`` and the mark
-  advanced in the same commit.
 * ``icebergCompatV1``/``V2`` (UniForm, when on): commits must keep Iceberg's metadata, partition values inside
   data files and field ids; Iceberg's metadata files live in the table directory, so VACUUM is refused too.
 * ``materializePartitionColumns``: partition columns inside every data file.
@@ -21,20 +19,10 @@ from deltalog.core.features.configuration import TableConfiguration
 from deltalog.core.features.kinds import COMMITS, NEW_ROWS, NONE, VACUUM, Obligation, Rule, always_refused, on, refuse
 from deltalog.core.features.protocol import CATALOG_FEATURES
 
-IDENTITY_COLUMNS = "identityColumns"
 MATERIALIZE_PARTITION_COLUMNS = "materializePartitionColumns"
 COORDINATED_COMMITS = "coordinatedCommits-preview"
 ICEBERG_COMPAT = ("icebergCompatV1", "icebergCompatV2")
 PROPOSALS = ("collations", "icebergCompatV3", "icebergWriterCompatV1", "icebergWriterCompatV3")
-
-
-def _identity(kind: str, table: TableConfiguration) -> Obligation:
-    if kind in NEW_ROWS and table.column_metadata("delta.identity."):
-        return refuse(
-            "identity columns need values generated above delta.identity.highWaterMark and the mark "
-            "advanced in the same commit, which deltalog does not do"
-        )
-    return NONE
 
 
 def _iceberg(kind: str, table: TableConfiguration) -> Obligation:
@@ -51,7 +39,6 @@ _CATALOG = always_refused("the table's commits are owned by a catalog, not by th
 _PROPOSAL = "is a proposal (protocol_rfcs/) whose obligations deltalog does not implement"
 
 OBLIGATIONS: Mapping[str, Rule] = {
-    IDENTITY_COLUMNS: _identity,
     **{name: _iceberg for name in ICEBERG_COMPAT},
     MATERIALIZE_PARTITION_COLUMNS: on(
         NEW_ROWS, refuse("materializePartitionColumns needs partition columns inside every data file")
@@ -64,7 +51,6 @@ OBLIGATIONS: Mapping[str, Rule] = {
 __all__ = [
     "COORDINATED_COMMITS",
     "ICEBERG_COMPAT",
-    "IDENTITY_COLUMNS",
     "MATERIALIZE_PARTITION_COLUMNS",
     "OBLIGATIONS",
     "PROPOSALS",

@@ -36,7 +36,6 @@ from deltalog.core.features.kinds import (
     REMOVES_FILES,
     Obligation,
     Rule,
-    refuse,
 )
 from deltalog.core.features.protocol import supported_features
 from deltalog.core.files.facts import NO_FILES, KnownFiles, num_records
@@ -355,14 +354,22 @@ def check_enablement(
         )
 
 
+#: the check a rewrite owes a table with row tracking enabled: copied rows keep their row ids and commit versions
+#: in the materialized columns. Met only by a commit whose writer declares it wrote them (MERGE, UPDATE; the
+#: ``row_ids_preserved`` declaration), never by default: a commit of files it did not write cannot say what they hold
+ROW_ID_PRESERVATION = "row_id_preservation"
+
+
 def obligation(kind: str, table: TableConfiguration) -> Obligation:
-    """Commits that add or remove files number rows; copying rows is refused where ids must be preserved."""
+    """Commits that add or remove files number rows; copying rows, where ids must be preserved, is met only by a
+    writer that declares it preserved them (:data:`ROW_ID_PRESERVATION`)."""
     if table.properties.row_tracking_suspended or kind not in ADDS_FILES | REMOVES_FILES:
         return NONE
     if kind in COPIES_ROWS and kind != REARRANGE_KEEPING_IDS and table.properties.enable_row_tracking:
-        return refuse(
+        return Obligation(
             "row tracking is enabled: rows copied to new files must keep their row ids and commit "
-            "versions in materialized columns, which deltalog does not write"
+            "versions in materialized columns, which only deltalog's MERGE, UPDATE and OPTIMIZE write",
+            ROW_ID_PRESERVATION,
         )
     return Obligation(
         "row tracking: new files get baseRowId above the high-water mark and defaultRowCommitVersion", "row_tracking"
@@ -381,6 +388,7 @@ __all__ = [
     "MATERIALIZED_ROW_ID",
     "NO_MARK",
     "PRESERVED_TAG",
+    "ROW_ID_PRESERVATION",
     "SUSPENDED",
     "Assignment",
     "assign",

@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from deltalog.table.commit.anchor import Anchor, Young
-    from deltalog.table.commit.committed import CommitResult, Committed, skipped
+    from deltalog.table.commit.committed import NOT_LANDED, CommitResult, Committed, skipped
     from deltalog.table.commit.declared_intents import IntentHandle, expired_intents, list_intents
     from deltalog.table.commit.loop import RetryPolicy
     from deltalog.table.commit.new_table import NewTable
@@ -42,6 +42,7 @@ _NAMES = {
     "Young": "anchor",
     "CommitResult": "committed",
     "Committed": "committed",
+    "NOT_LANDED": "committed",
     "skipped": "committed",
     "IntentHandle": "declared_intents",
     "expired_intents": "declared_intents",
@@ -66,6 +67,7 @@ if not TYPE_CHECKING:  # a checker that saw a module __getattr__ would take any 
 
 
 __all__ = [
+    "NOT_LANDED",
     "Anchor",
     "CommitResult",
     "Committed",

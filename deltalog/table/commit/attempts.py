@@ -1,14 +1,16 @@
 """Stage 3, attempts: the bytes of each version a prepared commit attempts.
 
-In-commit timestamps (:mod:`deltalog.core.features.ict`) must exceed the previous version's timestamp and name
-the enablement version; row ids (:mod:`deltalog.core.features.row_tracking`) are numbered above the previous
-high-water mark and carry the version as ``defaultRowCommitVersion``. A retry comes after winners the first
-attempt never saw, possibly on a protocol a winner changed (one that added row tracking), so an attempt is never
-patched from the last one: :meth:`Attempts.encode` computes it from the prepared actions, the read version and
-every winner so far, with the features' own ``attempt`` functions. What this stage adds is only what those
-need from the log: the read version's time and a winner's, the live adds of the paths the commit re-commits.
-The loop (:mod:`deltalog.table.commit.loop`) calls :meth:`Attempts.encode` before every retry and knows
-nothing of the features behind it.
+In-commit timestamps (:mod:`deltalog.core.features.ict`) must exceed the previous version's timestamp and name the
+enablement version; row ids (:mod:`deltalog.core.features.row_tracking`) are numbered above the previous high-water
+mark and carry the version as ``defaultRowCommitVersion``; identity values another writer took first are moved
+beyond its marks (:mod:`deltalog.table.identity_rebase`, for a commit whose only metadata change is the marks: the
+files it rewrites are deleted by :meth:`Attempts.landed` or :meth:`Attempts.refused`, whichever the commit came
+to). A retry comes after winners the first attempt never saw, possibly on a protocol a winner changed (one that
+added row tracking), so an attempt is never patched from the last one: :meth:`Attempts.encode` computes it from the
+prepared actions, the read version and every winner so far, with the features' own ``attempt`` functions. What this
+stage adds is only what those need from the log: the read version's time and a winner's, the live adds of the paths
+the commit re-commits. The loop (:mod:`deltalog.table.commit.loop`) calls :meth:`Attempts.encode` before every
+retry and knows nothing of the features behind it.
 """
 
 from __future__ import annotations
@@ -21,10 +23,12 @@ from deltalog.core.features import ict, row_tracking
 from deltalog.core.files.facts import NO_FILES, KnownFiles, known_files, path_key
 from deltalog.core.log.codec import encode_actions
 from deltalog.core.log.reachability import UNLISTED
+from deltalog.data.target import parquet_options
 from deltalog.table.commit.loop import Won
 from deltalog.table.commit.prepare import Prepared
 from deltalog.table.commit.read_state import ReadState, listed_mtime
 from deltalog.table.context import TableContext
+from deltalog.table.identity_rebase import IdentityRebase
 
 log = logging.getLogger(__name__)
 
@@ -70,6 +74,13 @@ class Attempts:
         self._known: KnownFiles | None = None
         self._read_time: ict.CommitTime | None = None
         self._read_time_known = False
+        self._rebase = (
+            IdentityRebase(
+                ctx.store, prepared.request.declared.identity_runs, parquet_options(self._read.configuration)
+            )
+            if prepared.summary.identity_marks_only
+            else None
+        )
         #: the actions of the last attempt made, commitInfo first
         self.actions: tuple[A.Action, ...] = ()
 
@@ -82,6 +93,9 @@ class Attempts:
         """The actions of the attempt at ``version`` after the winners ``won``, commitInfo first."""
         protocol, configuration = self._in_force(won)
         actions: list[A.Action] = list(self._prepared.actions)
+        theirs = next((a for w in reversed(won) for a in w.winner.actions if isinstance(a, A.Metadata)), None)
+        if theirs is not None and self._rebase is not None:  # only an identity-only winner got past the checker
+            actions = self._rebase.attempt(actions, theirs)
         info = self._prepared.commit_info
         if row_tracking.assigns(protocol, configuration):
             mark = row_tracking.mark_after(self._mark, ((w.winner.version, w.winner.actions) for w in won))
@@ -109,6 +123,16 @@ class Attempts:
             configuration=configuration,
             prior_configuration=self._read.configuration if self._read.version >= 0 else None,
         )
+
+    def landed(self) -> None:
+        """The commit landed: the files an identity rebase no longer references go."""
+        if self._rebase is not None:
+            self._rebase.landed()
+
+    def refused(self) -> None:
+        """The commit certainly did not land: the files an identity rebase wrote go (the writer deletes its own)."""
+        if self._rebase is not None:
+            self._rebase.refused()
 
     def _in_force(self, won: Sequence[Won]) -> tuple[A.Protocol, Mapping[str, str]]:
         """The protocol and configuration after this commit: its own, else the last winner's protocol (a

@@ -8,12 +8,20 @@ it in order, and the result. It carries everything as values; nothing calls back
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from deltalog.core import actions as A
 from deltalog.core.result_repr import result_repr
 from deltalog.core.state import CommitData
+from deltalog.errors import (
+    CommitNotReachableError,
+    ConcurrentModificationError,
+    InvalidCommitError,
+    MaxCommitAttemptsError,
+    ProtocolError,
+)
 
 if TYPE_CHECKING:
     from deltalog.table.commit.new_table import NewTable
@@ -22,7 +30,8 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class CommitResult:
-    """What a commit did. ``version`` is None only when an exactly-once commit was skipped."""
+    """What a commit did. ``version`` is None only when an exactly-once commit was skipped. ``metrics`` are the
+    ``operationMetrics`` its commitInfo records (Delta Spark's names for a MERGE, UPDATE or DELETE)."""
 
     version: int | None
     attempts: int
@@ -35,6 +44,7 @@ class CommitResult:
     skipped: bool = False
     elapsed_s: float = 0.0
     recovered_unknown_outcome: bool = False
+    metrics: Mapping[str, str] = field(default_factory=dict)
 
     def __repr__(self) -> str:
         """Version, operation and counts; the actions are on :attr:`actions`."""
@@ -67,6 +77,17 @@ class Committed:
     sent_ms: int | None = None
 
 
+#: the failures after which a commit certainly is not in the table (files written for it may go); after any other
+#: (:class:`~deltalog.errors.CommitStateUnknownError`) it may have landed
+NOT_LANDED = (
+    ConcurrentModificationError,
+    InvalidCommitError,
+    ProtocolError,
+    MaxCommitAttemptsError,
+    CommitNotReachableError,
+)
+
+
 def skipped(txn_id: str, operation: str, read_version: int, isolation: str) -> CommitResult:
     """The result of a commit that was not needed (an exactly-once batch the table already holds, a delete
     that matched no row): nothing written."""
@@ -83,4 +104,4 @@ def skipped(txn_id: str, operation: str, read_version: int, isolation: str) -> C
     )
 
 
-__all__ = ["CommitResult", "Committed", "skipped"]
+__all__ = ["NOT_LANDED", "CommitResult", "Committed", "skipped"]

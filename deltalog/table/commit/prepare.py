@@ -16,6 +16,7 @@ depend on the version attempted.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -24,11 +25,12 @@ from deltalog._version import ENGINE_INFO
 from deltalog.core import actions as A
 from deltalog.core.commit.conflicts import HeldTo, ReadSet, TxnSummary, effective_isolation, is_blind_append
 from deltalog.core.commit.rules import commit_info_of, prepare_commit
-from deltalog.core.features import row_tracking
+from deltalog.core.features import identity, row_tracking
 from deltalog.core.features.commit_checks import Declarations, check_commit, needs_known_files, touched_paths
 from deltalog.core.features.constraints import with_record
 from deltalog.core.features.deletion_vectors import new_dvs_allowed
 from deltalog.core.features.kinds import WRITE, commit_kind
+from deltalog.core.features.obligations import DEFAULT_IMPLEMENTED
 from deltalog.core.files.facts import NO_FILES, KnownFiles, known_files
 from deltalog.core.files.pathkeys import file_key
 from deltalog.core.log.paths import LOG_DIR
@@ -89,7 +91,10 @@ def prepare(
     transaction read it, never a refreshed one), with the commitInfo and the summary of ``reads`` (what the
     transaction read) that winners are checked against. Refusals are typed; nothing has been written."""
     source = where(ctx, read)
-    actions = prepare_commit(staged, read.protocol, read.metadata, read.schema, source, operation=request.kind)
+    implemented = request.declared.implemented
+    actions = prepare_commit(
+        staged, read.protocol, read.metadata, read.schema, source, operation=request.kind, implemented=implemented
+    )
     protocol = next((a for a in reversed(actions) if isinstance(a, A.Protocol)), read.protocol)
     metadata = next((a for a in reversed(actions) if isinstance(a, A.Metadata)), read.metadata)
     assert protocol is not None and metadata is not None, "prepare_commit refuses a create without both"
@@ -103,13 +108,16 @@ def prepare(
         declared=request.declared,
         known=known_files_for(ctx, read, actions, protocol),
         has_rows=lambda: read.num_files() > 0,
+        source=source,
     )
     before = read.configuration if read.version >= 0 else None
     actions = [
         row_tracking.enable(a, before, protocol, read.num_files) if isinstance(a, A.Metadata) else a for a in actions
     ]
     isolation = effective_isolation(request.isolation, actions, request.operation)
-    summary = summarize(ctx, read, reads, actions, isolation, txn_id=request.txn_id, kind=request.kind)
+    summary = summarize(
+        ctx, read, reads, actions, isolation, txn_id=request.txn_id, kind=request.kind, implemented=implemented
+    )
     info = commit_info_of(
         actions,
         operation=request.operation,
@@ -123,6 +131,9 @@ def prepare(
         user_metadata=request.user_metadata,
         now_ms=ctx.now_ms(),
     )
+    if summary.identity_marks_only:  # tagged as Delta Spark tags it: a winner's checker tells it from a real change
+        tags = {**dict(info.other.get("tags") or {}), identity.SCHEMA_UPDATE_TAG: "true"}
+        info = dataclasses.replace(info, other={**info.other, "tags": tags})
     return Prepared(read, tuple(actions), with_record(info, record), summary, request)
 
 
@@ -135,13 +146,17 @@ def summarize(
     *,
     txn_id: str,
     kind: str = WRITE,
+    implemented: frozenset[str] = DEFAULT_IMPLEMENTED,
 ) -> TxnSummary:
     """What the conflict checker needs of a commit of ``actions`` by transaction ``txn_id`` that read ``reads``
-    of ``read``; ``kind`` is what a winner's new protocol is checked for (any commit's, before the commit)."""
+    of ``read``; ``kind`` is what a winner's new protocol is checked for (any commit's, before the commit), with
+    the feature checks the commit meets (``implemented``). A commit whose only change is a metaData advancing
+    identity marks is summarized as such: each attempt re-bases it on a winner's marks
+    (:mod:`deltalog.table.identity_rebase`)."""
     root = ctx.store.root
     held_to = None
     if read.metadata is not None:
-        held_to = HeldTo(kind, read.configuration, read.schema, f"{ctx.location}/{LOG_DIR}")
+        held_to = HeldTo(kind, read.configuration, read.schema, f"{ctx.location}/{LOG_DIR}", implemented)
     return TxnSummary(
         read_set=reads,
         isolation=isolation,
@@ -156,6 +171,7 @@ def summarize(
         read_protocol=read.protocol,
         table_id=read.metadata.id if read.metadata is not None else None,
         held_to=held_to,
+        identity_marks_only=identity.marks_only_update(actions, read.metadata),
     )
 
 

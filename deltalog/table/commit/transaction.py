@@ -17,7 +17,7 @@ from __future__ import annotations
 import logging
 import time
 import uuid
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from functools import partial
 from typing import Any, Protocol
 
@@ -26,6 +26,7 @@ import pyarrow as pa
 from deltalog.core import actions as A
 from deltalog.core.commit.conflicts import ISOLATION_LEVELS, SERIALIZABLE, effective_isolation
 from deltalog.core.features.commit_checks import Declarations, validation
+from deltalog.core.features.identity import Run
 from deltalog.core.features.obligations import WRITE
 from deltalog.errors import (
     CommitNotReachableError,
@@ -38,7 +39,7 @@ from deltalog.table import snapshot as snapshots
 from deltalog.table.commit import declared_intents
 from deltalog.table.commit.anchor import Young
 from deltalog.table.commit.attempts import Attempts
-from deltalog.table.commit.committed import CommitResult, Committed, skipped
+from deltalog.table.commit.committed import NOT_LANDED, CommitResult, Committed, skipped
 from deltalog.table.commit.loop import Committer, RetryPolicy
 from deltalog.table.commit.new_table import NewTable
 from deltalog.table.commit.prepare import CommitRequest, kind_of, prepare, summarize, with_app_version
@@ -296,6 +297,8 @@ class Transaction:
         existing_data_validated: bool | str = False,
         copies_rows: bool | None = None,
         cdc_covers_all: bool = False,
+        row_ids_preserved: bool = False,
+        identity_runs: Sequence[Run] = (),
     ) -> CommitResult:
         """Commit the staged actions plus ``actions`` as one new version.
 
@@ -317,13 +320,19 @@ class Transaction:
         evaluated them), ``existing_data_validated`` the same for the rows already there when the commit adds such
         a rule; both are recorded in ``commitInfo``. On a change-data-feed table, ``copies_rows=False`` says
         files added next to removed ones hold no rows copied from them (a partition overwrite), and
-        ``cdc_covers_all=True`` that the commit's ``cdc`` files hold every change it makes.
+        ``cdc_covers_all=True`` that the commit's ``cdc`` files hold every change it makes. On a table with row
+        tracking enabled, ``row_ids_preserved=True`` says rows copied into new files carry their row ids and
+        commit versions in the materialized columns (which lets a rewrite commit there). ``identity_runs`` are
+        the identity values deltalog's data writer generated into the files (another writer's commit taking
+        them first moves them: :mod:`deltalog.table.identity_rebase`).
         """
         declared = Declarations(
             copies_rows=copies_rows,
             cdc_covers_all=cdc_covers_all,
+            row_ids_preserved=row_ids_preserved,
             rows_validated=validation(data_validated, "data_validated"),
             existing_rows_validated=validation(existing_data_validated, "existing_data_validated"),
+            identity_runs=tuple(identity_runs),
         )
         commit = partial(self._commit, actions, operation, operation_parameters, user_metadata, operation_metrics)
         try:
@@ -383,8 +392,15 @@ class Transaction:
         prepared = prepare(ctx, state, staged, request, self._reads.read_set())
         attempts = Attempts(ctx, prepared)
         committer = Committer(ctx.store, self.retry, ctx.now_ms)
-        landed = committer.commit(state.version, attempts, prepared.summary, self.txn_id, state.tip, young=self._young)
-        acknowledged = committer.acknowledger.acknowledge(landed, self.txn_id)
+        try:
+            landed = committer.commit(
+                state.version, attempts, prepared.summary, self.txn_id, state.tip, young=self._young
+            )
+            acknowledged = committer.acknowledger.acknowledge(landed, self.txn_id)
+        except NOT_LANDED:
+            attempts.refused()
+            raise
+        attempts.landed()
         self._done = True
         result = CommitResult(
             version=acknowledged.version,
@@ -397,6 +413,7 @@ class Transaction:
             isolation_level=prepared.isolation,
             elapsed_s=time.monotonic() - started,
             recovered_unknown_outcome=acknowledged.recovered,
+            metrics=dict(prepared.commit_info.operation_metrics or {}),
         )
         if self._on_committed is not None:
             committed = Committed(read, tuple(acknowledged.commits()), result, acknowledged.sent_ms)
