@@ -193,10 +193,21 @@ def test_bad_input_is_refused_typed(tmp_path: Path, spark: Any) -> None:
 def test_create_builders_forpath_is_delta_table_detail_and_history(tmp_path: Path, spark: Any) -> None:
     root = str(tmp_path / "events")
     assert not DeltaTable.isDeltaTable(spark, root)
-    generated = DeltaTable.create(spark).location(root).addColumn("id", "BIGINT")
-    with pytest.raises(UnsupportedFeatureError, match="generatedColumns"):  # deltalog's create refuses it, typed
-        generated.addColumn("n", "INT", generatedAlwaysAs="CAST(id * 2 AS INT)").execute()
-    assert not DeltaTable.isDeltaTable(spark, root)
+    # a generated column: deltalog's create records its expression and its data writer computes the values
+    gen_root = str(tmp_path / "generated")
+    generated = (
+        DeltaTable.create(spark)
+        .location(gen_root)
+        .addColumn("id", "BIGINT")
+        .addColumn("n", "INT", generatedAlwaysAs="CAST(id * 2 AS INT)")
+        .execute()
+    )
+    gen_log = DeltaLog.for_table(gen_root)
+    n_field = next(f for f in gen_log.snapshot().schema_json["fields"] if f["name"] == "n")
+    assert "id" in n_field["metadata"]["delta.generationExpression"]
+    deltalog.write(pa.table({"id": pa.array([1, 2], pa.int64())}), gen_root)
+    assert sorted(r.n for r in generated.toDF().collect()) == [2, 4]
+    assert_everyone_reads(Path(gen_root), gen_log.snapshot().to_arrow())
     t = (
         DeltaTable.create(spark)
         .location(root)
