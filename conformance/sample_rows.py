@@ -4,7 +4,8 @@ Values come from the Delta type (so variant, void and decimals get values their 
 arrays of the snapshot's Arrow type. Numbers are small and positive, which keeps simple CHECK constraints
 such as ``x > 0`` satisfied; the last row is null wherever the schema allows, partition columns included,
 so the writer's null handling (``__HIVE_DEFAULT_PARTITION__``, null counts) is exercised too. Generated
-columns are left out: computing them is the writer's job.
+and identity columns are left out: computing them is the writer's job (an identity column that allows explicit
+values too: generating them is what the append should exercise).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ import pyarrow as pa
 
 ROWS = 3
 GENERATION_KEY = "delta.generationExpression"
+IDENTITY_KEY = "delta.identity.start"
 _DECIMAL = re.compile(r"decimal\((\d+),\s*(\d+)\)")
 # a variant holding null: metadata header (version 1, empty dictionary, one offset), value header 0 (null)
 _NULL_VARIANT = {"metadata": b"\x01\x00\x00", "value": b"\x00"}
@@ -76,10 +78,12 @@ def sample_value(delta_type: Any, i: int, nulls: bool, nullable: bool = True) ->
 def sample_table(
     schema_json: Mapping[str, Any], arrow_schema: pa.Schema, *, nulls: bool = True, rows: int = ROWS
 ) -> pa.Table:
-    """``rows`` rows of the table's logical columns (generated columns left out), typed as ``arrow_schema``."""
+    """``rows`` rows of the table's logical columns (generated and identity columns left out), typed as
+    ``arrow_schema``."""
     arrays, names = [], []
     for field in schema_json.get("fields", []):
-        if GENERATION_KEY in (field.get("metadata") or {}):
+        metadata = field.get("metadata") or {}
+        if GENERATION_KEY in metadata or IDENTITY_KEY in metadata:
             continue
         nullable = bool(field.get("nullable", True))
         values = [sample_value(field["type"], i % ROWS, nulls, nullable) for i in range(rows)]
