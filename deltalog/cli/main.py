@@ -16,7 +16,7 @@ call, leaving stdout to the result.
 
 Each verb lives in its own module (:data:`VERBS`), imported only when that verb runs or its help is asked
 for: ``deltalog --version`` and ``deltalog --help`` load click and deltalog's errors, not pyarrow, pandas or
-rich (``tests/unit/test_cli_startup.py`` counts the modules). The group's help lists each verb by the summary
+rich (``tests/unit/cli/test_cli_startup.py`` counts the modules). The group's help lists each verb by the summary
 given here, which a test keeps equal to the verb's own.
 """
 

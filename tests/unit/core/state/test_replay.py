@@ -18,10 +18,9 @@ from deltalog.core.files.pathkeys import canonical_path, file_key, needs_canonic
 from deltalog.core.state import BaseState, CommitData
 from deltalog.core.state.replay import replay
 from deltalog.core.state.small import live_txns
-
-from . import logkit as K
-from . import logwriter as W
-from .logkit import add, commit_info, domain, dv, metadata, protocol, remove, txn
+from tests.unit import logkit as K
+from tests.unit import logwriter as W
+from tests.unit.logkit import add, commit_info, domain, dv, metadata, protocol, remove, txn
 
 SETTINGS = settings(max_examples=60, deadline=None, database=None, suppress_health_check=[HealthCheck.too_slow])
 

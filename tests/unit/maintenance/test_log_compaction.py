@@ -26,9 +26,8 @@ from deltalog.core.state.compact import compacted_actions, encode
 from deltalog.core.state.compact_check import unusable_reason
 from deltalog.errors import CorruptLogError, InvalidArgumentError, VersionNotFoundError
 from tests import compaction_checker, foreign_compaction
-
-from . import logkit as K
-from .test_replay_differential import ROOT, SETTINGS, logs, outcome
+from tests.unit import logkit as K
+from tests.unit.test_replay_differential import ROOT, SETTINGS, logs, outcome
 
 
 def _commit(v: int, *actions: dict[str, Any]) -> CommitData:

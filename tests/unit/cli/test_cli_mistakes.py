@@ -27,7 +27,7 @@ from deltalog import DeltaLog
 from deltalog.cli import documents
 from deltalog.cli.main import EXIT_INTERRUPTED, cli
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 
 
 def one_line(args: list[Any], code: int) -> str:

@@ -14,8 +14,7 @@ from deltalog.storage.base import FileInfo
 from deltalog.storage.local import LocalLogStore
 from deltalog.table import listing as log_listing
 from deltalog.table.listing import list_log, listing_near
-
-from .logwriter import basic_table, log_dir, paths_of
+from tests.unit.logwriter import basic_table, log_dir, paths_of
 
 
 class Recording(LocalLogStore):

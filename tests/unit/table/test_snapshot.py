@@ -14,10 +14,9 @@ from deltalog import DeltaLog, InvalidArgumentError, TableNotFoundError, Version
 from deltalog.core import actions as A
 from deltalog.core.log.last_checkpoint import checksum
 from deltalog.table import snapshot as snapshots
-
-from . import logkit as K
-from . import logwriter as W
-from .logkit import add, commit_info, metadata, protocol, remove, txn
+from tests.unit import logkit as K
+from tests.unit import logwriter as W
+from tests.unit.logkit import add, commit_info, metadata, protocol, remove, txn
 
 UTC = dt.timezone.utc
 

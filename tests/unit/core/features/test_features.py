@@ -15,9 +15,8 @@ from deltalog.core.features.protocol import (
     supported_features,
 )
 from deltalog.errors import ProtocolError, UnsupportedFeatureError
-
-from . import logkit as K
-from . import logwriter as W
+from tests.unit import logkit as K
+from tests.unit import logwriter as W
 
 SRC = "/data/t/_delta_log/00000000000000000003.json"
 

@@ -11,7 +11,7 @@ import deltalog
 from deltalog.cli import docs_cmd
 from deltalog.cli.main import cli
 
-DOCS = Path(__file__).resolve().parents[2] / "docs"
+DOCS = Path(__file__).resolve().parents[3] / "docs"
 
 
 def ok(*args: str) -> str:

@@ -13,8 +13,7 @@ from deltalog.errors import FileAlreadyExistsError, NotFoundError, StorageError
 from deltalog.storage.base import Capabilities, FileInfo, LogStore
 from deltalog.storage.local import LocalLogStore
 from deltalog.storage.uri import store_for
-
-from . import logwriter as W
+from tests.unit import logwriter as W
 
 NAME = W.RACE_NAME
 
