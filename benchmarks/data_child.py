@@ -143,7 +143,9 @@ def _boxed(table: str) -> dict[str, Any]:
     snap = DeltaLog.for_table(table).snapshot()
     desc = TableDescription(snap.context.store, snap.schema_json, tuple(snap.partition_columns))
     expr = (pc.field("a") < BOX) & (pc.field("b") < BOX)
-    kept = plan(snap.raw_files(stats=True), desc, expr)
+    from deltalog.table import snapshot as snapshots
+
+    kept = plan(_raw_files(snapshots, snap), desc, expr)
     rows = sum(orjson.loads(f.stats or "{}").get("numRecords", 0) for f in kept)
     matching = snap.to_arrow(columns=["id"], filter=expr).num_rows
     return {
