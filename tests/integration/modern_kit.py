@@ -23,6 +23,16 @@ from tests.protocol_checker import assert_valid
 
 IDS = pa.schema([("id", pa.int64()), ("s", pa.string())])
 
+#: the kinds of table every schema operation of issue 29 is proven on (each also partitioned by its tests): the
+#: properties that turn each on when the table is created
+KINDS: dict[str, dict[str, str]] = {
+    "plain": {},
+    "deletion vectors": {"delta.enableDeletionVectors": "true"},
+    "change data feed": {"delta.enableChangeDataFeed": "true"},
+    "row tracking": {"delta.enableRowTracking": "true"},
+    "column mapping": {"delta.columnMapping.mode": "name"},
+}
+
 
 def rows(*ids: int) -> pa.Table:
     return pa.table({"id": pa.array(ids, pa.int64()), "s": [f"s{i}" for i in ids]})
@@ -73,4 +83,4 @@ def checked(root: Path, ids: list[Any] | None = None, column: str = "id", *, del
         assert deltalake_ids(root, column) == expected
 
 
-__all__ = ["IDS", "append", "checked", "deltalake_ids", "duckdb_ids", "files_for", "log_files", "rows"]
+__all__ = ["IDS", "KINDS", "append", "checked", "deltalake_ids", "duckdb_ids", "files_for", "log_files", "rows"]

@@ -15,6 +15,7 @@ import deltalog
 from deltalog import DeltaLog
 from deltalog.actions import Protocol
 from deltalog.errors import IncompatibleSchemaChangeError, InvalidArgumentError, SchemaError
+from tests.integration.modern_kit import KINDS as ALL_KINDS
 from tests.integration.modern_kit import checked, deltalake_ids, duckdb_ids
 from tests.peers import duckdb_connection, try_duckdb_insert
 
@@ -28,12 +29,7 @@ DATA = pa.table(
         ),
     }
 )
-KINDS = {
-    "plain": {},
-    "deletion vectors": {"delta.enableDeletionVectors": "true"},
-    "change data feed": {"delta.enableChangeDataFeed": "true"},
-    "row tracking": {"delta.enableRowTracking": "true"},
-}
+KINDS = {k: c for k, c in ALL_KINDS.items() if k != "column mapping"}  # rename and drop turn it on
 
 
 def names(root: Path) -> list[str]:

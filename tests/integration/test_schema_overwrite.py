@@ -13,18 +13,10 @@ import pytest
 import deltalog
 from deltalog import DeltaLog
 from deltalog.errors import IncompatibleSchemaChangeError, InvalidArgumentError, SchemaMismatchError
-from tests.integration.modern_kit import checked
+from tests.integration.modern_kit import KINDS, checked
 
 OLD = pa.table({"id": pa.array([1, 2, 3], pa.int64()), "region": ["a", "b", "a"], "n": pa.array([1, 2, 3], pa.int32())})
 NEW = pa.table({"id": pa.array([10, 20], pa.int64()), "region": ["x", "y"], "label": ["p", "q"]})
-
-KINDS = {
-    "plain": {},
-    "deletion vectors": {"delta.enableDeletionVectors": "true"},
-    "change data feed": {"delta.enableChangeDataFeed": "true"},
-    "row tracking": {"delta.enableRowTracking": "true"},
-    "column mapping": {"delta.columnMapping.mode": "name"},
-}
 
 
 def field_names(root: Path) -> list[str]:

@@ -17,7 +17,7 @@ from deltalog import DeltaLog
 from deltalog.core.features.peer_writers import cannot_write
 from deltalog.core.features.type_widening import allowed
 from deltalog.errors import InvalidArgumentError, SchemaError
-from tests.integration.modern_kit import duckdb_ids
+from tests.integration.modern_kit import KINDS, duckdb_ids
 from tests.peers import try_deltalake
 from tests.protocol_checker import assert_valid
 
@@ -31,13 +31,6 @@ DATA = pa.table(
         "region": ["a", "b"],
     }
 )
-KINDS = {
-    "plain": {},
-    "deletion vectors": {"delta.enableDeletionVectors": "true"},
-    "change data feed": {"delta.enableChangeDataFeed": "true"},
-    "row tracking": {"delta.enableRowTracking": "true"},
-    "column mapping": {"delta.columnMapping.mode": "name"},
-}
 
 
 def test_exactly_the_rfc_widenings_are_allowed() -> None:
