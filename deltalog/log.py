@@ -187,7 +187,7 @@ class DeltaLog:
     def create(
         self,
         schema: Any,
-        partition_columns: Sequence[str] = (),
+        partition_columns: Sequence[str] | None = (),
         configuration: Mapping[str, str] | None = None,
         name: str | None = None,
         description: str | None = None,
@@ -234,7 +234,7 @@ class DeltaLog:
     def start_create(
         self,
         schema: Any,
-        partition_columns: Sequence[str] = (),
+        partition_columns: Sequence[str] | None = (),
         configuration: Mapping[str, str] | None = None,
         name: str | None = None,
         description: str | None = None,

@@ -85,7 +85,7 @@ def requested_protocol(request: ProtocolRequest, base: A.Protocol | None) -> A.P
 def plan_table(
     ctx: TableContext,
     schema: pa.Schema | str | Mapping[str, Any],
-    partition_columns: Sequence[str] = (),
+    partition_columns: Sequence[str] | None = (),
     configuration: Mapping[str, str] | None = None,
     name: str | None = None,
     description: str | None = None,
@@ -106,8 +106,10 @@ def plan_table(
     ``generated`` and ``defaults`` (column -> SQL) become generation expressions and column defaults, and
     ``identity`` (column -> start, step, allowExplicitInsert) identity columns, checked by
     :func:`~deltalog.table.column_rules.with_column_rules`."""
-    if isinstance(partition_columns, str):
-        raise InvalidArgumentError(f"partition_columns is a list of column names, not the string {partition_columns!r}")
+    if partition_columns is None:  # deltalake's DeltaTable.create takes None for "not partitioned"
+        partition_columns = ()
+    if isinstance(partition_columns, str) or not isinstance(partition_columns, Sequence):
+        raise InvalidArgumentError(f"partition_columns is a list of column names, not {partition_columns!r}")
     if list_log(ctx.store, 0):
         raise TableAlreadyExistsError(f"a Delta table already exists at {ctx.location}")
     schema_json = schema_json_of(schema)

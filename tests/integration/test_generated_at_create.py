@@ -100,3 +100,14 @@ def test_spark_writer_path_computes_a_generated_column_as_deltalog_and_deltalake
     assert pa.table(lake).column("day").to_pylist() == expected
     back = deltalog.spark.read(spark, str(root)).orderBy("id").collect()
     assert [r.day for r in back] == expected
+
+
+def test_partition_columns_none_means_unpartitioned_and_a_wrong_type_is_refused(tmp_path: Path) -> None:
+    """deltalake's ``DeltaTable.create`` takes ``partition_by=None``; a deltalake user passes it on."""
+    schema = pa.schema([("id", pa.int64())])
+    DeltaLog.for_table(tmp_path / "t").create(schema, partition_columns=None)
+    assert DeltaLog.for_table(tmp_path / "t").snapshot().partition_columns == []
+    assert DeltaTable(str(tmp_path / "t")).metadata().partition_columns == []
+    with pytest.raises(deltalog.errors.InvalidArgumentError, match="partition_columns"):
+        DeltaLog.for_table(tmp_path / "u").create(schema, partition_columns=7)  # type: ignore[arg-type]
+    assert not (tmp_path / "u" / "_delta_log").exists()
