@@ -28,6 +28,9 @@ from deltalog.storage.retry import RetryBudget, remaining, with_retries
 from deltalog.storage.uri import store_for
 from tests.storage.servers import BUCKET, CONTAINER, Server, azure_options, free_port, s3_options, unique
 
+#: the S3 and Azure clients, each waiting out a dead endpoint's deadline (tens of seconds, no CPU): the cloud tier
+pytestmark = pytest.mark.cloud
+
 SCHEMA = pa.schema([("id", pa.int64())])
 #: a SAS token of the right shape: the endpoint never gets to judge it
 SAS = "sv=2022-11-02&ss=b&srt=sco&sp=rwdl&se=2099-01-01T00:00:00Z&sig=bm90LWEtcmVhbC1zaWduYXR1cmU%3D"
