@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import re
 from pathlib import Path
 
 import orjson
@@ -283,7 +284,7 @@ def test_lite_vacuum_finds_a_subset_of_what_a_full_vacuum_finds_and_no_live_file
         for n in names:
             st = os.stat(os.path.join(folder, n))
             os.utime(os.path.join(folder, n), ns=(st.st_atime_ns, st.st_mtime_ns - 400 * DAY_S * 10**9))
-    before = live(root), try_duckdb(root), try_deltalake(root)  # whatever each peer made of it
+    before = peer_outcomes(root)  # whatever each peer made of it
     log = DeltaLog.for_table(root)
     lite = set(log.vacuum(retention=0, force=True, lite=True).paths)
     full = set(log.vacuum(retention=0, force=True).paths)
@@ -292,4 +293,23 @@ def test_lite_vacuum_finds_a_subset_of_what_a_full_vacuum_finds_and_no_live_file
         assert any(p.startswith("_change_data/") for p in lite)  # change data files: no add ever names them
     assert set(log.vacuum(retention=0, force=True, lite=True, dry_run=False).deleted) == lite
     assert_valid(root)
-    assert (live(root), try_duckdb(root), try_deltalake(root)) == before
+    assert peer_outcomes(root) == before
+
+
+_MISSING = re.compile(r"(?:File not found: |not found: )(\S+)")
+
+
+def peer_outcomes(root: Path) -> tuple[object, ...]:
+    """The live files and each peer's view, where a refusal over a missing file keeps only that the file
+    (still) does not exist: a table with several unreadable deletion vectors (table-with-dv-large's
+    ``test%dv%prefix`` files, which neither peer resolves) is refused naming whichever one the peer's
+    parallel scan reached first."""
+
+    def settled(view: object) -> object:
+        if not isinstance(view, str):
+            return view
+        for named in _MISSING.findall(view):
+            assert not os.path.exists(named.rstrip("'\",")), view
+        return _MISSING.sub("not found: <a missing file>", view)
+
+    return live(root), settled(try_duckdb(root)), settled(try_deltalake(root))
