@@ -48,6 +48,40 @@ def listening_socket(host: str, port: int, backlog: int) -> socket.socket:
     return sock
 
 
+def kernel_dates_arrivals(timeout_s: float = 5.0) -> bool:
+    """Wait until the kernel dates packets when they arrive; False if it does not within ``timeout_s``.
+
+    Linux turns receive timestamps on for the whole machine when the first socket asks for them, but it does so
+    from a work queue: until that work has run, a packet is dated when it is read, which is the very error the
+    dates are there to avoid. On a loaded machine the work can lag by seconds, so a proxy that starts right after
+    the last one stopped (the switch goes off again with the last socket) would date its first requests late.
+    A datagram sent to ourselves and read a few milliseconds later tells which dating is in effect."""
+    if _TIMESTAMPNS is None:
+        return False
+    deadline = time.monotonic() + timeout_s
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as rx, socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as tx:
+        try:
+            rx.setsockopt(socket.SOL_SOCKET, _TIMESTAMPNS, 1)
+        except OSError:
+            return False
+        rx.bind(("127.0.0.1", 0))
+        rx.settimeout(1.0)
+        while time.monotonic() < deadline:
+            tx.sendto(b".", rx.getsockname())
+            time.sleep(0.005)  # the datagram waits in the queue: dated on reading, it would look 5 ms younger
+            try:
+                _data, ancillary, _flags, _addr = rx.recvmsg(16, _ANC_SIZE)
+            except TimeoutError:
+                continue
+            read_real = time.time()
+            for level, kind, data in ancillary:
+                if level == socket.SOL_SOCKET and kind == _TIMESTAMPNS and len(data) >= _STAMP.size:
+                    sec, nsec = _STAMP.unpack_from(data)
+                    if read_real - (sec + nsec / 1e9) >= 0.004:
+                        return True
+    return False
+
+
 def _monotonic_of(ancillary: list[tuple[int, int, bytes]], now_real: float, now_mono: float) -> float:
     for level, kind, data in ancillary:
         if level == socket.SOL_SOCKET and kind == _TIMESTAMPNS and len(data) >= _STAMP.size:
@@ -118,4 +152,4 @@ class ArrivalConnection:
             self.sock.close()
 
 
-__all__ = ["ArrivalConnection", "listening_socket"]
+__all__ = ["ArrivalConnection", "kernel_dates_arrivals", "listening_socket"]

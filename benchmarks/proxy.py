@@ -65,7 +65,7 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
-from benchmarks.arrival import ArrivalConnection, listening_socket
+from benchmarks.arrival import ArrivalConnection, kernel_dates_arrivals, listening_socket
 from benchmarks.http_framing import Answer, parse_head, read_body, read_response, without_expect
 from benchmarks.withhold import Hold, Match, Rounds
 
@@ -214,6 +214,8 @@ class LatencyProxy:
             raise failure[0]
         assert self._listener is not None
         self._port = int(self._listener.getsockname()[1])
+        if not kernel_dates_arrivals():  # the listener asked for the dates; wait until the kernel gives them
+            log.warning("the kernel does not date arriving packets: requests are dated when the proxy reads them")
         return self
 
     def _shutdown(self, loop: asyncio.AbstractEventLoop) -> None:
