@@ -176,10 +176,16 @@ def test_bad_input_is_refused_typed(tmp_path: Path, spark: Any) -> None:
         DeltaTable.forPath(spark, str(tmp_path / "nothing"))
     with pytest.raises(InvalidArgumentError, match=r"fs.s3a.access.key are Hadoop settings"):
         DeltaTable.forPath(spark, str(tmp_path / "t"), {"fs.s3a.access.key": "k"})
-    with pytest.raises(InvalidArgumentError, match=r"DeltaTable.delete: condition is a pyspark Column"):
-        t.delete(F.col("id") < 3)
-    with pytest.raises(InvalidArgumentError, match=r"DeltaTable.update: set\['v'\] is a pyspark Column"):
-        t.update("id < 3", {"v": F.lit(1)})
+    # a Column is taken as Delta Spark takes it; one with no SQL spelling is refused, typed, naming its place
+    udf = F.udf(lambda x: x > 3, "boolean")
+    with pytest.raises(InvalidArgumentError, match=r"DeltaTable.delete: condition: the Column .*user-defined"):
+        t.delete(udf(F.col("id")))
+    with pytest.raises(InvalidArgumentError, match=r"DeltaTable.update: set\['v'\]: the Column .*bound to the Data"):
+        t.update("id < 3", {"v": t.toDF()["v"] + 1})
+    with pytest.raises(InvalidArgumentError, match=r"set\['v'\] must be Spark SQL text or a pyspark Column, not int"):
+        t.update("id < 3", {"v": 1})
+    with pytest.raises(InvalidArgumentError, match=r"DeltaTable.merge: condition: the Column .*LambdaFunction"):
+        t.merge(spark.range(1), F.exists(F.array(F.col("id")), lambda x: x > 1))
     with pytest.raises(InvalidArgumentError, match=r"DeltaTable.update: set cannot be None"):
         t.update("id < 3")
     source = spark.createDataFrame([(1, 5)], "id BIGINT, v BIGINT")
