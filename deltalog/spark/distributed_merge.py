@@ -71,6 +71,11 @@ def join_type(plan: MergePlan) -> str:
     return "inner"
 
 
+def _quoted(name: str) -> str:
+    """A column name as a DataFrame takes it (a dot in a backquoted name is part of the name)."""
+    return "`" + name.replace("`", "``") + "`"
+
+
 def _row_hash(schema: StructType) -> Column:
     """A hash of a source row's columns Spark can hash (maps cannot be): how unmatched source rows, which have
     no file, are spread over the tasks (deterministic, so a retried stage spreads them the same way)."""
@@ -118,7 +123,8 @@ class SparkMerge:
         from pyspark import StorageLevel
 
         started = time.monotonic()
-        kept = self.source.persist(StorageLevel.MEMORY_AND_DISK)
+        cached = self.source.storageLevel != StorageLevel.NONE  # the caller's cache: used, left as it is
+        kept = self.source if cached else self.source.persist(StorageLevel.MEMORY_AND_DISK)
         try:
             rows = kept.count()
             materialized = int((time.monotonic() - started) * 1000)
@@ -129,7 +135,8 @@ class SparkMerge:
             finally:
                 shipped.unpersist()
         finally:
-            kept.unpersist()
+            if not cached:
+                kept.unpersist()
         return Applied(removal, counts, time.monotonic(), rows, materialized)
 
     def _job(self, work: Work, files: Sequence[Add], source: DataFrame, shipped: Any, reported: Any) -> list[TaskDone]:
@@ -142,7 +149,7 @@ class SparkMerge:
             src = src.alias(self.source_alias)
         condition = F.expr(self.condition) if isinstance(self.condition, str) else self.condition
         names = layout.source_schema.names
-        source_side = [src[n].alias(source_name(i)) for i, n in enumerate(names)]
+        source_side = [src[_quoted(n)].alias(source_name(i)) for i, n in enumerate(names)]
         if plan.insert_only:
             joined = src.join(target, condition, "left_anti").select(
                 F.lit(None).cast("long").alias(POSITION),
@@ -152,7 +159,7 @@ class SparkMerge:
             )
         else:
             joined = target.join(src, condition, join_type(plan)).select(
-                *(target[c].alias(target_name(i)) for i, c in enumerate(layout.target_columns)),
+                *(target[_quoted(c)].alias(target_name(i)) for i, c in enumerate(layout.target_columns)),
                 target[POSITION],
                 target[FILE],
                 *source_side,

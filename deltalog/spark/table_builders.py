@@ -1,5 +1,5 @@
 """The builders of :class:`deltalog.spark.DeltaTable`, with Delta Spark's names (``delta.tables``):
-:class:`DeltaMergeBuilder` (a MERGE's clauses, run by :mod:`deltalog.spark.distributed_dml`),
+:class:`DeltaMergeBuilder` (a MERGE's clauses, joined and run by Spark: :mod:`deltalog.spark.distributed_merge`),
 :class:`DeltaOptimizeBuilder` (OPTIMIZE on :func:`deltalog.spark.optimize`), :class:`DeltaTableBuilder`
 (``CREATE``/``REPLACE TABLE`` on deltalog's create and overwrite) and :class:`IdentityGenerator`.
 
