@@ -136,7 +136,10 @@ def _delete_group(store: LogStore, work: DeleteWork, group: Sequence[Add]) -> Ta
     matches = find_in(store, work, group, workers=1)
     if not matches.files:
         return TaskDone()
-    return TaskDone(removal=remove_found(store, work, matches.files, workers=1, log_every_removed=True))
+    # no file is partly rewritten by a delete of every row, or of whole partitions: nothing to log then
+    chosen = work.row_filter
+    partial = chosen is not None and not chosen.exact_partition
+    return TaskDone(removal=remove_found(store, work, matches.files, workers=1, log_every_removed=partial))
 
 
 def delete_groups(

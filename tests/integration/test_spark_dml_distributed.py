@@ -35,7 +35,7 @@ def test_a_merge_source_larger_than_the_driver_may_collect_is_joined_by_spark(tm
     ours = tmp_path / "spark"
     make_table(ours, DV)
     core = twin(ours, tmp_path / "core")
-    n = 40_000
+    n = 25_000
     source = spark.range(0, n, 1, 4).select(
         F.col("id"), (F.col("id") * 3).alias("v"), F.concat(F.lit("s"), F.lpad(F.col("id").cast("string"), 60, "0"))
     )
