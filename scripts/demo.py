@@ -1,5 +1,5 @@
-"""The deltalog demo: the real pipeline (Spark batch jobs, a plain-Python writer, a conflict, checkpoints) on a
-local table, then what any reader sees of it.
+"""The deltalog demo: the real pipeline (Spark batch jobs, a plain-Python writer, a conflict, checkpoints,
+corrections through Delta Spark's ``DeltaTable`` API) on a local table, then what any reader sees of it.
 
 Run through ``scripts/demo``, which prepares the virtualenv with the ``spark`` extra. One SparkSession
 (``local[2]``, no UI, loopback only) serves every Spark step, because starting one costs more than all the
@@ -115,7 +115,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         console.print(f"Spark {spark.version} ready in {ready - started:.0f} s\n")
         outcome = demo_pipeline.run_pipeline(spark, root, say=say)
-        console.print("\n== 5. what readers see")
+        console.print("\n== 6. what readers see")
         demo_report.show_history(root, console)
         demo_report.show_snapshot(root, console)
         back = demo_pipeline.read_back(spark, root, earlier_version=outcome.day2_version)

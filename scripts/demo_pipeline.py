@@ -5,10 +5,14 @@ Each step is a situation deltalog exists to get right, staged so it happens the 
 1. daily Spark batches with exactly-once bookkeeping, so a rerun of a committed day writes nothing;
 2. a plain-Python writer committing while a Spark job is between writing its files and committing;
 3. two overwrites of one partition racing: one wins, the other gets a typed conflict and its files go away;
-4. the checkpoints that keep reads cheap: one written by the committing writer, one by a Spark job.
+4. the checkpoints that keep reads cheap: one written by the committing writer, one by a Spark job;
+5. late corrections as a Delta Spark job writes them, through ``deltalog.spark.DeltaTable``: a MERGE of
+   corrected and late sales (Spark joins the correction DataFrame with the table's rows) and a DELETE of voided
+   sales (a pyspark Column condition), each one commit.
 
-Every Spark job goes through ``format("deltalog")``: the daily batches and the reads are
-``df.write.format("deltalog")`` and ``spark.read.format("deltalog")`` as a PySpark user writes them; the races
+Every Spark job goes through ``format("deltalog")`` or ``DeltaTable``: the daily batches and the reads are
+``df.write.format("deltalog")`` and ``spark.read.format("deltalog")`` as a PySpark user writes them, the
+corrections ``DeltaTable.forPath(spark, uri).merge(...)`` and ``.delete(...)``; the races
 use :func:`deltalog.spark.write` (the same sink) for its ``before_commit`` hook, which holds a job between
 writing its files and committing them at a :class:`deltalog.spark.gate.Gate` (no sleeps: Spark commits in a
 Python worker beside the driver, so the hook waits for this process over a socket). So the versions printed
@@ -30,7 +34,7 @@ import demo_plain_writer
 from deltalog import DeltaLog
 from deltalog.checkpoint.writer import CheckpointResult
 from deltalog.errors import ConcurrentModificationError, TableNotFoundError
-from deltalog.spark import checkpoint, register, write
+from deltalog.spark import DeltaTable, checkpoint, register, write
 from deltalog.spark.gate import Gate
 from deltalog.spark.writer import WriteResult
 
@@ -49,6 +53,9 @@ BATCHES = {DAY1: (0, 400), DAY2: (400, 500), DAY3: (900, 600), DAY4: (1500, 300)
 BACKFILL = (5000, 50)
 OVERWRITE_A = (6000, 420)  # the recompute job that loses the race
 OVERWRITE_B = (7000, 450)  # the correction job that wins it
+#: step 5: the last CORRECTED ids of day 4 get new amounts, LATE ids after them arrive; sales of day 4 below
+#: VOID_BELOW are voided
+CORRECTED, LATE, VOID_BELOW = 20, 10, 5.0
 WAIT_S = 120.0  # a guard against a hung handover, never reached on a healthy run
 
 
@@ -61,6 +68,17 @@ class Conflict:
     error: ConcurrentModificationError
     loser_files: tuple[str, ...]  # relative paths the losing job had written
     loser_files_left: tuple[str, ...]  # those still on disk afterwards (should be none)
+
+
+@dataclass(frozen=True)
+class Corrections:
+    """Step 5: the MERGE's version and counts, the DELETE's version and rows."""
+
+    merge_version: int
+    updated: int
+    inserted: int
+    delete_version: int
+    deleted: int
 
 
 @dataclass(frozen=True)
@@ -79,6 +97,7 @@ class Outcome:
     auto_checkpoint_files: tuple[str, ...]
     day4_version: int
     spark_checkpoint: CheckpointResult
+    corrections: Corrections
 
 
 @dataclass(frozen=True)
@@ -263,6 +282,41 @@ def racing_overwrites(spark: SparkSession, root: Path, say: Say) -> Conflict:
     return Conflict(b.version, b.num_rows, error, tuple(a_files), left)
 
 
+# ---------------------------------------------------------------------------------------------- step 5
+
+
+def corrections(spark: SparkSession, root: Path, say: Say) -> Corrections:
+    """Day 4's corrections through ``DeltaTable``, Delta Spark's Python API: corrected amounts for its last sales
+    and its late sales merged in on the sale id (matched: update the amount; not matched: insert), then its voided
+    sales deleted. The merge's source is a DataFrame Spark joins with the table's rows: nothing of it is
+    collected here."""
+    from pyspark.sql import functions as F
+
+    first, count = BATCHES[DAY4]
+    fixes = batch_frame(spark, DAY4, first + count - CORRECTED, CORRECTED + LATE).withColumn(
+        "amount", F.round(F.col("amount") + 1, 2)
+    )
+    table = DeltaTable.forPath(spark, str(root))
+    merged = (
+        table.alias("t")
+        .merge(fixes.alias("s"), "t.id = s.id")
+        .whenMatchedUpdate(set={"amount": "s.amount"})
+        .whenNotMatchedInsertAll()
+        .execute()
+        .collect()[0]
+    )
+    merge_version = DeltaLog.for_table(root).latest_version()
+    say(
+        f"    MERGE of {CORRECTED + LATE} corrections into {PARTITION}={DAY4}: v{merge_version}, "
+        f"{merged.num_updated_rows} amounts updated, {merged.num_inserted_rows} late sales inserted"
+    )
+    table.delete((F.col(PARTITION) == F.lit(dt.date.fromisoformat(DAY4))) & (F.col("amount") < VOID_BELOW))
+    entry = DeltaLog.for_table(root).history(limit=1)[0]
+    deleted = int((entry.operation_metrics or {}).get("numDeletedRows", 0))
+    say(f"    DELETE of {PARTITION}={DAY4}'s sales below {VOID_BELOW}: v{entry.version}, {deleted} rows")
+    return Corrections(merge_version, merged.num_updated_rows, merged.num_inserted_rows, entry.version, deleted)
+
+
 # ---------------------------------------------------------------------------------------------- the pipeline
 
 
@@ -309,6 +363,9 @@ def run_pipeline(spark: SparkSession, root: Path, say: Say = print) -> Outcome:
         f"    Spark job: checkpoint of v{spark_cp.version} in {len(spark_cp.files)} parts "
         f"({spark_cp.num_add_files} live files, {spark_cp.num_actions} actions, {spark_cp.seconds:.1f} s)"
     )
+
+    say(f"\n== 5. corrections to {PARTITION}={DAY4} through deltalog.spark.DeltaTable (Delta Spark's API)")
+    fixed = corrections(spark, root, say)
     return Outcome(
         root=root,
         day1_version=day1,
@@ -322,6 +379,7 @@ def run_pipeline(spark: SparkSession, root: Path, say: Say = print) -> Outcome:
         auto_checkpoint_files=auto_files,
         day4_version=day4,
         spark_checkpoint=spark_cp,
+        corrections=fixed,
     )
 
 
@@ -339,10 +397,22 @@ def read_back(spark: SparkSession, root: Path, earlier_version: int) -> ReadBack
     )
 
 
+def voided() -> int:
+    """Day 4's sales step 5 deletes: amounts (``batch_frame``'s, plus one for the corrected and late ones) below
+    :data:`VOID_BELOW`."""
+    first, count = BATCHES[DAY4]
+    out = 0
+    for i in range(first, first + count + LATE):
+        amount = round((i * 37 % 10000) / 100, 2) + (1 if i >= first + count - CORRECTED else 0)
+        out += amount < VOID_BELOW
+    return out
+
+
 def expected_rows() -> int:
-    """The final row count the pipeline should leave: day 1 is job B's, the rest as appended."""
+    """The final row count the pipeline should leave: day 1 is job B's, the rest as appended, then day 4's late
+    sales in and its voided ones out."""
     appended = sum(count for day, (_, count) in BATCHES.items() if day != DAY1)
-    return appended + BACKFILL[1] + OVERWRITE_B[1]
+    return appended + BACKFILL[1] + OVERWRITE_B[1] + LATE - voided()
 
 
 def problems(outcome: Outcome, back: ReadBack) -> list[str]:
@@ -354,9 +424,12 @@ def problems(outcome: Outcome, back: ReadBack) -> list[str]:
         found.append(f"the losing job's files were left behind: {outcome.conflict.loser_files_left}")
     if outcome.auto_checkpoint_version is None or not outcome.auto_checkpoint_files:
         found.append("no automatic checkpoint was written")
+    fixed = outcome.corrections
+    if (fixed.updated, fixed.inserted, fixed.deleted) != (CORRECTED, LATE, voided()):
+        found.append(f"the corrections changed {fixed} rows, expected {CORRECTED}, {LATE}, {voided()}")
     if back.latest_rows != expected_rows():
         found.append(f"Spark read {back.latest_rows} rows, expected {expected_rows()}")
     return found
 
 
-__all__ = ["Outcome", "ReadBack", "expected_rows", "problems", "read_back", "run_pipeline"]
+__all__ = ["Corrections", "Outcome", "ReadBack", "expected_rows", "problems", "read_back", "run_pipeline", "voided"]

@@ -18,6 +18,8 @@ A predicate matching no row commits nothing: the result has ``version`` None and
 from __future__ import annotations
 
 import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -28,15 +30,17 @@ from deltalog.core.features import clustering, deletion_vectors
 from deltalog.core.features.cdf import enabled as change_data_feed
 from deltalog.core.features.obligations import DELETE, DV_DELETE, REWRITE
 from deltalog.data.files import WriteTarget
+from deltalog.data.locate import resolve
 from deltalog.data.output import delete_files
 from deltalog.data.predicate import RowFilter, every_row, row_filter
 from deltalog.data.read import DataFile
 from deltalog.data.scan import TableDescription
 from deltalog.dml import rules
 from deltalog.dml.commit import commit_files, skipped
-from deltalog.dml.matching import FileMatch, Matches, find_matches
+from deltalog.dml.matching import FileMatch, Matches, candidates, find_matches
 from deltalog.dml.removal import Removal, Rewriter, by_rewriting, finish, with_deletion_vectors
 from deltalog.errors import InvalidCommitError
+from deltalog.storage.base import LogStore
 from deltalog.table.commit import CommitResult
 
 if TYPE_CHECKING:
@@ -70,14 +74,55 @@ def check_removable(snap: Snapshot, verb: str) -> None:
         )
 
 
-def _whole_table(snap: Snapshot) -> Matches:
-    """Every live file, every row: a delete without a predicate removes the files without reading them."""
-    empty = np.empty(0, dtype=np.int64)
-    files = []
-    for add in snap.add_actions():
-        count = _live_count(add)
-        files.append(FileMatch(add, count, empty, np.arange(count, dtype=np.int64)))
-    return Matches(tuple(files), len(files), len(files))
+@dataclass(frozen=True)
+class DeleteWork:
+    """What taking matched rows out of candidate files needs besides the files, decided on the driver: a
+    picklable value, so that the work can run elsewhere (Spark's executors, :mod:`deltalog.spark`). The store is
+    not part of it: each place that runs it opens the table's own."""
+
+    row_filter: RowFilter | None
+    schema: Mapping[str, Any]
+    partition_columns: tuple[str, ...]
+    column_mapping: str
+    target: WriteTarget
+    deletion_vectors: bool
+    changes: bool
+    now_ms: int
+
+    def description(self, store: LogStore) -> TableDescription:
+        return TableDescription(store, self.schema, self.partition_columns, self.column_mapping)
+
+
+#: runs a delete's file work elsewhere: (work, candidate files) -> the removal of their matched rows, the files
+#: written for it listed; the driver then commits exactly as a local run does
+DeletePasses = Callable[[DeleteWork, Sequence[A.Add]], Removal]
+
+
+def work_of(snap: Snapshot, row_filter: RowFilter | None, now_ms: int) -> DeleteWork:
+    """The :class:`DeleteWork` of a delete of ``row_filter``'s rows (None: every row) on ``snap``."""
+    return DeleteWork(
+        row_filter,
+        snap.schema_json,
+        tuple(snap.partition_columns),
+        snap.column_mapping_mode,
+        target_of(snap),
+        deletion_vectors.new_dvs_allowed(snap.protocol, snap.configuration),
+        change_data_feed(snap.protocol, snap.configuration),
+        now_ms,
+    )
+
+
+def find_in(store: LogStore, work: DeleteWork, adds: Sequence[A.Add], workers: int | None = None) -> Matches:
+    """What ``work``'s predicate matches in ``adds``: every row of every file without a predicate (the files are
+    removed without being read), else the files read (:func:`~deltalog.dml.matching.find_matches`)."""
+    if work.row_filter is None:
+        empty = np.empty(0, dtype=np.int64)
+        files = []
+        for add in adds:
+            count = _live_count(add)
+            files.append(FileMatch(add, count, empty, np.arange(count, dtype=np.int64)))
+        return Matches(tuple(files), len(files), len(files))
+    return find_matches(store, adds, work.description(store), work.row_filter, workers)
 
 
 def _live_count(add: A.Add) -> int:
@@ -86,21 +131,55 @@ def _live_count(add: A.Add) -> int:
     return max(total - gone, 0)
 
 
-def remove_matches(
-    snap: Snapshot, matches: Matches, predicate: RowFilter | None, now_ms: int, workers: int | None = None
+def remove_found(
+    store: LogStore,
+    work: DeleteWork,
+    matches: Sequence[FileMatch],
+    workers: int | None = None,
+    *,
+    log_every_removed: bool = False,
 ) -> Removal:
-    """The actions removing ``matches`` from ``snap``'s table (DVs or rewrites, as the table says); the files
-    written for them are deleted again when this fails."""
-    store = snap.context.store
-    if deletion_vectors.new_dvs_allowed(snap.protocol, snap.configuration):
-        return with_deletion_vectors(store, matches.files, now_ms)
-    rewriter = Rewriter(store, target_of(snap), change_data_feed(snap.protocol, snap.configuration))
+    """The actions removing ``matches`` (DVs or rewrites, as the table says); the files written for them are
+    deleted again when this fails. ``log_every_removed``: on a change-data-feed table, the removed rows of files
+    that go whole are recorded in change files even when no file here is partly rewritten (one of a
+    statement's parts, when another part may be: see :func:`without_unneeded_changes`)."""
+    if work.deletion_vectors:
+        return with_deletion_vectors(store, matches, work.now_ms)
+    rewriter = Rewriter(store, work.target, work.changes)
+    removal = Removal()
     try:
-        removal = by_rewriting(rewriter, describe(snap), matches.files, predicate or _EVERY_ROW, now_ms, workers)
+        removal = by_rewriting(
+            rewriter,
+            work.description(store),
+            matches,
+            work.row_filter or _EVERY_ROW,
+            work.now_ms,
+            workers,
+            log_every_removed=log_every_removed,
+        )
         finish(removal, rewriter)
     except BaseException:
         rewriter.abort()
+        delete_files(store, removal.written)
         raise
+    return removal
+
+
+def without_unneeded_changes(store: LogStore, removal: Removal) -> Removal:
+    """``removal`` (the parts of one statement, made apart with ``log_every_removed``) as a local run makes it:
+    change files only when some file was partly rewritten (a version with change files is read from those only,
+    so then every removed row must be in them; without any, removes alone say what was deleted), the others
+    deleted again."""
+    if removal.copies_rows:
+        return removal
+    cdc = [a for a in removal.actions if isinstance(a, A.Cdc)]
+    if not cdc:
+        return removal
+    dropped = {resolve(store, c.path) for c in cdc}
+    delete_files(store, sorted(dropped))
+    removal.actions = [a for a in removal.actions if not isinstance(a, A.Cdc)]
+    removal.written = [w for w in removal.written if w not in dropped]
+    removal.change_files = 0
     return removal
 
 
@@ -110,11 +189,14 @@ def delete(
     *,
     workers: int | None = None,
     session_time_zone: str | None = None,
+    passes: DeletePasses | None = None,
 ) -> CommitResult:
     """Delete the rows matching ``predicate`` (any filter form on logical names: Spark SQL text, a pyarrow
     compute Expression, DNF tuples or a mapping; None: every row) as one commit. SQL's timestamps are read in
     ``session_time_zone`` (UTC by default). ``txn`` is a transaction on the latest snapshot that nothing else has
-    used (the facade starts it): the delete reads through it and commits it.
+    used (the facade starts it): the delete reads through it and commits it. ``passes`` finds and removes the
+    matched rows of the candidate files elsewhere (:data:`DeletePasses`): everything before (binding, the
+    table's features, the read recorded, the candidate files chosen) and the commit are the same.
 
     Bad input fails before anything is written, typed and named: an unknown column or a predicate that cannot
     apply (:class:`~deltalog.errors.InvalidArgumentError`), an append-only table
@@ -134,15 +216,26 @@ def delete(
     dvs = deletion_vectors.new_dvs_allowed(snap.protocol, snap.configuration)
     rules.check_up_front(snap, ctx.location, (DV_DELETE, DELETE) if dvs else (REWRITE, DELETE))
     txn.read(chosen)
-    if chosen is None:
-        matches = _whole_table(snap)
+    work = work_of(snap, chosen, ctx.now_ms())
+    adds = list(snap.add_actions())
+    if passes is not None:
+        files = adds if chosen is None else candidates(adds, describe(snap), chosen)
+        try:
+            removal = passes(work, files) if files else Removal()
+        except BaseException:
+            txn.abort()
+            raise
+        scanned = time.monotonic()
+        if not removal.actions:
+            txn.abort()
+            return skipped(txn, OPERATION)
     else:
-        matches = find_matches(ctx.store, list(snap.add_actions()), describe(snap), chosen, workers)
-    scanned = time.monotonic()
-    if not matches.files:
-        txn.abort()
-        return skipped(txn, OPERATION)
-    removal = remove_matches(snap, matches, chosen, ctx.now_ms(), workers)
+        matches = find_in(ctx.store, work, adds, workers)
+        scanned = time.monotonic()
+        if not matches.files:
+            txn.abort()
+            return skipped(txn, OPERATION)
+        removal = remove_found(ctx.store, work, matches.files, workers)
     try:
         actions, declared = removal.actions, rules.Declared(copies_rows=removal.copies_rows)
         txn.read_files(a.path for a in removal.touched)
@@ -162,4 +255,16 @@ def delete(
     return commit_files(txn, actions, removal.written, OPERATION, params, metrics, declared)
 
 
-__all__ = ["OPERATION", "check_removable", "delete", "describe", "remove_matches", "target_of"]
+__all__ = [
+    "OPERATION",
+    "DeletePasses",
+    "DeleteWork",
+    "check_removable",
+    "delete",
+    "describe",
+    "find_in",
+    "remove_found",
+    "target_of",
+    "without_unneeded_changes",
+    "work_of",
+]

@@ -234,10 +234,13 @@ def by_rewriting(
     row_filter: RowFilter,
     now_ms: int,
     workers: int | None = None,
+    *,
+    log_every_removed: bool = False,
 ) -> Removal:
     """Each touched file removed and its other live rows copied into new files (files left empty only
-    removed); on a change-data-feed table, the removed rows recorded in change files. The caller closes (or
-    aborts) ``rewriter`` and adds what it wrote (:func:`finish`)."""
+    removed); on a change-data-feed table, the removed rows recorded in change files (when some file is partly
+    rewritten, or ``log_every_removed``). The caller closes (or aborts) ``rewriter`` and adds what it wrote
+    (:func:`finish`)."""
     removal = Removal()
     store = rewriter.store
     partial = [m for m in matches if not m.all_gone]
@@ -246,7 +249,7 @@ def by_rewriting(
     for m in whole:
         _remove(removal, m.add, now_ms, len(m.matched))
     # a version with change files is read from them only: once any rows are copied, every removed row goes in
-    logged = list(matches) if (rewriter.changes and partial) else []
+    logged = list(matches) if (rewriter.changes and (partial or log_every_removed)) else []
     readers = {id(m): functools.partial(_file_batches, store, description, m.add) for m in [*partial, *logged]}
     order = list(dict.fromkeys(id(m) for m in [*partial, *logged]))
     by_id = {id(m): m for m in matches}

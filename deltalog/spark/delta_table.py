@@ -3,13 +3,16 @@
 A job written against Delta Spark's Python API moves by changing its import: the class methods and methods keep
 Delta Spark's names, parameters and defaults (``python/delta/tables.py``), and each either does what it does
 there or raises a typed error naming the method and why (:data:`~deltalog.spark.table_api.REFUSED`). The work
-runs where Delta Spark runs it: MERGE and UPDATE on the executors (:mod:`deltalog.spark.distributed_dml`),
+runs where Delta Spark runs it: MERGE joined by Spark (:mod:`deltalog.spark.distributed_merge`), UPDATE and
+DELETE on the executors (:mod:`deltalog.spark.distributed_dml`),
 OPTIMIZE's bins on the executors (:mod:`deltalog.spark.distributed_optimize`), reads through
 ``format("deltalog")``; the driver replays the log and commits, through the commit path every deltalog writer
 uses.
 
-Conditions and values are Spark SQL text, which deltalog binds and evaluates with Spark's semantics; a pyspark
-``Column`` is refused by name (pyspark gives no way to read one back as SQL). The storage options of
+Conditions and values are Spark SQL text or pyspark ``Column`` objects, as in Delta Spark. Spark evaluates a
+MERGE's condition in its join as given; where deltalog's core binds and evaluates one itself (with Spark's
+semantics), a Column becomes the SQL text of its expression tree (:mod:`deltalog.spark.columns`), and one with
+no SQL spelling (a user-defined function, a lambda) is refused, typed. The storage options of
 :meth:`DeltaTable.forPath`'s third argument are deltalake's key names (Delta Spark's Hadoop ``fs.*`` keys are
 refused by name: there is no Hadoop connector here). A result Delta Spark returns as a DataFrame (history,
 detail, restore and optimize metrics) is a DataFrame with Delta Spark's column names.
@@ -218,25 +221,28 @@ class DeltaTable:
     # ------------------------------------------------------------------------------------------ changing rows
     @spark_job
     def delete(self, condition: Any = None) -> None:
-        """Delete the rows matching ``condition`` (Spark SQL text; None: every row) as one commit: deletion vectors
-        where the table enables them, else rewritten files (see :meth:`deltalog.DeltaLog.delete`)."""
-        from deltalog.spark.distributed_dml import session_time_zone
+        """Delete the rows matching ``condition`` (Spark SQL text or a pyspark Column; None: every row) as one
+        commit, the candidate files' rows found and taken out by Spark's executors: deletion vectors where the
+        table enables them, else rewritten files (see :meth:`deltalog.DeltaLog.delete`)."""
+        from deltalog.spark.distributed_dml import delete
 
-        predicate = None if condition is None else sql_text(condition, "DeltaTable.delete", "condition")
-        self._log.delete(predicate, session_time_zone=session_time_zone(self._spark))
+        predicate = None if condition is None else sql_text(self._spark, condition, "DeltaTable.delete", "condition")
+        delete(self._spark, self._path, predicate, self._options)
 
     @spark_job
     def update(self, condition: Any = None, set: Any = None) -> None:  # Delta Spark's name
-        """Set ``set`` (column -> Spark SQL value) on the rows matching ``condition`` (None: every row), one
-        commit, the rows changed by Spark's executors (see :meth:`deltalog.DeltaLog.update`)."""
+        """Set ``set`` (column -> Spark SQL value or pyspark Column) on the rows matching ``condition`` (text or a
+        Column; None: every row), one commit, the rows changed by Spark's executors (see
+        :meth:`deltalog.DeltaLog.update`)."""
         from deltalog.spark.distributed_dml import update
 
-        updates = sql_mapping(set, "DeltaTable.update", "set")
-        predicate = None if condition is None else sql_text(condition, "DeltaTable.update", "condition")
+        updates = sql_mapping(self._spark, set, "DeltaTable.update", "set")
+        predicate = None if condition is None else sql_text(self._spark, condition, "DeltaTable.update", "condition")
         update(self._spark, self._path, updates, predicate, self._options)
 
     def merge(self, source: DataFrame, condition: Any) -> DeltaMergeBuilder:
-        """A MERGE of ``source`` into this table on ``condition``: add clauses, then ``execute()``."""
+        """A MERGE of ``source`` into this table on ``condition`` (Spark SQL text or a pyspark Column, which
+        Spark's join evaluates as given): add clauses, then ``execute()``."""
         from deltalog.spark.table_builders import DeltaMergeBuilder
 
         if source is None:
@@ -247,8 +253,9 @@ class DeltaTable:
             raise InvalidArgumentError(f"DeltaTable.merge: source must be a DataFrame, not {type(source).__name__}")
         if condition is None:
             raise InvalidArgumentError("DeltaTable.merge: condition cannot be None")
-        text = sql_text(condition, "DeltaTable.merge", "condition")
-        return DeltaMergeBuilder(self._spark, self._path, self._options, self._alias, source, text)
+        text = sql_text(self._spark, condition, "DeltaTable.merge", "condition")
+        column = None if isinstance(condition, str) else condition
+        return DeltaMergeBuilder(self._spark, self._path, self._options, self._alias, source, text, column)
 
     # ------------------------------------------------------------------------------------------ maintenance
     def vacuum(self, retentionHours: float | None = None) -> DataFrame:

@@ -1,17 +1,17 @@
-"""MERGE and UPDATE with Spark: the driver plans and commits through the MERGE core, executors run both passes.
+"""UPDATE and DELETE on Spark: the driver plans and commits through the core, executors do the file work.
 
 1. The driver starts the transaction and does everything a local run does before reading a data file
-   (:func:`deltalog.dml.merge.execute.merge`/``update``): the source materialized (a MERGE's source DataFrame is
-   collected as Arrow), the statement bound, the table's features asked, the read recorded as Delta Spark records
-   it and the candidate files chosen (partitions, statistics, the source's key values).
-2. :class:`SparkPasses` spreads the candidate files over Spark tasks in groups; each task runs the first pass on
-   its group (read with row positions, joined with the source, which every task gets by a broadcast; duplicate
-   matches refused as Delta Spark refuses them) and the second (deletion vectors or rewritten files, the new rows
-   and change files written through the data plane) and returns only actions, counts and the source rows it
-   matched (:mod:`deltalog.spark._dml_io`). A second stage inserts the source rows no task matched.
+   (:func:`deltalog.dml.merge.execute.update`, :func:`deltalog.dml.delete.delete`): the statement bound, the
+   table's features asked, the read recorded as Delta Spark records it and the candidate files chosen
+   (partitions, statistics).
+2. The candidate files are spread over Spark tasks in groups of similar row counts (:func:`groups_of`); each task
+   finds the rows its files change and writes (deletion vectors or rewritten files, the new rows, change files)
+   through the data plane, and returns only actions and counts (:mod:`deltalog.spark._dml_io`).
 3. The driver commits one version through the core's commit: the same parameters and metrics, conflict rules,
-   change data feed and row-tracking handling as a local run. A failed job or a refused commit deletes every file
-   the run wrote.
+   change data feed and row-tracking handling as a local run. A failed task, a failed job or a refused commit
+   deletes every file the statement wrote.
+
+A MERGE joins its source too: :mod:`deltalog.spark.distributed_merge`.
 """
 
 from __future__ import annotations
@@ -19,30 +19,27 @@ from __future__ import annotations
 import functools
 import math
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
-
 from deltalog.actions import Add
-from deltalog.data.locate import resolve
 from deltalog.data.read import DataFile
 from deltalog.dml.commit import discard
+from deltalog.dml.delete import DeleteWork, without_unneeded_changes
+from deltalog.dml.delete import delete as core_delete
 from deltalog.dml.merge.changes import Counts
-from deltalog.dml.merge.clauses import Clause
 from deltalog.dml.merge.execute import GROUP_ROWS, Applied, Work
-from deltalog.dml.merge.execute import merge as core_merge
 from deltalog.dml.merge.execute import update as core_update
 from deltalog.dml.merge.source import MergeSource
 from deltalog.dml.removal import Removal
 from deltalog.errors import DeltaLogError
 from deltalog.log import DeltaLog
-from deltalog.spark._dml_io import InsertRange, TaskDone, change_groups, insert_rows, source_bytes
+from deltalog.spark._dml_io import TaskDone, delete_groups, update_groups
 from deltalog.spark._files import raise_carried
 from deltalog.spark._optimize_io import PathList
 
 if TYPE_CHECKING:
-    from pyspark.sql import DataFrame, SparkSession
+    from pyspark.sql import SparkSession
 
     from deltalog.table.commit import CommitResult
 
@@ -68,8 +65,51 @@ def groups_of(files: Sequence[Add], tasks: int) -> list[list[Add]]:
     return out
 
 
-class SparkPasses:
-    """Both passes of a statement run by Spark's executors (the core's :data:`~deltalog.dml.merge.execute.Passes`)."""
+def run_tasks(
+    spark: SparkSession,
+    log: DeltaLog,
+    job: Callable[[Any], list[TaskDone]],
+) -> tuple[Removal, Counts]:
+    """Run ``job`` (given the accumulator its tasks report written files to) and gather what its tasks did. A
+    task's deltalog error, or a failed job, deletes every file the statement wrote and is raised typed."""
+    sc = spark.sparkContext
+    reported: Any = sc.accumulator([], PathList())  # type: ignore[arg-type]  # PathList is duck-typed
+    try:
+        done = job(reported)
+    except BaseException as exc:
+        discard(log.context, list(reported.value))
+        if not isinstance(exc, DeltaLogError):
+            raise_carried(exc)
+        raise
+    removal, counts = Removal(), Counts()
+    for d in done:
+        removal.extend(d.removal)
+        counts.add(d.counts)
+    failed = [e for e in (d.error() for d in done) if e is not None]
+    if failed:
+        discard(log.context, removal.written)
+        raise failed[0]
+    return removal, counts
+
+
+def _on_groups(
+    spark: SparkSession, files: Sequence[Add], body: Callable[..., Iterator[TaskDone]]
+) -> Callable[[Any], list[TaskDone]]:
+    sc = spark.sparkContext
+
+    def job(reported: Any) -> list[TaskDone]:
+        groups = groups_of(files, sc.defaultParallelism)
+        if not groups:
+            return []
+        task = functools.partial(body, written=reported)
+        done: list[TaskDone] = sc.parallelize(groups, len(groups)).mapPartitions(task).collect()
+        return done
+
+    return job
+
+
+class UpdatePasses:
+    """Both passes of an UPDATE run by Spark's executors (the core's :data:`~deltalog.dml.merge.execute.Passes`)."""
 
     def __init__(self, spark: SparkSession, log: DeltaLog, storage_options: Mapping[str, Any] | None) -> None:
         self.spark = spark
@@ -77,54 +117,27 @@ class SparkPasses:
         self.storage_options = dict(storage_options) if storage_options else None
 
     def __call__(self, work: Work, files: Sequence[Add], source: MergeSource | None) -> Applied:
-        sc = self.spark.sparkContext
-        reported: Any = sc.accumulator([], PathList())  # type: ignore[arg-type]  # PathList is duck-typed
-        shipped = sc.broadcast(source_bytes(source)) if source is not None else None
-        root, options = self.log.store.root, self.storage_options
-        removal, counts = Removal(), Counts()
-        try:
-            done: list[TaskDone] = []
-            groups = groups_of(files, sc.defaultParallelism)
-            if groups:
-                task = functools.partial(
-                    change_groups, root=root, storage_options=options, work=work, source=shipped, written=reported
-                )
-                done = sc.parallelize(groups, len(groups)).mapPartitions(task).collect()
-            scanned = time.monotonic()
-            matched = np.zeros(source.num_rows if source is not None else 0, dtype=bool)
-            for d in done:
-                matched[d.matched] = True
-            if work.plan.not_matched and source is not None and not bool(matched.all()):
-                ranges = _ranges(matched, sc.defaultParallelism)
-                task = functools.partial(
-                    insert_rows, root=root, storage_options=options, work=work, source=shipped, written=reported
-                )
-                done += sc.parallelize(ranges, len(ranges)).mapPartitions(task).collect()
-        except BaseException as exc:
-            discard(self.log.context, [resolve(self.log.store, p) for p in reported.value])
-            if not isinstance(exc, DeltaLogError):
-                raise_carried(exc)
-            raise
-        finally:
-            if shipped is not None:
-                shipped.unpersist()
-        for d in done:
-            removal.extend(d.removal)
-            counts.add(d.counts)
-        return Applied(removal, counts, scanned)
+        body = functools.partial(
+            update_groups, root=self.log.store.root, storage_options=self.storage_options, work=work
+        )
+        removal, counts = run_tasks(self.spark, self.log, _on_groups(self.spark, files, body))
+        return Applied(removal, counts, time.monotonic())
 
 
-def _ranges(matched: np.ndarray, tasks: int) -> list[InsertRange]:
-    """The source's rows in about ``tasks`` ranges, each with which of its rows matched; ranges with nothing to
-    insert are left out."""
-    n = len(matched)
-    step = max(1, math.ceil(n / max(1, tasks)))
-    out = []
-    for start in range(0, n, step):
-        part = matched[start : start + step]
-        if not bool(part.all()):
-            out.append(InsertRange(start, min(n, start + step), part.copy()))
-    return out
+class DeletePasses:
+    """A DELETE's file work run by Spark's executors (the core's :data:`~deltalog.dml.delete.DeletePasses`)."""
+
+    def __init__(self, spark: SparkSession, log: DeltaLog, storage_options: Mapping[str, Any] | None) -> None:
+        self.spark = spark
+        self.log = log
+        self.storage_options = dict(storage_options) if storage_options else None
+
+    def __call__(self, work: DeleteWork, files: Sequence[Add]) -> Removal:
+        body = functools.partial(
+            delete_groups, root=self.log.store.root, storage_options=self.storage_options, work=work
+        )
+        removal, _ = run_tasks(self.spark, self.log, _on_groups(self.spark, files, body))
+        return without_unneeded_changes(self.log.store, removal)
 
 
 def session_time_zone(spark: SparkSession) -> str | None:
@@ -148,38 +161,25 @@ def update(
         updates,
         predicate,
         session_time_zone=session_time_zone(spark),
-        passes=SparkPasses(spark, log, storage_options),
+        passes=UpdatePasses(spark, log, storage_options),
     )
 
 
-def merge(
+def delete(
     spark: SparkSession,
     table_uri: str,
-    source: DataFrame,
-    predicate: str,
-    clauses: Sequence[Clause],
+    predicate: Any = None,
     storage_options: dict[str, Any] | None = None,
-    *,
-    source_alias: str | None = "s",
-    target_alias: str | None = "t",
-    schema_mode: str | None = None,
 ) -> CommitResult:
-    """MERGE the rows of ``source`` into ``table_uri`` with Spark's executors (``clauses`` as the core's
-    builder makes them; see :meth:`deltalog.DeltaLog.merge`). The source is collected on the driver as Arrow
-    and sent to every task (a broadcast join): it must fit the driver's memory. One commit, made on the
-    driver."""
+    """DELETE the rows of ``table_uri`` matching ``predicate`` (Spark SQL; None: every row) with Spark's
+    executors; see :meth:`deltalog.DeltaLog.delete`. One commit, made on the driver."""
     log = DeltaLog.for_table(table_uri, storage_options)
-    return core_merge(
-        log.start_transaction,
-        source.toArrow(),
+    return core_delete(
+        log.start_transaction(),
         predicate,
-        clauses,
-        source_alias=source_alias,
-        target_alias=target_alias,
-        schema_mode=schema_mode,
         session_time_zone=session_time_zone(spark),
-        passes=SparkPasses(spark, log, storage_options),
+        passes=DeletePasses(spark, log, storage_options),
     )
 
 
-__all__ = ["SparkPasses", "groups_of", "merge", "session_time_zone", "update"]
+__all__ = ["DeletePasses", "UpdatePasses", "delete", "groups_of", "run_tasks", "session_time_zone", "update"]

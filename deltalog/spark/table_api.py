@@ -1,13 +1,18 @@
 """What :class:`deltalog.spark.DeltaTable` and its builders share: Delta Spark's methods deltalog refuses, and
-how arguments in Delta Spark's forms (SQL text, mappings of it, ``forPath``'s options) become deltalog's."""
+how arguments in Delta Spark's forms (SQL text or pyspark Columns, mappings of them, ``forPath``'s options)
+become deltalog's."""
 
 from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Mapping
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from deltalog.errors import InvalidArgumentError, UnsupportedFeatureError
+from deltalog.spark.columns import column_sql, is_column
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -46,30 +51,29 @@ def spark_job(method: F) -> F:
     return run  # type: ignore[return-value]
 
 
-def sql_text(value: Any, method: str, argument: str) -> str:
-    """A condition or value as the Spark SQL text deltalog evaluates; a pyspark Column is refused by name."""
+def sql_text(spark: SparkSession, value: Any, method: str, argument: str) -> str:
+    """A condition or value as the Spark SQL text deltalog binds: text as it is, a pyspark Column as the text of
+    its expression (:func:`~deltalog.spark.columns.column_sql`; one without SQL is refused, typed)."""
     if isinstance(value, str):
         return value
-    kind = type(value).__name__
-    if kind == "Column":
-        raise InvalidArgumentError(
-            f"{method}: {argument} is a pyspark Column; deltalog evaluates Spark SQL text itself, and a Column "
-            f"cannot be read back as SQL: pass the expression as text (e.g. \"id < 10\" for col('id') < 10)"
-        )
-    raise InvalidArgumentError(f"{method}: {argument} must be Spark SQL text, not {kind}")
+    if is_column(value):
+        return column_sql(spark, value, f"{method}: {argument}")
+    raise InvalidArgumentError(
+        f"{method}: {argument} must be Spark SQL text or a pyspark Column, not {type(value).__name__}"
+    )
 
 
-def sql_mapping(values: Any, method: str, argument: str) -> dict[str, str]:
-    """``set``/``values``: column name -> Spark SQL text."""
+def sql_mapping(spark: SparkSession, values: Any, method: str, argument: str) -> dict[str, str]:
+    """``set``/``values``: column name -> Spark SQL text (each value text or a pyspark Column)."""
     if values is None:
         raise InvalidArgumentError(f"{method}: {argument} cannot be None")
     if not isinstance(values, Mapping):
-        raise InvalidArgumentError(f"{method}: {argument} must be a dict of column name -> SQL text")
+        raise InvalidArgumentError(f"{method}: {argument} must be a dict of column name -> SQL text or Column")
     out = {}
     for name, value in values.items():
         if not isinstance(name, str):
             raise InvalidArgumentError(f"{method}: the keys of {argument} are column names, not {name!r}")
-        out[name] = sql_text(value, method, f"{argument}[{name!r}]")
+        out[name] = sql_text(spark, value, method, f"{argument}[{name!r}]")
     return out
 
 

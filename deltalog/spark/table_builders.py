@@ -1,5 +1,5 @@
 """The builders of :class:`deltalog.spark.DeltaTable`, with Delta Spark's names (``delta.tables``):
-:class:`DeltaMergeBuilder` (a MERGE's clauses, run by :mod:`deltalog.spark.distributed_dml`),
+:class:`DeltaMergeBuilder` (a MERGE's clauses, joined and run by Spark: :mod:`deltalog.spark.distributed_merge`),
 :class:`DeltaOptimizeBuilder` (OPTIMIZE on :func:`deltalog.spark.optimize`), :class:`DeltaTableBuilder`
 (``CREATE``/``REPLACE TABLE`` on deltalog's create and overwrite) and :class:`IdentityGenerator`.
 
@@ -23,7 +23,7 @@ from deltalog.log import DeltaLog
 from deltalog.spark.table_api import refuse, spark_job, sql_mapping, sql_text
 
 if TYPE_CHECKING:
-    from pyspark.sql import DataFrame, SparkSession
+    from pyspark.sql import Column, DataFrame, SparkSession
 
 #: a qualified name in SQL text: its qualifier
 _QUALIFIED = re.compile(r"(?<![\w.`])`?([A-Za-z_]\w*)`?\s*\.\s*`?[A-Za-z_]")
@@ -58,6 +58,7 @@ class DeltaMergeBuilder:
         target_alias: str | None,
         source: DataFrame,
         condition: str,
+        column: Column | None = None,
     ) -> None:
         self._spark = spark
         self._path = path
@@ -65,17 +66,18 @@ class DeltaMergeBuilder:
         self._target_alias = target_alias
         self._source = source
         self._condition = condition
+        self._column = column
         self._clauses: list[C.Clause] = []
         self._evolve = False
 
     def _add(
         self, kind: str, action: str, condition: Any, values: Any, method: str, star: bool = False
     ) -> DeltaMergeBuilder:
-        text = None if condition is None else sql_text(condition, method, "condition")
+        text = None if condition is None else sql_text(self._spark, condition, method, "condition")
         mapping = (
             None
             if star or action == C.DELETE
-            else sql_mapping(values, method, "set" if action == C.UPDATE else "values")
+            else sql_mapping(self._spark, values, method, "set" if action == C.UPDATE else "values")
         )
         self._clauses.append(C.clause(kind, action, text, mapping, star))
         return self
@@ -137,7 +139,7 @@ class DeltaMergeBuilder:
         """Run the MERGE as one commit, the target's rows changed by Spark's executors; a DataFrame of Delta
         Spark's four counts (``num_affected_rows``, ``num_updated_rows``, ``num_deleted_rows``,
         ``num_inserted_rows``)."""
-        from deltalog.spark.distributed_dml import merge
+        from deltalog.spark.distributed_merge import merge
 
         result = merge(
             self._spark,
@@ -146,6 +148,7 @@ class DeltaMergeBuilder:
             self._condition,
             list(self._clauses),
             self._options,
+            condition=self._column,
             source_alias=self._source_alias(),
             target_alias=self._target_alias,
             schema_mode="merge" if self._evolve else None,
@@ -170,7 +173,7 @@ class DeltaOptimizeBuilder:
 
     def where(self, partitionFilter: str) -> DeltaOptimizeBuilder:
         """Only the partitions ``partitionFilter`` (Spark SQL on partition columns) selects; calls add up (AND)."""
-        self._where.append(sql_text(partitionFilter, "DeltaOptimizeBuilder.where", "partitionFilter"))
+        self._where.append(sql_text(self._spark, partitionFilter, "DeltaOptimizeBuilder.where", "partitionFilter"))
         return self
 
     def _run(self, z_order_by: list[str] | None) -> DataFrame:
@@ -299,7 +302,7 @@ class DeltaTableBuilder:
             metadata["delta.identity.allowExplicitInsert"] = generatedByDefaultAs is not None
         elif generatedAlwaysAs is not None:
             metadata["delta.generationExpression"] = sql_text(
-                generatedAlwaysAs, "DeltaTableBuilder.addColumn", "generatedAlwaysAs"
+                self._spark, generatedAlwaysAs, "DeltaTableBuilder.addColumn", "generatedAlwaysAs"
             )
         elif generatedByDefaultAs is not None:
             raise InvalidArgumentError(

@@ -48,7 +48,9 @@ def test_demo_pipeline_outcomes(spark: Any, tmp_path: Path) -> None:
     day1 = {f"day={demo_pipeline.DAY1}/{p.name}" for p in (root / f"day={demo_pipeline.DAY1}").glob("*.parquet")}
     snap = log.snapshot()
     live_day1 = set(snap.files(where={"day": demo_pipeline.DAY1}).column("path").to_pylist())
-    removed = set(snap.tombstones().column("path").to_pylist())  # day 1's first files, replaced by job B
+    removed = {  # day 1's first files, replaced by job B
+        p for p in snap.tombstones().column("path").to_pylist() if p.startswith(f"day={demo_pipeline.DAY1}/")
+    }
     assert live_day1 and removed and day1 == live_day1 | removed  # nothing on disk the log does not know
 
     # 4. the automatic checkpoint at v4 and the Spark one at v5 (two parts), which readers now start from
@@ -58,20 +60,25 @@ def test_demo_pipeline_outcomes(spark: Any, tmp_path: Path) -> None:
     cp = outcome.spark_checkpoint
     assert (outcome.day4_version, cp.version, len(cp.files)) == (5, 5, 2)
     assert all((root / f).is_file() for f in cp.files)
-    snap = log.snapshot()
-    assert snap.version == 5 and snap.segment.checkpoint is not None and snap.segment.checkpoint.version == 5
 
-    # 5. Spark reads: latest and time travel to day 2's version
+    # 5. corrections through DeltaTable: the MERGE and the DELETE, one version each, over the Spark checkpoint
+    assert outcome.corrections == demo_pipeline.Corrections(6, 20, 10, 7, demo_pipeline.voided())
+    assert outcome.corrections.deleted == 14
+    assert [e.operation for e in log.history(limit=2)] == ["DELETE", "MERGE"]
+    snap = log.snapshot()
+    assert snap.version == 7 and snap.segment.checkpoint is not None and snap.segment.checkpoint.version == 5
+
+    # 6. Spark reads: latest and time travel to day 2's version
     back = demo_pipeline.read_back(spark, root, earlier_version=outcome.day2_version)
-    assert back.latest_version == 5
-    assert back.latest_rows == demo_pipeline.expected_rows() == 1900
+    assert back.latest_version == 7
+    assert back.latest_rows == demo_pipeline.expected_rows() == 1896
     assert back.earlier_rows == 900
-    assert sum(rows for _, rows in demo_report.rows_by_partition(snap).values()) == 1900
+    assert sum(rows for _, rows in demo_report.rows_by_partition(snap).values()) == 1896
     assert demo_pipeline.problems(outcome, back) == []
 
-    # 6. the same table read in Python: every row Spark counted, and day filters that prune to one partition
+    # 7. the same table read in Python: every row Spark counted, and day filters that prune to one partition
     scanned = demo_report.scan(root, demo_pipeline.BACKFILL_DAY, 50.0)
-    assert scanned.rows == 1900
+    assert scanned.rows == 1896
     plain = demo_plain_writer.rows(*demo_pipeline.BACKFILL, demo_pipeline.BACKFILL_DAY).to_pylist()
     cities = [r["city"] for r in plain if r["amount"] > 50.0]
     assert scanned.by_city == {c: cities.count(c) for c in sorted(set(cities))}
@@ -83,7 +90,8 @@ def test_demo_pipeline_outcomes(spark: Any, tmp_path: Path) -> None:
     demo_report.show_reads(back, console)
     demo_report.show_scan(scanned, console)
     text = out.getvalue()
-    assert "mode=Append" in text and "mode=Overwrite" in text and "1900 rows" in text
+    assert "mode=Append" in text and "mode=Overwrite" in text and "1896 rows" in text
     assert "CREATE TABLE" not in text  # the first job created the table in its own commit, as Delta Spark does
-    assert "Python reads" in text and "every live row: 1900 rows" in text
+    assert "Python reads" in text and "every live row: 1896 rows" in text
     assert any("deltalog.write" in line for line in said)
+    assert any("MERGE of 30 corrections" in line for line in said) and "DELETE" in text and "MERGE" in text

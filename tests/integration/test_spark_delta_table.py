@@ -1,19 +1,17 @@
 """``deltalog.spark.DeltaTable``: Delta Spark's ``delta.tables`` API, method for method, on pyspark local mode.
 
 Every public name of Delta Spark's classes exists with Delta Spark's parameters and either works or raises a
-typed error naming the method. MERGE and UPDATE run on the executors through the MERGE core and commit what the
-Python core commits on the same data (rows, metrics, commitInfo), deletion vectors or rewrites; every table
-written is read by deltalake and duckdb.
+typed error naming the method. MERGE (joined by Spark), UPDATE and DELETE run on the executors through the core
+and commit what the Python core commits on the same data (rows, metrics, commitInfo, change data feed),
+deletion vectors or rewrites; every table written is read by deltalake and duckdb.
 """
 
 from __future__ import annotations
 
 import inspect
-import shutil
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import pyarrow as pa
 import pytest
 
@@ -32,7 +30,8 @@ from deltalog.spark import (
     DeltaTableBuilder,
     IdentityGenerator,
 )
-from tests.integration.dml_kit import assert_everyone_reads, commit_info, deltalog_rows, files_on_disk
+from tests.integration.dml_kit import assert_everyone_reads, commit_info, files_on_disk
+from tests.integration.spark_dml_kit import CDF, DV, make_table, same_commit, twin
 
 pytestmark = pytest.mark.interop
 
@@ -95,17 +94,6 @@ IDENTITY_GENERATOR = ["start", "step"]
 #: the methods deltalog refuses, typed, naming themselves
 REFUSED = {"generate", "convertToDelta", "dropFeatureSupport", "clone", "cloneAtVersion", "cloneAtTimestamp"}
 
-DV = {"delta.enableDeletionVectors": "true"}
-#: metrics of the files a statement writes, which depend on how many tasks wrote them
-WRITTEN = {
-    "numAddedFiles",
-    "numAddedBytes",
-    "numAddedChangeFiles",
-    "numTargetFilesAdded",
-    "numTargetBytesAdded",
-    "numTargetChangeFilesAdded",
-}
-
 
 def _params(cls: type, name: str) -> list[str]:
     sig = inspect.signature(getattr(cls, name))
@@ -129,22 +117,8 @@ def test_every_delta_spark_method_is_here_with_its_parameters(cls: type, names: 
     assert [f for f in IdentityGenerator.__dataclass_fields__] == IDENTITY_GENERATOR
 
 
-def _table(
-    root: Path, configuration: dict[str, str] | None = None, files: int = 4, rows: int = 50, by_day: bool = False
-) -> DeltaLog:
-    """``files`` appends of ``rows`` rows each: id, v (id * 10), day (two values; the partition ``by_day``)."""
-    log = DeltaLog.for_table(root)
-    schema = pa.schema([("id", pa.int64()), ("v", pa.int64()), ("day", pa.string())])
-    log.create(schema, ["day"] if by_day else [], configuration=configuration or {})
-    for f in range(files):
-        ids = np.arange(f * rows, (f + 1) * rows, dtype=np.int64)
-        data = pa.table({"id": ids, "v": ids * 10, "day": [f"d{i % 2}" for i in ids]}, schema=schema)
-        deltalog.write(data, log)
-    return log
-
-
 def test_refused_methods_raise_typed_errors_naming_themselves(tmp_path: Path, spark: Any) -> None:
-    _table(tmp_path / "t", files=1)
+    make_table(tmp_path / "t", files=1)
     t = DeltaTable.forPath(spark, str(tmp_path / "t"))
     calls = {
         "generate": lambda: t.generate("symlink_format_manifest"),
@@ -170,16 +144,22 @@ def test_refused_methods_raise_typed_errors_naming_themselves(tmp_path: Path, sp
 def test_bad_input_is_refused_typed(tmp_path: Path, spark: Any) -> None:
     from pyspark.sql import functions as F
 
-    _table(tmp_path / "t", files=1)
+    make_table(tmp_path / "t", files=1)
     t = DeltaTable.forPath(spark, str(tmp_path / "t"))
     with pytest.raises(TableNotFoundError):
         DeltaTable.forPath(spark, str(tmp_path / "nothing"))
     with pytest.raises(InvalidArgumentError, match=r"fs.s3a.access.key are Hadoop settings"):
         DeltaTable.forPath(spark, str(tmp_path / "t"), {"fs.s3a.access.key": "k"})
-    with pytest.raises(InvalidArgumentError, match=r"DeltaTable.delete: condition is a pyspark Column"):
-        t.delete(F.col("id") < 3)
-    with pytest.raises(InvalidArgumentError, match=r"DeltaTable.update: set\['v'\] is a pyspark Column"):
-        t.update("id < 3", {"v": F.lit(1)})
+    # a Column is taken as Delta Spark takes it; one with no SQL spelling is refused, typed, naming its place
+    udf = F.udf(lambda x: x > 3, "boolean")
+    with pytest.raises(InvalidArgumentError, match=r"DeltaTable.delete: condition: the Column .*user-defined"):
+        t.delete(udf(F.col("id")))
+    with pytest.raises(InvalidArgumentError, match=r"DeltaTable.update: set\['v'\]: the Column .*bound to the Data"):
+        t.update("id < 3", {"v": t.toDF()["v"] + 1})
+    with pytest.raises(InvalidArgumentError, match=r"set\['v'\] must be Spark SQL text or a pyspark Column, not int"):
+        t.update("id < 3", {"v": 1})
+    with pytest.raises(InvalidArgumentError, match=r"DeltaTable.merge: condition: the Column .*LambdaFunction"):
+        t.merge(spark.range(1), F.exists(F.array(F.col("id")), lambda x: x > 1))
     with pytest.raises(InvalidArgumentError, match=r"DeltaTable.update: set cannot be None"):
         t.update("id < 3")
     source = spark.createDataFrame([(1, 5)], "id BIGINT, v BIGINT")
@@ -256,43 +236,29 @@ def test_create_builders_forpath_is_delta_table_detail_and_history(tmp_path: Pat
     assert_everyone_reads(Path(fresh), [])
 
 
-def _twin(root: Path, copy: Path) -> DeltaLog:
-    """A copy of the table at ``root``: the same files, so a statement touches the same files in both."""
-    shutil.copytree(root, copy)
-    return DeltaLog.for_table(copy)
-
-
-def _same_commit(spark_root: Path, core_root: Path) -> None:
-    """Both tables hold the same rows and their last commits the same operation, parameters and counts: every
-    metric but the times and the files written (each Spark task writes its own, as Delta Spark's tasks do)."""
-    assert deltalog_rows(spark_root) == deltalog_rows(core_root)
-    a, b = commit_info(spark_root), commit_info(core_root)
-    assert a["operation"] == b["operation"] and a["operationParameters"] == b["operationParameters"]
-    assert set(a["operationMetrics"]) == set(b["operationMetrics"])
-    same = {k for k in a["operationMetrics"] if not k.endswith("TimeMs") and k not in WRITTEN}
-    assert {k: a["operationMetrics"][k] for k in same} == {k: b["operationMetrics"][k] for k in same}
-    assert_everyone_reads(spark_root, DeltaLog.for_table(core_root).snapshot().to_arrow())
-
-
-@pytest.mark.parametrize("configuration", [DV, {}], ids=["deletion_vectors", "rewrite"])
+@pytest.mark.parametrize(
+    "configuration",
+    [DV, {**DV, **CDF}, CDF],
+    ids=["deletion_vectors", "deletion_vectors_change_feed", "rewrite_change_feed"],
+)
 def test_update_delete_and_merge_on_the_executors_commit_what_the_core_commits(
     tmp_path: Path, spark: Any, configuration: dict[str, str]
 ) -> None:
     ours = tmp_path / "spark"
-    _table(ours, configuration)
+    make_table(ours, configuration)
     t = DeltaTable.forPath(spark, str(ours))
 
-    core = _twin(ours, tmp_path / "core0")
+    core = twin(ours, tmp_path / "core0")
     t.update("id % 7 = 0 AND day = 'd0'", {"v": "v + 1", "day": "'d9'"})
     core.update({"v": "v + 1", "day": "'d9'"}, "id % 7 = 0 AND day = 'd0'")
-    _same_commit(ours, tmp_path / "core0")
+    same_commit(ours, tmp_path / "core0")
 
-    core = _twin(ours, tmp_path / "core1")
+    core = twin(ours, tmp_path / "core1")
     t.delete("id > 180")
     core.delete("id > 180")
-    _same_commit(ours, tmp_path / "core1")
+    same_commit(ours, tmp_path / "core1")
 
-    log = _twin(ours, tmp_path / "core")
+    log = twin(ours, tmp_path / "core")
     core_root = tmp_path / "core"
     rows = [(i, i * 100, f"s{i}") for i in range(-5, 200, 3)]
     source = spark.createDataFrame(rows, "id BIGINT, v BIGINT, day STRING")
@@ -315,7 +281,7 @@ def test_update_delete_and_merge_on_the_executors_commit_what_the_core_commits(
         .when_not_matched_by_source_update({"day": "'stale'"}, "t.id < 20")
         .execute()
     )
-    _same_commit(ours, core_root)
+    same_commit(ours, core_root)
     m = core_result.metrics
     assert result.num_updated_rows == int(m["numTargetRowsUpdated"]) > 0
     assert result.num_deleted_rows == int(m["numTargetRowsDeleted"]) > 0
@@ -330,7 +296,7 @@ def test_update_delete_and_merge_on_the_executors_commit_what_the_core_commits(
 
 def test_a_duplicate_match_on_an_executor_fails_typed_and_leaves_nothing(tmp_path: Path, spark: Any) -> None:
     root = tmp_path / "t"
-    log = _table(root, DV)
+    log = make_table(root, DV)
     before, version = files_on_disk(root), log.latest_version()
     source = spark.createDataFrame([(3, 1), (3, 2)], "id BIGINT, v BIGINT")
     t = DeltaTable.forPath(spark, str(root)).alias("t")
@@ -341,7 +307,7 @@ def test_a_duplicate_match_on_an_executor_fails_typed_and_leaves_nothing(tmp_pat
 
 def test_maintenance_methods(tmp_path: Path, spark: Any) -> None:
     root = tmp_path / "t"
-    log = _table(root, files=6, rows=20, by_day=True)
+    log = make_table(root, files=6, rows=20, by_day=True)
     t = DeltaTable.forPath(spark, str(root))
     expected = log.snapshot().to_arrow()
 

@@ -67,6 +67,10 @@ PRIVATE_ALLOWED: dict[str, str] = {
     "_cat_file": "fsspec's async filesystems: the coroutine form of cat_file (the underscore marks async, not private)",
     "_jsparkSession": "pyspark: the JVM session, to make it the calling thread's active one (Spark looks Python data "
     "sources up there; pyspark has no public call for it)",
+    "_jvm": "pyspark: the JVM view, to turn a Column's literal into Catalyst's (deltalog.spark.columns: pyspark has no "
+    "public way to read a Column's expression)",
+    "_1": "Scala's Tuple2 fields, read through py4j (public in Scala, spelled with an underscore)",
+    "_2": "Scala's Tuple2 fields, read through py4j (public in Scala, spelled with an underscore)",
 }
 
 

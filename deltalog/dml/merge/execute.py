@@ -38,6 +38,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import orjson
+import pyarrow as pa
 
 from deltalog.actions import Add
 from deltalog.core import actions as A
@@ -60,7 +61,7 @@ from deltalog.dml.merge.metrics import Times, merge_metrics, merge_parameters, u
 from deltalog.dml.merge.plan import MergePlan, plan_merge, plan_update
 from deltalog.dml.merge.prune import by_source_keys
 from deltalog.dml.merge.scan import FileActions, scan_group
-from deltalog.dml.merge.source import MergeSource, materialize
+from deltalog.dml.merge.source import MergeSource, materialize, normalised_schema
 from deltalog.dml.removal import Removal
 from deltalog.errors import InvalidArgumentError
 from deltalog.storage.base import LogStore
@@ -171,6 +172,8 @@ class _Run:
     now: int = 0
     #: where both passes run (None: here, :meth:`scan` and an :class:`Applier`)
     passes: Passes | None = None
+    #: the source's rows, when the passes read it themselves
+    source_rows: int = 0
 
     @property
     def description(self) -> TableDescription:
@@ -245,15 +248,20 @@ class Work:
 @dataclass
 class Applied:
     """What the passes did: the actions taking the changed rows out and adding the new ones (with the files
-    written for them), the rows counted by what happened to them, and when the first pass ended."""
+    written for them), the rows counted by what happened to them, and when the first pass ended; passes that
+    read the source themselves (:func:`merge_elsewhere`) also say how many rows it had and how long making it
+    re-readable took."""
 
     removal: Removal
     counts: Counts
     scanned: float
+    source_rows: int | None = None
+    materialize_ms: int = 0
 
 
 #: runs both passes of a statement elsewhere: (work, candidate files, the source) -> what was done; the
-#: driver then commits exactly as a local run does
+#: driver then commits exactly as a local run does. The source is None for an UPDATE, and for a MERGE whose
+#: passes hold the source themselves (:func:`merge_elsewhere`)
 Passes = Callable[[Work, Sequence[Add], MergeSource | None], Applied]
 
 
@@ -283,6 +291,9 @@ def _execute(run: _Run) -> CommitResult:
             run.target_file_size,
         )
         applied = run.passes(work, files if plan.target_clauses or plan.not_matched else [], run.source)
+        run.materialize_ms += applied.materialize_ms
+        if applied.source_rows is not None:
+            run.source_rows = applied.source_rows
         if not applied.removal.actions and run.metadata is None:
             return _skip(run, applied.counts)
         return _commit(run, applied, tracking)
@@ -358,7 +369,7 @@ def _commit(run: _Run, applied: Applied, tracking: Materialized | None) -> Commi
 
 def _metrics(run: _Run, counts: Counts, removal: Removal, times: Times) -> dict[str, str]:
     if run.operation == MERGE:
-        return merge_metrics(run.source.num_rows if run.source is not None else 0, counts, removal, times)
+        return merge_metrics(run.source.num_rows if run.source is not None else run.source_rows, counts, removal, times)
     return update_metrics(counts, removal, times)
 
 
@@ -379,60 +390,130 @@ def merge(
 ) -> CommitResult:
     """Merge ``source`` (anything :func:`deltalog.write` takes) into the table as one commit; see
     :meth:`deltalog.DeltaLog.merge`. ``passes`` runs the two passes elsewhere (:data:`Passes`)."""
-    if schema_mode not in (None, "merge"):
-        raise InvalidArgumentError(f"schema_mode must be None or 'merge', not {schema_mode!r}")
+    _check_mode(schema_mode)
     budget = budget_of(max_memory)
     started = time.monotonic()
-    now_us = time.time_ns() // 1000
     src = materialize(source, budget.source, budget.chunk)
     try:
-        materialized_ms = _ms(started)
-        txn = start_transaction()
-        try:
-            snap = txn.snapshot
-            evolving = schema_mode == "merge"
-            metadata = merged_metadata(snap, src.schema) if evolving and any(c.star for c in clauses) else None
-            schema = (
-                orjson.loads(metadata.schema_string)
-                if metadata is not None and metadata.schema_string
-                else snap.schema_json
-            )
-            plan = plan_merge(
-                schema,
-                snap.partition_columns,
-                src.schema,
-                predicate,
-                clauses,
-                target_alias=target_alias,
-                source_alias=source_alias,
-                evolving=evolving,
-                session_time_zone=session_time_zone,
-            )
-        except BaseException:
-            txn.abort()
-            raise
-        run = _Run(
-            txn,
-            snap,
-            plan,
+        return _merge(
+            start_transaction,
             src,
+            src.schema,
+            predicate,
+            clauses,
+            _Options(source_alias, target_alias, schema_mode, session_time_zone, workers, target_file_size),
             budget,
-            MERGE,
             started,
-            materialized_ms,
-            metadata,
-            workers,
-            target_file_size,
-            now_us,
             passes,
         )
-        try:
-            return _execute(run)
-        except BaseException:
-            txn.abort()
-            raise
     finally:
         src.close()
+
+
+def merge_elsewhere(
+    start_transaction: Callable[[], Transaction],
+    source_schema: pa.Schema,
+    predicate: Any,
+    clauses: Sequence[Clause],
+    passes: Passes,
+    *,
+    source_alias: str | None = "s",
+    target_alias: str | None = "t",
+    schema_mode: str | None = None,
+    session_time_zone: str | None = None,
+    target_file_size: int | None = None,
+) -> CommitResult:
+    """A MERGE whose source the ``passes`` hold and read themselves (a Spark DataFrame joined by Spark): the
+    statement is bound against ``source_schema`` (the source's Arrow schema), and everything else is a local
+    run's: the read recorded, the candidate files chosen (without the source's key values: they are never
+    gathered here), one commit with the same parameters, metrics and rules. The passes are given no source and
+    report its row count (:class:`Applied`)."""
+    _check_mode(schema_mode)
+    return _merge(
+        start_transaction,
+        None,
+        normalised_schema(source_schema),
+        predicate,
+        clauses,
+        _Options(source_alias, target_alias, schema_mode, session_time_zone, None, target_file_size),
+        Budget(),
+        time.monotonic(),
+        passes,
+    )
+
+
+def _check_mode(schema_mode: str | None) -> None:
+    if schema_mode not in (None, "merge"):
+        raise InvalidArgumentError(f"schema_mode must be None or 'merge', not {schema_mode!r}")
+
+
+@dataclass(frozen=True)
+class _Options:
+    source_alias: str | None
+    target_alias: str | None
+    schema_mode: str | None
+    session_time_zone: str | None
+    workers: int | None
+    target_file_size: int | None
+
+
+def _merge(
+    start_transaction: Callable[[], Transaction],
+    src: MergeSource | None,
+    schema: pa.Schema,
+    predicate: Any,
+    clauses: Sequence[Clause],
+    options: _Options,
+    budget: Budget,
+    started: float,
+    passes: Passes | None,
+) -> CommitResult:
+    now_us = time.time_ns() // 1000
+    materialized_ms = _ms(started)
+    txn = start_transaction()
+    try:
+        snap = txn.snapshot
+        evolving = options.schema_mode == "merge"
+        metadata = merged_metadata(snap, schema) if evolving and any(c.star for c in clauses) else None
+        table_schema = (
+            orjson.loads(metadata.schema_string)
+            if metadata is not None and metadata.schema_string
+            else snap.schema_json
+        )
+        plan = plan_merge(
+            table_schema,
+            snap.partition_columns,
+            schema,
+            predicate,
+            clauses,
+            target_alias=options.target_alias,
+            source_alias=options.source_alias,
+            evolving=evolving,
+            session_time_zone=options.session_time_zone,
+        )
+    except BaseException:
+        txn.abort()
+        raise
+    run = _Run(
+        txn,
+        snap,
+        plan,
+        src,
+        budget,
+        MERGE,
+        started,
+        materialized_ms,
+        metadata,
+        options.workers,
+        options.target_file_size,
+        now_us,
+        passes,
+    )
+    try:
+        return _execute(run)
+    except BaseException:
+        txn.abort()
+        raise
 
 
 def update(
@@ -464,4 +545,16 @@ def update(
         raise
 
 
-__all__ = ["MAX_MEMORY", "MERGE", "UPDATE", "Applied", "Budget", "Passes", "Work", "budget_of", "merge", "update"]
+__all__ = [
+    "MAX_MEMORY",
+    "MERGE",
+    "UPDATE",
+    "Applied",
+    "Budget",
+    "Passes",
+    "Work",
+    "budget_of",
+    "merge",
+    "merge_elsewhere",
+    "update",
+]

@@ -16,7 +16,9 @@ only matched clause is an unconditional delete (every pair deletes the same row)
 pairs nothing with the target and checks nothing (Delta Spark's insert-only path).
 
 This is the per-group work an executor can run: :func:`scan_group` takes one group of files and the source,
-and returns its :class:`GroupScan`; the driver checks nothing more than what the groups return.
+and returns its :class:`GroupScan`; the driver checks nothing more than what the groups return. Pairs found by
+another engine's join (Spark's, :mod:`deltalog.spark.distributed_merge`) enter at :class:`Pairing`, which
+chooses the clauses, applies the duplicate rule and the ``NOT MATCHED BY SOURCE`` clauses as here.
 """
 
 from __future__ import annotations
@@ -80,7 +82,14 @@ def narrow_columns(plan: MergePlan, schema_fields: Sequence[str]) -> list[str]:
 NARROW_BATCH_ROWS = 1 << 20
 
 
-def _file_rows(store: LogStore, spec: ReadSchema, add: Add, index: int) -> Iterator[pa.RecordBatch]:
+def narrow_spec(description: TableDescription, plan: MergePlan) -> ReadSchema:
+    """How the first pass reads a candidate file: the columns it needs and each live row's position."""
+    names = [f["name"] for f in top_level_fields(description.schema)]
+    return with_positions(description.read_schema(narrow_columns(plan, names)), POSITION)
+
+
+def file_rows(store: LogStore, spec: ReadSchema, add: Add, index: int) -> Iterator[pa.RecordBatch]:
+    """The live rows of one candidate file as :func:`narrow_spec` reads them, with its ``index`` as the file."""
     for batch in read_batches(store, spec, DataFile.of(add), NARROW_BATCH_ROWS):
         yield batch.append_column(FILE, pa.array(np.full(batch.num_rows, index, dtype=np.int32)))
 
@@ -89,9 +98,8 @@ def read_narrow(
     description: TableDescription, plan: MergePlan, files: Sequence[Add], workers: int | None = None
 ) -> pa.RecordBatch:
     """The live rows of ``files`` with the columns the first pass needs, their file index and position."""
-    names = [f["name"] for f in top_level_fields(description.schema)]
-    spec = with_positions(description.read_schema(narrow_columns(plan, names)), POSITION)
-    producers = [functools.partial(_file_rows, description.store, spec, a, i) for i, a in enumerate(files)]
+    spec = narrow_spec(description, plan)
+    producers = [functools.partial(file_rows, description.store, spec, a, i) for i, a in enumerate(files)]
     batches = list(ordered(producers, workers))
     schema = pa.schema([*spec.schema, pa.field(FILE, pa.int32())])
     if not batches:
@@ -100,15 +108,23 @@ def read_narrow(
     return table.to_batches()[0] if table.num_rows else pa.RecordBatch.from_pylist([], schema=schema)
 
 
-def _source_columns(plan: MergePlan) -> list[str]:
-    """The source columns the residual and the matched conditions read (relation 1 of the pair scope)."""
+def _relation_columns(trees: Sequence[X.Expr | None]) -> list[str]:
     out: dict[str, None] = {}
-    for tree in (plan.residual, *(c.condition for c in plan.matched)):
+    for tree in trees:
         if tree is not None:
             for f in X.references(tree):
                 if f.relation == 1:
                     out[f.path[0]] = None
     return list(out)
+
+
+def source_columns(plan: MergePlan) -> list[str]:
+    """The source columns the matched clauses' conditions read (relation 1 of the pair scope)."""
+    return _relation_columns([c.condition for c in plan.matched])
+
+
+def _residual_columns(plan: MergePlan) -> list[str]:
+    return _relation_columns([plan.residual])
 
 
 def _true(value: pa.Array) -> np.ndarray:
@@ -137,6 +153,86 @@ def _concat(parts: list[np.ndarray], dtype: type) -> np.ndarray:
     return np.concatenate(parts) if parts else np.empty(0, dtype=dtype)
 
 
+@dataclass
+class Pairing:
+    """What the first pass keeps of one group's pairs while they come (chunk by chunk of the source): per pair the
+    condition holds for, its target row (for the duplicate rule); per pair a matched clause took, the target row,
+    the clause and the source row; and, when ``NOT MATCHED BY SOURCE`` clauses must know the target rows nothing
+    matched, one flag per target row."""
+
+    paired: list[np.ndarray] = field(default_factory=list)
+    taken: list[np.ndarray] = field(default_factory=list)
+    clauses: list[np.ndarray] = field(default_factory=list)
+    sources: list[np.ndarray] = field(default_factory=list)
+    seen: np.ndarray | None = None
+
+    @classmethod
+    def of(cls, plan: MergePlan, rows: int) -> Pairing:
+        return cls(seen=np.zeros(rows, dtype=bool) if plan.not_matched_by_source else None)
+
+    def add(
+        self,
+        plan: MergePlan,
+        narrow: pa.RecordBatch,
+        t_idx: np.ndarray,
+        source_rows: pa.RecordBatch,
+        s_idx: np.ndarray,
+        offset: int,
+        now_micros: int,
+        ev: Evaluation | None = None,
+    ) -> None:
+        """Pairs (rows of ``narrow``, rows of ``source_rows`` whose first row is source row ``offset``) the whole
+        merge condition holds for: the first ``WHEN MATCHED`` clause whose condition holds is chosen for each
+        (``ev``: the pairs' rows already taken, when the caller has them)."""
+        if len(t_idx) == 0:
+            return
+        if self.seen is not None:
+            self.seen[t_idx] = True
+        self.paired.append(t_idx)
+        matched = plan.matched
+        if not matched:
+            return
+        if ev is None:
+            ev = Evaluation.of(
+                narrow.take(pa.array(t_idx)),
+                source_rows.select(source_columns(plan)).take(pa.array(s_idx)),
+                session_time_zone=plan.session_time_zone,
+                now_micros=now_micros,
+            )
+        which = first_clause(matched, ev, len(t_idx))
+        hit = which != NO_CLAUSE
+        self.taken.append(t_idx[hit])
+        self.clauses.append(which[hit])
+        self.sources.append(offset + s_idx[hit])
+
+    def finish(self, plan: MergePlan, narrow: pa.RecordBatch, files: Sequence[Add], now_micros: int) -> GroupScan:
+        """The group's changes once every pair is in: Delta Spark's duplicate rule checked, the target rows no
+        source row matched given to the ``NOT MATCHED BY SOURCE`` clauses, the acted rows by file."""
+        n = narrow.num_rows
+        result = GroupScan(rows_read=n)
+        acted_rows = _concat(self.taken, np.int64)
+        acted_clauses = _concat(self.clauses, np.int32)
+        acted_sources = _concat(self.sources, np.int64)
+        _check_duplicates(plan, narrow, files, _concat(self.paired, np.int64), acted_rows, now_micros)
+        if len(acted_rows) and plan.only_unconditional_delete:  # duplicates allowed: one delete per target row
+            acted_rows, first = np.unique(acted_rows, return_index=True)
+            acted_clauses, acted_sources = acted_clauses[first], acted_sources[first]
+        nmbs = plan.not_matched_by_source
+        if nmbs and self.seen is not None and n:
+            unmatched = np.flatnonzero(~self.seen)
+            if len(unmatched):
+                target_ev = Evaluation.of(narrow, session_time_zone=plan.session_time_zone, now_micros=now_micros)
+                sub = target_ev if len(unmatched) == n else target_ev.take(unmatched)
+                which = first_clause(nmbs, sub, len(unmatched))
+                hit = which != NO_CLAUSE
+                acted_rows = np.concatenate([acted_rows, unmatched[hit]])
+                acted_clauses = np.concatenate([acted_clauses, which[hit] + len(plan.matched)])
+                acted_sources = np.concatenate([acted_sources, np.full(int(hit.sum()), -1, dtype=np.int64)])
+        if len(acted_rows):
+            result.files = _by_file(narrow, files, acted_rows, acted_clauses, acted_sources)
+        return result
+
+
 def scan_group(
     plan: MergePlan,
     description: TableDescription,
@@ -151,78 +247,38 @@ def scan_group(
     """The changes one group of candidate files gets; marks in ``matched_sources`` the source rows that matched
     a row of the group. Raises :class:`DuplicateMatchError` when Delta Spark's rule forbids the merge.
 
-    What is kept grows with the pairs the join finds, not with the group: the pairs (for the duplicate rule),
-    the pairs a matched clause took, and, only when ``NOT MATCHED BY SOURCE`` clauses must know the target
-    rows nothing matched, one byte per row."""
+    What is kept grows with the pairs the join finds, not with the group (:class:`Pairing`)."""
     narrow = read_narrow(description, plan, files, workers)
     n = narrow.num_rows
-    result = GroupScan(rows_read=n)
     if n == 0:
-        return result
+        return GroupScan()
     tz = plan.session_time_zone
-    target_ev = Evaluation.of(narrow, session_time_zone=tz, now_micros=now_micros)
-    matched, nmbs = plan.matched, plan.not_matched_by_source
-    paired: list[np.ndarray] = []  # target rows of every pair the condition holds for
-    taken: list[np.ndarray] = []  # target rows of the pairs a matched clause took ...
-    clauses: list[np.ndarray] = []  # ... that clause ...
-    sources: list[np.ndarray] = []  # ... and the source row
-    seen = np.zeros(n, dtype=bool) if nmbs else None
+    found = Pairing.of(plan, n)
     if source is not None and plan.condition is not None:
+        target_ev = Evaluation.of(narrow, session_time_zone=tz, now_micros=now_micros)
         target_keys = key_arrays(plan.keys, "target", target_ev)
-        wanted = _source_columns(plan)
+        wanted = list(dict.fromkeys([*_residual_columns(plan), *source_columns(plan)]))
         for start, chunk in source.chunks(chunk_bytes):
             src_ev = Evaluation.of(chunk, session_time_zone=tz, now_micros=now_micros)
             source_keys = key_arrays(plan.keys, "source", src_ev)
             for t_idx, s_idx in pairs(target_keys, source_keys, n, chunk.num_rows):
-                if len(t_idx) == 0:
-                    continue
                 ev = None
-                if plan.residual is not None or matched:
+                if len(t_idx) and plan.residual is not None:
                     ev = Evaluation.of(
                         narrow.take(pa.array(t_idx)),
                         chunk.select(wanted).take(pa.array(s_idx)),
                         session_time_zone=tz,
                         now_micros=now_micros,
                     )
-                if plan.residual is not None:
-                    assert ev is not None
                     keep = _true(evaluate(plan.residual, ev, plan.condition_text))
                     t_idx, s_idx = t_idx[keep], s_idx[keep]
-                    if len(t_idx) == 0:
-                        continue
                     ev = ev.take(np.flatnonzero(keep))
+                if len(t_idx) == 0:
+                    continue
                 if matched_sources is not None:
                     matched_sources[start + s_idx] = True
-                if seen is not None:
-                    seen[t_idx] = True
-                paired.append(t_idx)
-                if not matched:
-                    continue
-                assert ev is not None
-                which = first_clause(matched, ev, len(t_idx))
-                hit = which != NO_CLAUSE
-                taken.append(t_idx[hit])
-                clauses.append(which[hit])
-                sources.append(start + s_idx[hit])
-    acted_rows = _concat(taken, np.int64)
-    acted_clauses = _concat(clauses, np.int32)
-    acted_sources = _concat(sources, np.int64)
-    _check_duplicates(plan, narrow, files, _concat(paired, np.int64), acted_rows, now_micros)
-    if len(acted_rows) and plan.only_unconditional_delete:  # duplicates allowed: one delete per target row
-        acted_rows, first = np.unique(acted_rows, return_index=True)
-        acted_clauses, acted_sources = acted_clauses[first], acted_sources[first]
-    if nmbs and seen is not None:
-        unmatched = np.flatnonzero(~seen)
-        if len(unmatched):
-            sub = target_ev if len(unmatched) == n else target_ev.take(unmatched)
-            which = first_clause(nmbs, sub, len(unmatched))
-            hit = which != NO_CLAUSE
-            acted_rows = np.concatenate([acted_rows, unmatched[hit]])
-            acted_clauses = np.concatenate([acted_clauses, which[hit] + len(matched)])
-            acted_sources = np.concatenate([acted_sources, np.full(int(hit.sum()), -1, dtype=np.int64)])
-    if len(acted_rows):
-        result.files = _by_file(narrow, files, acted_rows, acted_clauses, acted_sources)
-    return result
+                found.add(plan, narrow, t_idx, chunk, s_idx, start, now_micros, ev)
+    return found.finish(plan, narrow, files, now_micros)
 
 
 def _by_file(
@@ -287,8 +343,12 @@ __all__ = [
     "POSITION",
     "FileActions",
     "GroupScan",
+    "Pairing",
+    "file_rows",
     "first_clause",
     "narrow_columns",
+    "narrow_spec",
     "read_narrow",
     "scan_group",
+    "source_columns",
 ]

@@ -38,7 +38,9 @@ log = logging.getLogger(__name__)
 ROW = "__deltalog_source_row"
 
 
-def _normalised_schema(schema: pa.Schema) -> pa.Schema:
+def normalised_schema(schema: pa.Schema) -> pa.Schema:
+    """``schema`` with each column in the Arrow type of the Delta column that would hold it (what batches are
+    normalised to)."""
     out = []
     for f in schema:
         try:
@@ -156,7 +158,7 @@ def materialize(data: Any, budget: int, chunk_bytes: int, directory: str | None 
     """Read ``data`` (anything :func:`deltalog.write` takes) once into a :class:`MergeSource`: in memory up to
     ``budget`` bytes, spilled beyond (an in-memory Arrow table is kept as it is)."""
     raw_schema, stream = input_stream(data)
-    schema = _normalised_schema(raw_schema)
+    schema = normalised_schema(raw_schema)
     out = MergeSource(schema)
     keep = isinstance(data, pa.Table)
     writer: ipc.RecordBatchFileWriter | None = None
@@ -196,4 +198,4 @@ def _open_spill(out: MergeSource, directory: str | None) -> ipc.RecordBatchFileW
     return writer
 
 
-__all__ = ["ROW", "MergeSource", "materialize"]
+__all__ = ["ROW", "MergeSource", "materialize", "normalised_schema"]
