@@ -38,6 +38,12 @@ from deltalog.storage.base import LogStore
 #: files of one bin read at once
 READERS = 4
 
+#: rows a streaming (compaction) bin's writer holds, buffered or being encoded: row groups of half this, so each
+#: bin in flight holds about this much whatever its partition's size (a whole 100 MiB partition would otherwise
+#: be buffered as one row group). Half of it, 8 MiB of Arrow data, is some 300k rows of a narrow table: the
+#: row-group size of DuckDB's writer and within that of pyarrow's.
+STREAM_BUFFER_BYTES = 16 * 1024 * 1024
+
 
 @dataclass(frozen=True)
 class Layout:
@@ -71,6 +77,9 @@ def coalesced(batches: Iterator[pa.RecordBatch], schema: pa.Schema, rows: int = 
     held: list[pa.RecordBatch] = []
     count = 0
     for batch in batches:
+        if not held and batch.num_rows >= rows:
+            yield batch  # already large: passed on as it is, not copied
+            continue
         held.append(batch)
         count += batch.num_rows
         if count >= rows:
@@ -124,7 +133,12 @@ def rewrite(
     curved = layout.curve is not None
     # a curve layout decides where its files end; the writer's own size roll is only the backstop
     writer = DataFileWriter(
-        store, target, target_file_size=2 * size if curved else size, rules_checked=True, encoders=encoders
+        store,
+        target,
+        target_file_size=2 * size if curved else size,
+        rules_checked=True,
+        encoders=encoders,
+        max_buffered_bytes=None if curved else STREAM_BUFFER_BYTES,
     )
     try:
         batches = live_batches(store, spec, files, readers)
