@@ -218,10 +218,11 @@ class _Layout:
     position: Mapping[int, int]
 
 
-class _Reads:
+class FileReads:
     """What reads of many files of one table version share: where local files are, the typed values of each
-    partition, the layout of each kind of file. Compaction reads thousands of small files, where working these
-    out again for every file cost as much as decoding it."""
+    partition, the layout of each kind of file. Compaction and full scans read thousands of small files, where
+    working these out again for every file cost as much as decoding it. Safe to share between reader threads:
+    each entry is worked out whole before it is stored, and two threads at most work one out twice."""
 
     def __init__(self, store: LogStore, spec: ReadSchema) -> None:
         self.store = store
@@ -265,7 +266,7 @@ class _Reads:
         return layout
 
 
-#: file layouts one :class:`_Reads` remembers (a table has a few: one per schema change that reached files)
+#: file layouts one :class:`FileReads` remembers (a table has a few: one per schema change that reached files)
 _MAX_LAYOUTS = 32
 
 
@@ -297,7 +298,7 @@ class _Piece:
         return out if self.keep is None else out.filter(self.keep)
 
 
-def _pieces(reads: _Reads, file: DataFile, batch_rows: int, rows: np.ndarray | None = None) -> Iterator[_Piece]:
+def _pieces(reads: FileReads, file: DataFile, batch_rows: int, rows: np.ndarray | None = None) -> Iterator[_Piece]:
     """The file's raw batches that hold live rows (or, with ``rows``, rows among those), each with how to
     assemble it and which of its rows to keep."""
     store, spec = reads.store, reads.spec
@@ -351,6 +352,7 @@ def read_batches(
     file: DataFile,
     batch_rows: int = BATCH_ROWS,
     rows: np.ndarray | None = None,
+    reads: FileReads | None = None,
 ) -> Iterator[pa.RecordBatch]:
     """The file's live rows in ``spec``'s schema, batch by batch (deleted rows dropped, empty batches skipped).
 
@@ -358,10 +360,13 @@ def read_batches(
     the row groups that hold one: what a change reader wants of a file whose deletion vector changed, and what
     a MERGE or UPDATE reads of the rows it acts on.
 
+    ``reads``, a :class:`FileReads` of the same store and spec, is what a reader of many files shares between
+    them.
+
     Every failure is typed and names the file: missing or corrupt data or DV files, a DV that disagrees
     with the file, a partition value that is not of its column's type.
     """
-    for piece in _pieces(_Reads(store, spec), file, batch_rows, rows):
+    for piece in _pieces(reads or FileReads(store, spec), file, batch_rows, rows):
         out = piece.rows(spec)
         if out.num_rows:
             yield out
@@ -376,7 +381,7 @@ def read_many(
     out again (its partition's values, its layout's columns) is worked out once, so many small files cost little
     more than their decoding (what compaction reads). A batch with deleted rows, stable row ids or positions is
     assembled on its own. A failure in assembling a joined batch names its first file."""
-    reads = _Reads(store, spec)
+    reads = FileReads(store, spec)
     held: list[pa.RecordBatch] = []
     held_plan: _Plan | None = None
     count = 0
@@ -528,6 +533,7 @@ def read_file(store: LogStore, spec: ReadSchema, file: DataFile) -> pa.Table:
 __all__ = [
     "BATCH_ROWS",
     "DataFile",
+    "FileReads",
     "ReadSchema",
     "partition_scalars",
     "physical_rows",
