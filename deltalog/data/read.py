@@ -247,11 +247,14 @@ class FileReads:
         return found
 
     def layout(self, schema: pa.Schema, partitions: Mapping[str, pa.Scalar], source: str) -> _Layout:
-        """How to read a file of ``schema`` (field metadata compared too: ``id`` mode matches by field id)."""
-        for known, layout in self._layouts:
-            if known.equals(schema, check_metadata=True):
-                return layout
+        """How to read a file of ``schema``. Files match a known layout by their fields' names and types, and in
+        ``id`` mode (which matches by field id) by their metadata too; a writer's file-level metadata then tells
+        layouts apart that are the same, which costs a lookup, never a wrong match."""
         spec = self.spec
+        by_id = spec.mode == "id"
+        for known, layout in self._layouts:
+            if known.equals(schema, check_metadata=by_id):
+                return layout
         fields = list(schema)
         found = {c.name: match(fields, c, spec.mode, source) for c in spec.columns if c.name not in partitions}
         names = [f.name for f in fields]
