@@ -52,17 +52,32 @@ def _open(store: LogStore, where: str) -> BinaryIO:
     return handle
 
 
+def typed_failure(exc: BaseException, shown: str) -> DeltaLogError | None:
+    """What reading ``shown`` raising ``exc`` means, as deltalog's error naming the file (its cause set as
+    ``raise ... from`` would); None when ``exc`` passes as it is (already typed, or not an I/O failure)."""
+    if isinstance(exc, DeltaLogError) and not isinstance(exc, FileNotFoundError):
+        return None
+    if isinstance(exc, FileNotFoundError):  # the store's NotFoundError, or the builtin from a path outside the table
+        error: DeltaLogError = CorruptDataError(f"{shown}: the file does not exist", path=shown)
+        error.__suppress_context__ = True
+        return error
+    if isinstance(exc, (OSError, ValueError, ImportError)):
+        error = StorageError(f"{shown}: {type(exc).__name__}: {exc}", path=shown)
+        error.__cause__ = exc
+        return error
+    return None
+
+
 @contextlib.contextmanager
 def failures_named(shown: str) -> Iterator[None]:
     """Turn what reading ``shown`` raised into deltalog's errors, naming the file."""
     try:
         yield
-    except FileNotFoundError:  # the store's NotFoundError, or the builtin from a path outside the table
-        raise CorruptDataError(f"{shown}: the file does not exist", path=shown) from None
-    except DeltaLogError:
-        raise
-    except (OSError, ValueError, ImportError) as exc:
-        raise StorageError(f"{shown}: {type(exc).__name__}: {exc}", path=shown) from exc
+    except BaseException as exc:
+        typed = typed_failure(exc, shown)
+        if typed is None:
+            raise
+        raise typed  # noqa: B904 -- the cause is set by typed_failure, as ``from`` would
 
 
 def open_input(store: LogStore, where: str, shown: str) -> BinaryIO:
@@ -86,4 +101,12 @@ def read_range(store: LogStore, where: str, offset: int, length: int, shown: str
         return b"".join(chunks)
 
 
-__all__ = ["failures_named", "is_absolute", "native_path", "open_input", "read_range", "resolve"]
+__all__ = [
+    "failures_named",
+    "is_absolute",
+    "native_path",
+    "open_input",
+    "read_range",
+    "resolve",
+    "typed_failure",
+]

@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import itertools
+import os
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -26,11 +28,13 @@ import pyarrow.parquet as pq
 
 from deltalog.actions import Add, DeletionVector
 from deltalog.core.files.partitions import PartitionValueError, parse_value
+from deltalog.core.files.pathkeys import needs_canonicalizing
 from deltalog.core.schema import top_level_fields
 from deltalog.core.state.columns import bool_array
+from deltalog.data.batches import WRITE_POOL
 from deltalog.data.conform import Column, conform, match, plan_field
 from deltalog.data.dv import read_deletion_vector
-from deltalog.data.locate import failures_named, native_path, open_input, resolve
+from deltalog.data.locate import native_path, open_input, resolve, typed_failure
 from deltalog.errors import CorruptDataError, InvalidArgumentError, UnsupportedFeatureError
 from deltalog.storage.base import LogStore
 
@@ -166,14 +170,27 @@ def partition_scalars(spec: ReadSchema, file: DataFile, source: str) -> dict[str
     return out
 
 
-@contextlib.contextmanager
-def _parquet_errors(source: str) -> Iterator[None]:
-    """Arrow's complaints about a file's bytes are corrupt data; I/O failures are the store's."""
-    with failures_named(source):
-        try:
-            yield
-        except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError) as exc:
-            raise CorruptDataError(f"{source}: not a readable parquet file: {exc}", path=source) from None
+class _ParquetErrors:
+    """Arrow's complaints about a file's bytes are corrupt data; I/O failures are the store's (typed by
+    :func:`~deltalog.data.locate.typed_failure`). A class rather than a generator-based context manager: it is
+    entered twice for every file read, and compaction reads thousands of small files."""
+
+    __slots__ = ("source",)
+
+    def __init__(self, source: str) -> None:
+        self.source = source
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None, tb: Any) -> None:
+        if exc is None:
+            return
+        if isinstance(exc, (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError)):
+            raise CorruptDataError(f"{self.source}: not a readable parquet file: {exc}", path=self.source) from None
+        typed = typed_failure(exc, self.source)
+        if typed is not None:
+            raise typed
 
 
 def _mask(marked: np.ndarray, start: int, n: int, keep_marked: bool) -> pa.Array | None:
@@ -187,23 +204,82 @@ def _mask(marked: np.ndarray, start: int, n: int, keep_marked: bool) -> pa.Array
     return bool_array(keep)
 
 
-@dataclass(frozen=True)
-class _Plan:
-    """How one file's raw batches become the table's rows: where each column is, and the partition values."""
+@dataclass(frozen=True, eq=False)
+class _Layout:
+    """Where one layout of data file (its Arrow schema) keeps the columns a :class:`ReadSchema` wants: worked out
+    once per distinct layout, since the files of a table mostly share one. ``found`` maps each wanted column
+    to its field's index (None: the file lacks it), ``tracked`` the materialized row-tracking columns, ``names``
+    the fields to read (None: every field, when a name has a dot that pyarrow would take for a nested path), and
+    ``position`` each field's index in what is read."""
 
     found: Mapping[str, int | None]
+    tracked: Sequence[int | None]
+    names: list[str] | None
     position: Mapping[int, int]
+
+
+class FileReads:
+    """What reads of many files of one table version share: where local files are, the typed values of each
+    partition, the layout of each kind of file. Compaction and full scans read thousands of small files, where
+    working these out again for every file cost as much as decoding it. Safe to share between reader threads:
+    each entry is worked out whole before it is stored, and two threads at most work one out twice."""
+
+    def __init__(self, store: LogStore, spec: ReadSchema) -> None:
+        self.store = store
+        self.spec = spec
+        self.local_root = store.root if store.capabilities.local else None
+        self._partitions: dict[tuple[tuple[str, str | None], ...], dict[str, pa.Scalar]] = {}
+        self._layouts: list[tuple[pa.Schema, _Layout]] = []
+
+    def locate(self, path: str) -> tuple[str, str | None]:
+        """The store key (or absolute path) of a log path, and its local file system path when it has one."""
+        if self.local_root is not None and not needs_canonicalizing(path):
+            return path, os.path.join(self.local_root, path)  # the common case: a plain key under a local root
+        where = resolve(self.store, path)
+        return where, native_path(self.store, where)
+
+    def partitions(self, file: DataFile, source: str) -> dict[str, pa.Scalar]:
+        """:func:`partition_scalars` of ``file``, parsed once per distinct set of values."""
+        key = tuple(file.partition_values.items())
+        found = self._partitions.get(key)
+        if found is None:
+            found = self._partitions[key] = partition_scalars(self.spec, file, source)
+        return found
+
+    def layout(self, schema: pa.Schema, partitions: Mapping[str, pa.Scalar], source: str) -> _Layout:
+        """How to read a file of ``schema``. Files match a known layout by their fields' names and types, and in
+        ``id`` mode (which matches by field id) by their metadata too; a writer's file-level metadata then tells
+        layouts apart that are the same, which costs a lookup, never a wrong match."""
+        spec = self.spec
+        by_id = spec.mode == "id"
+        for known, layout in self._layouts:
+            if known.equals(schema, check_metadata=by_id):
+                return layout
+        fields = list(schema)
+        found = {c.name: match(fields, c, spec.mode, source) for c in spec.columns if c.name not in partitions}
+        names = [f.name for f in fields]
+        tracked = [names.index(c) if c in names else None for c in spec.row_tracking or ()]
+        selected = sorted({i for i in [*found.values(), *tracked] if i is not None})
+        # pyarrow reads "a.b" as a nested path: with such a name, read every column and pick by position
+        by_name = not any("." in names[i] for i in selected)
+        position = {i: (k if by_name else i) for k, i in enumerate(selected)}
+        layout = _Layout(found, tracked, [names[i] for i in selected] if by_name else None, position)
+        if len(self._layouts) < _MAX_LAYOUTS:
+            self._layouts.append((schema, layout))
+        return layout
+
+
+#: file layouts one :class:`FileReads` remembers (a table has a few: one per schema change that reached files)
+_MAX_LAYOUTS = 32
+
+
+@dataclass(frozen=True)
+class _Plan:
+    """How one file's raw batches become the table's rows: its layout, its partition values, its name."""
+
+    layout: _Layout
     partitions: Mapping[str, pa.Scalar]
     source: str
-
-    def key(self, file: DataFile, raw: pa.Schema) -> tuple[Any, ...]:
-        """Files whose raw batches can be joined before assembling: same columns found alike, same partition."""
-        return (
-            raw,
-            tuple(self.found.items()),
-            tuple(self.position.items()),
-            tuple(sorted(file.partition_values.items())),
-        )
 
 
 @dataclass(frozen=True)
@@ -221,18 +297,16 @@ class _Piece:
     keep: pa.Array | None
 
     def rows(self, spec: ReadSchema) -> pa.RecordBatch:
-        p = self.plan
-        out = _assemble(spec, self.batch, p.found, p.position, p.partitions, p.source, self.ids)
+        out = _assemble(spec, self.batch, self.plan, self.ids)
         return out if self.keep is None else out.filter(self.keep)
 
 
-def _pieces(
-    store: LogStore, spec: ReadSchema, file: DataFile, batch_rows: int, rows: np.ndarray | None = None
-) -> Iterator[_Piece]:
+def _pieces(reads: FileReads, file: DataFile, batch_rows: int, rows: np.ndarray | None = None) -> Iterator[_Piece]:
     """The file's raw batches that hold live rows (or, with ``rows``, rows among those), each with how to
     assemble it and which of its rows to keep."""
+    store, spec = reads.store, reads.spec
     source = file.path
-    partitions = partition_scalars(spec, file, source)
+    partitions = reads.partitions(file, source)
     deleted = None
     if file.deletion_vector is not None:
         deleted = read_deletion_vector(store, file.deletion_vector)
@@ -240,36 +314,26 @@ def _pieces(
         rows = rows if deleted is None else np.setdiff1d(rows, deleted, assume_unique=True)
         if not len(rows):
             return
-    where = resolve(store, file.path)
-    with contextlib.ExitStack() as stack:
-        with _parquet_errors(source):
-            local = native_path(store, where)
-            # a local file opened natively (reads without the GIL); a path string would make pyarrow work out
-            # its filesystem again for every file, which costs as much as reading a small file
-            handle: Any = (
-                stack.enter_context(pa.OSFile(local))
-                if local is not None
-                else stack.enter_context(open_input(store, where, source))
-            )
+    if spec.row_tracking is not None:
+        _check_tracked(file, source)
+    where, local = reads.locate(file.path)
+    with _ParquetErrors(source):
+        # a local file opened natively (reads without the GIL); a path string would make pyarrow work out its
+        # filesystem again for every file, which costs as much as reading a small file
+        handle: Any = pa.OSFile(local) if local is not None else open_input(store, where, source)
+    try:
+        with _ParquetErrors(source):
             # pre-buffering coalesces ranged reads, which pays on object stores and costs on a local disk
             parquet = pq.ParquetFile(handle, coerce_int96_timestamp_unit="us", pre_buffer=local is None)
-            stack.callback(parquet.close)
             num_rows = parquet.metadata.num_rows
-            file_fields = list(parquet.schema_arrow)
+            schema = parquet.schema_arrow
         _check_rows(file, deleted, num_rows, source)
         if rows is not None:
             _check_rows(file, rows, num_rows, source)
-        wanted = [c for c in spec.columns if c.name not in partitions]
-        found = {c.name: match(file_fields, c, spec.mode, source) for c in wanted}
-        tracked = _tracked_fields(spec, file, file_fields, source)
-        selected = sorted({i for i in [*found.values(), *tracked] if i is not None})
-        names = [file_fields[i].name for i in selected]
-        # pyarrow reads "a.b" as a nested path: with such a name, read every column and pick by position
-        by_name = not any("." in n for n in names)
-        position = {i: (k if by_name else i) for k, i in enumerate(selected)}
-        plan = _Plan(found, position, partitions, source)
-        with _parquet_errors(source):
-            for start, batch in _file_batches(parquet, batch_rows, names if by_name else None, rows):
+        layout = reads.layout(schema, partitions, source)
+        plan = _Plan(layout, partitions, source)
+        with _ParquetErrors(source):
+            for start, batch in _file_batches(parquet, batch_rows, layout.names, rows):
                 n = batch.num_rows
                 if rows is not None:
                     keep = _mask(rows, start, n, keep_marked=True)
@@ -277,10 +341,12 @@ def _pieces(
                         continue
                 else:
                     keep = None if deleted is None else _mask(deleted, start, n, keep_marked=False)
-                ids = None if spec.row_tracking is None else _row_ids(file, batch, tracked, position, start)
+                ids = None if spec.row_tracking is None else _row_ids(file, batch, layout, start)
                 if spec.positions is not None:
                     ids = [*(ids or ()), pa.array(np.arange(start, start + n, dtype=np.int64))]
                 yield _Piece(plan, batch, ids, keep)
+    finally:
+        handle.close()
 
 
 def read_batches(
@@ -289,6 +355,7 @@ def read_batches(
     file: DataFile,
     batch_rows: int = BATCH_ROWS,
     rows: np.ndarray | None = None,
+    reads: FileReads | None = None,
 ) -> Iterator[pa.RecordBatch]:
     """The file's live rows in ``spec``'s schema, batch by batch (deleted rows dropped, empty batches skipped).
 
@@ -296,10 +363,13 @@ def read_batches(
     the row groups that hold one: what a change reader wants of a file whose deletion vector changed, and what
     a MERGE or UPDATE reads of the rows it acts on.
 
+    ``reads``, a :class:`FileReads` of the same store and spec, is what a reader of many files shares between
+    them.
+
     Every failure is typed and names the file: missing or corrupt data or DV files, a DV that disagrees
     with the file, a partition value that is not of its column's type.
     """
-    for piece in _pieces(store, spec, file, batch_rows, rows):
+    for piece in _pieces(reads or FileReads(store, spec), file, batch_rows, rows):
         out = piece.rows(spec)
         if out.num_rows:
             yield out
@@ -308,27 +378,33 @@ def read_batches(
 def read_many(
     store: LogStore, spec: ReadSchema, files: Sequence[DataFile], batch_rows: int = BATCH_ROWS
 ) -> Iterator[pa.RecordBatch]:
-    """The live rows of ``files`` in order, as :func:`read_batches` gives them, in batches of about
-    ``batch_rows``: consecutive files of one partition and one file schema have their raw rows joined before
-    they are assembled once, so many small files cost little more than their decoding (what compaction reads).
-    A batch with deleted rows, stable row ids or positions is assembled on its own. A failure in assembling a
-    joined batch names its first file."""
+    """The live rows of ``files`` in order, as :func:`read_batches` gives them, in batches of at most
+    ``batch_rows``: consecutive files of one partition and one layout have their raw rows joined (into batches of
+    exactly ``batch_rows`` while the run lasts) before they are assembled once, and what every file would work
+    out again (its partition's values, its layout's columns) is worked out once, so many small files cost little
+    more than their decoding (what compaction reads). A batch with deleted rows, stable row ids or positions is
+    assembled on its own. A failure in assembling a joined batch names its first file."""
+    reads = FileReads(store, spec)
     held: list[pa.RecordBatch] = []
     held_plan: _Plan | None = None
-    held_key: tuple[Any, ...] | None = None
     count = 0
 
-    def flush() -> Iterator[pa.RecordBatch]:
+    def flush(whole: bool = True) -> Iterator[pa.RecordBatch]:
+        """The held rows assembled; unless ``whole``, only the first ``batch_rows`` of them (the rest stay held)."""
         nonlocal held, count
         if held and held_plan is not None:
-            joined = pa.Table.from_batches(held).combine_chunks()
-            p = held_plan
-            for raw in joined.to_batches(max_chunksize=batch_rows):
-                yield _assemble(spec, raw, p.found, p.position, p.partitions, p.source)
-        held, count = [], 0
+            # joined in the system allocator, as a writer's copies are: the joined rows are what a compaction
+            # buffers for its row groups (see :data:`~deltalog.data.batches.WRITE_POOL`)
+            joined = pa.Table.from_batches(held).combine_chunks(memory_pool=WRITE_POOL) if len(held) > 1 else None
+            raw = held[0] if joined is None else joined.to_batches()[0]
+            held, count = [], 0
+            if not whole and raw.num_rows > batch_rows:
+                held, count = [raw.slice(batch_rows)], raw.num_rows - batch_rows
+                raw = raw.slice(0, batch_rows)
+            yield _assemble(spec, raw, held_plan)
 
     for file in files:
-        for piece in _pieces(store, spec, file, batch_rows):
+        for piece in _pieces(reads, file, batch_rows):
             if piece.ids is not None or piece.keep is not None:
                 yield from flush()
                 out = piece.rows(spec)
@@ -337,14 +413,14 @@ def read_many(
                 continue
             if piece.batch.num_rows == 0:
                 continue
-            key = piece.plan.key(file, piece.batch.schema)
-            if key != held_key:
+            plan = piece.plan
+            if held_plan is None or plan.layout is not held_plan.layout or plan.partitions is not held_plan.partitions:
                 yield from flush()
-                held_plan, held_key = piece.plan, key
+                held_plan = plan
             held.append(piece.batch)
             count += piece.batch.num_rows
             if count >= batch_rows:
-                yield from flush()
+                yield from flush(whole=False)
     yield from flush()
 
 
@@ -357,13 +433,13 @@ def _file_batches(
     the writer's row groups. With ``rows`` (sorted physical positions), only the row groups holding one."""
     meta = parquet.metadata
     sizes = [meta.row_group(i).num_rows for i in range(meta.num_row_groups)]
-    offsets = np.cumsum([0, *sizes])
+    offsets = list(itertools.accumulate(sizes, initial=0))
     groups: Sequence[int] = range(len(sizes))
     if rows is not None:
-        holding = np.unique(np.searchsorted(offsets, rows, side="right") - 1)
+        holding = np.unique(np.searchsorted(np.asarray(offsets), rows, side="right") - 1)
         groups = [int(g) for g in holding if 0 <= g < len(sizes)]
     for i in groups:
-        start = int(offsets[i])
+        start = offsets[i]
         if sizes[i] <= batch_rows:
             table = parquet.read_row_group(i, columns=columns, use_threads=False)
             parts = table.combine_chunks().to_batches(max_chunksize=batch_rows) if table.num_rows else []
@@ -374,11 +450,9 @@ def _file_batches(
             start += batch.num_rows
 
 
-def _tracked_fields(spec: ReadSchema, file: DataFile, file_fields: Sequence[pa.Field], source: str) -> list[int | None]:
-    """Where the file keeps materialized row ids and commit versions (None: not materialized); refuses a file
-    whose stable ids cannot be known (no ``baseRowId`` or ``defaultRowCommitVersion`` in its add)."""
-    if spec.row_tracking is None:
-        return []
+def _check_tracked(file: DataFile, source: str) -> None:
+    """Refuses a file whose stable ids cannot be known (no ``baseRowId`` or ``defaultRowCommitVersion`` in its
+    add)."""
     if file.base_row_id is None or file.default_row_commit_version is None:
         raise UnsupportedFeatureError(
             f"{source}: its add has no baseRowId/defaultRowCommitVersion, so the row ids and commit versions of "
@@ -386,17 +460,9 @@ def _tracked_fields(spec: ReadSchema, file: DataFile, file_fields: Sequence[pa.F
             feature="rowTracking",
             path=source,
         )
-    names = [f.name for f in file_fields]
-    return [names.index(c) if c in names else None for c in spec.row_tracking]
 
 
-def _row_ids(
-    file: DataFile,
-    batch: pa.RecordBatch,
-    tracked: Sequence[int | None],
-    position: Mapping[int, int],
-    start: int,
-) -> list[pa.Array]:
+def _row_ids(file: DataFile, batch: pa.RecordBatch, layout: _Layout, start: int) -> list[pa.Array]:
     """The stable row ids and commit versions of a batch of the file's physical rows from ``start``."""
     assert file.base_row_id is not None and file.default_row_commit_version is not None
     n = batch.num_rows
@@ -405,8 +471,8 @@ def _row_ids(
         pa.array(np.full(n, file.default_row_commit_version, dtype=np.int64)),
     ]
     out = []
-    for index, default in zip(tracked, fresh, strict=True):
-        stored = None if index is None else batch.column(position[index])
+    for index, default in zip(layout.tracked, fresh, strict=True):
+        stored = None if index is None else batch.column(layout.position[index])
         if stored is None or stored.null_count == len(stored):
             out.append(default)
         else:
@@ -430,15 +496,10 @@ def _check_rows(file: DataFile, deleted: np.ndarray | None, rows: int, source: s
 
 
 def _assemble(
-    spec: ReadSchema,
-    batch: pa.RecordBatch,
-    found: Mapping[str, int | None],
-    position: Mapping[int, int],
-    partitions: Mapping[str, pa.Scalar],
-    source: str,
-    ids: Sequence[pa.Array] | None = None,
+    spec: ReadSchema, batch: pa.RecordBatch, plan: _Plan, ids: Sequence[pa.Array] | None = None
 ) -> pa.RecordBatch:
     n = batch.num_rows
+    found, position, partitions, source = plan.layout.found, plan.layout.position, plan.partitions, plan.source
     arrays = []
     for column in spec.columns:
         if column.name in partitions:
@@ -461,7 +522,7 @@ def physical_rows(store: LogStore, file: DataFile) -> int:
         return file.num_records
     source = file.path
     where = resolve(store, file.path)
-    with contextlib.ExitStack() as stack, _parquet_errors(source):
+    with contextlib.ExitStack() as stack, _ParquetErrors(source):
         local = native_path(store, where)
         handle: Any = local if local is not None else stack.enter_context(open_input(store, where, source))
         return int(pq.ParquetFile(handle).metadata.num_rows)
@@ -475,6 +536,7 @@ def read_file(store: LogStore, spec: ReadSchema, file: DataFile) -> pa.Table:
 __all__ = [
     "BATCH_ROWS",
     "DataFile",
+    "FileReads",
     "ReadSchema",
     "partition_scalars",
     "physical_rows",

@@ -7,8 +7,10 @@ rolled at the target size), so a rewritten file is what any deltalog write would
 tracking enabled the reader adds each row's stable row id and commit version and the writer stores them in the
 table's materialized columns, so the rows keep both (PROTOCOL "Row Tracking").
 
-Compaction streams: a few files are read at once (:func:`~deltalog.data.parallel.ordered`, in file order)
-while the writer buffers at most a row group, so memory does not grow with the bin. A curve layout (Z-order,
+Compaction streams: the bin's files are read in order (many small files joined and read with what they share
+worked out once, :func:`~deltalog.data.read.read_many`; a lone bin reads runs of them on several threads,
+:func:`~deltalog.data.parallel.ordered`), while the writer holds at most :data:`STREAM_BUFFER_BYTES` of rows,
+so memory does not grow with the bin. A curve layout (Z-order,
 Hilbert) sorts the whole bin by its key (:mod:`deltalog.data.curve`) before writing, so it holds the bin's
 rows; the files then cover contiguous ranges of the key. The rows are never checked against the table's row
 rules again: they are rows the table already holds.
@@ -30,13 +32,25 @@ from deltalog.core.actions import Add
 from deltalog.data.curve import file_cuts, sorted_by_curve
 from deltalog.data.files import DataFileWriter, WriteTarget
 from deltalog.data.parallel import ordered
-from deltalog.data.read import BATCH_ROWS, DataFile, ReadSchema, read_batches, read_many
+from deltalog.data.read import BATCH_ROWS, DataFile, ReadSchema, read_many
 from deltalog.data.target import target_file_size as target_file_size_of
 from deltalog.errors import InvalidArgumentError
 from deltalog.storage.base import LogStore
 
-#: files of one bin read at once
+#: runs of one bin's files read at once
 READERS = 4
+
+#: rows of consecutive files one reader takes at a time (a few batches' worth: enough to join small files)
+RUN_ROWS = 4 * BATCH_ROWS
+
+#: files taken as a run when their row counts are unknown
+RUN_FILES = 64
+
+#: rows a streaming (compaction) bin's writer holds, buffered or being encoded: row groups of half this, so each
+#: bin in flight holds about this much whatever its partition's size (a whole 100 MiB partition would otherwise
+#: be buffered as one row group). Half of it, 8 MiB of Arrow data, is some 300k rows of a narrow table: the
+#: row-group size of DuckDB's writer and within that of pyarrow's.
+STREAM_BUFFER_BYTES = 16 * 1024 * 1024
 
 
 @dataclass(frozen=True)
@@ -51,17 +65,32 @@ class Layout:
 KEEP_ORDER = Layout()
 
 
-def _file_batches(store: LogStore, spec: ReadSchema, file: DataFile) -> Iterator[pa.RecordBatch]:
-    yield from read_batches(store, spec, file)
+def file_runs(files: Sequence[DataFile], rows: int) -> list[Sequence[DataFile]]:
+    """``files`` cut into consecutive runs of about ``rows`` rows each (by their ``numRecords``; a file without
+    one counts as a full run's share of :data:`RUN_FILES`), so that a run is read by one reader and its small
+    files still joined (:func:`~deltalog.data.read.read_many`)."""
+    runs: list[Sequence[DataFile]] = []
+    start, count = 0, 0
+    for i, f in enumerate(files):
+        count += f.num_records if f.num_records is not None else rows // RUN_FILES + 1
+        if count >= rows:
+            runs.append(files[start : i + 1])
+            start, count = i + 1, 0
+    if start < len(files):
+        runs.append(files[start:])
+    return runs
 
 
 def live_batches(
-    store: LogStore, spec: ReadSchema, files: Sequence[DataFile], readers: int = READERS
+    store: LogStore, spec: ReadSchema, files: Sequence[DataFile], readers: int = READERS, run_rows: int = RUN_ROWS
 ) -> Iterator[pa.RecordBatch]:
-    """The live rows of ``files`` in file order, ``readers`` files read at once (one: read in this thread)."""
+    """The live rows of ``files`` in file order, ``readers`` runs of files read at once (one: read in this
+    thread). A run is about ``run_rows`` rows of consecutive files (:func:`file_runs`): many small files are read
+    with what they share worked out once and their rows joined, and each thread releases the GIL while it
+    decodes."""
     if readers <= 1:
         return read_many(store, spec, files)
-    producers = [functools.partial(_file_batches, store, spec, f) for f in files]
+    producers = [functools.partial(read_many, store, spec, run) for run in file_runs(files, run_rows)]
     return ordered(producers, readers)
 
 
@@ -71,6 +100,9 @@ def coalesced(batches: Iterator[pa.RecordBatch], schema: pa.Schema, rows: int = 
     held: list[pa.RecordBatch] = []
     count = 0
     for batch in batches:
+        if not held and batch.num_rows >= rows:
+            yield batch  # already large: passed on as it is, not copied
+            continue
         held.append(batch)
         count += batch.num_rows
         if count >= rows:
@@ -124,7 +156,12 @@ def rewrite(
     curved = layout.curve is not None
     # a curve layout decides where its files end; the writer's own size roll is only the backstop
     writer = DataFileWriter(
-        store, target, target_file_size=2 * size if curved else size, rules_checked=True, encoders=encoders
+        store,
+        target,
+        target_file_size=2 * size if curved else size,
+        rules_checked=True,
+        encoders=encoders,
+        max_buffered_bytes=None if curved else STREAM_BUFFER_BYTES,
     )
     try:
         batches = live_batches(store, spec, files, readers)
@@ -147,4 +184,4 @@ def rewrite(
         raise
 
 
-__all__ = ["KEEP_ORDER", "READERS", "Layout", "coalesced", "live_batches", "rewrite"]
+__all__ = ["KEEP_ORDER", "READERS", "Layout", "coalesced", "file_runs", "live_batches", "rewrite"]

@@ -33,7 +33,7 @@ from deltalog.data.arrowfs import store_filesystem
 from deltalog.data.locate import is_absolute, native_path, resolve
 from deltalog.data.parallel import ordered
 from deltalog.data.predicate import RowFilter, row_filter
-from deltalog.data.read import DataFile, ReadSchema, read_batches, read_schema
+from deltalog.data.read import DataFile, FileReads, ReadSchema, read_batches, read_schema
 from deltalog.data.skipping import Candidate, FilterPlan, Guarantees
 from deltalog.errors import InvalidArgumentError, UnsupportedFeatureError
 from deltalog.storage.base import LogStore
@@ -147,9 +147,9 @@ def plan(
 
 
 def _file_batches(
-    store: LogStore, spec: ReadSchema, file: DataFile, filter: RowFilter | None, output: Sequence[str]
+    reads: FileReads, file: DataFile, filter: RowFilter | None, output: Sequence[str]
 ) -> Iterator[pa.RecordBatch]:
-    for batch in read_batches(store, spec, file):
+    for batch in read_batches(reads.store, reads.spec, file, reads=reads):
         if filter is not None:
             batch = filter.filter(batch)
             if batch.num_rows == 0:
@@ -182,9 +182,8 @@ def scan(
         extra = [n for n in needed if n not in output.schema.names]
         if extra:
             spec = description.read_schema([*output.schema.names, *extra])
-    producers = [
-        functools.partial(_file_batches, description.store, spec, f.data, chosen, output.schema.names) for f in live
-    ]
+    reads = FileReads(description.store, spec)  # what the files share, worked out once for all of them
+    producers = [functools.partial(_file_batches, reads, f.data, chosen, output.schema.names) for f in live]
     return pa.RecordBatchReader.from_batches(output.schema, ordered(producers, workers, QUEUE_DEPTH))
 
 

@@ -17,8 +17,9 @@ from pathlib import Path
 import orjson
 import pyarrow as pa
 import pyarrow.compute as pc
+import pyarrow.parquet as pq
 import pytest
-from deltalake import DeltaTable
+from deltalake import DeltaTable, QueryBuilder
 
 import deltalog
 from deltalog import DeltaLog
@@ -37,6 +38,8 @@ from tests.integration.optimize_kit import (
     stable_row_ids,
     table_rows,
 )
+from tests.peers import duckdb_connection
+from tests.protocol_checker import assert_valid
 
 pytestmark = pytest.mark.interop
 
@@ -353,3 +356,39 @@ def test_a_table_feature_deltalog_cannot_write_is_refused_before_anything_is_wri
     with pytest.raises(UnsupportedFeatureError, match="icebergCompatV2"):
         log.optimize()
     assert files_on_disk(root) == before and log.latest_version() == version
+
+
+def test_a_compaction_bin_streams_its_partition_in_bounded_row_groups(tmp_path: Path) -> None:
+    """A partition larger than what a compaction bin holds becomes one file of several row groups, none larger
+    than the bin holds: the bin streams instead of holding its partition as one row group. (Rows compared as
+    aggregates: a million rows as Python objects would take the test a minute.)"""
+    from deltalog.data.rearrange import STREAM_BUFFER_BYTES
+
+    root = tmp_path / "t"
+    rows = 250_000  # 4 MB of two 8-byte columns per file: 16 MB in all, more than a bin holds
+    for i in range(4):
+        ids = pa.array(range(i * rows, (i + 1) * rows), pa.int64())
+        deltalog.write(pa.table({"id": ids, "x": pc.multiply(ids.cast(pa.float64()), 0.5)}), root, mode="append")
+    log = DeltaLog.for_table(root)
+    query = "SELECT count(*) AS n, count(DISTINCT id) AS d, sum(id) AS s, sum(x) AS sx FROM t"
+    expected = {"n": 4 * rows, "d": 4 * rows, "s": sum(range(4 * rows)), "sx": sum(range(4 * rows)) / 2}
+
+    result = log.optimize()
+
+    assert result.num_files_removed == 4 and result.num_files_added == 1
+    (path,) = [a.path for a in log.snapshot().add_actions()]
+    meta = pq.ParquetFile(root / path).metadata
+    groups = [meta.row_group(i).num_rows for i in range(meta.num_row_groups)]
+    assert sum(groups) == 4 * rows and len(groups) >= 2
+    assert max(groups) * 16 <= STREAM_BUFFER_BYTES  # a row group is half the buffer and a batch at most
+    assert_valid(root)
+    (by_deltalake,) = pa.table(
+        QueryBuilder().register("t", DeltaTable(str(root))).execute(query).read_all()
+    ).to_pylist()
+    con = duckdb_connection()
+    try:
+        by_duckdb = con.execute(query.replace("FROM t", f"FROM delta_scan('{root}')")).fetchone()
+    finally:
+        con.close()
+    assert by_deltalake == expected
+    assert by_duckdb == tuple(expected.values())

@@ -350,3 +350,23 @@ def test_many_small_files_read_as_one_reads_each_and_joins_only_alike_files(tmp_
     assert [r for b in batches for r in b.to_pylist()] == one_by_one
     assert all(b.schema == spec.schema for b in batches)
     assert max(b.num_rows for b in batches) == 3  # joined up to batch_rows
+
+
+def test_a_bins_files_read_in_parallel_runs_come_out_in_file_order(tmp_path: Path) -> None:
+    """A lone compaction bin reads runs of consecutive files on several threads (each run joined as
+    ``read_many`` joins it): the rows, deleted ones dropped, are exactly those of the files read one by one."""
+    from deltalog.data.rearrange import file_runs, live_batches
+
+    store = LocalLogStore(str(tmp_path))
+    spec = read_schema(schema(field("id", "long"), field("p", "string")), ["p"])
+    files = []
+    for i in range(9):
+        name = write(tmp_path, f"f{i}.parquet", pa.table({"id": pa.array([2 * i, 2 * i + 1], pa.int64())}))
+        dv = inline_deletion_vector([0], 2) if i == 5 else None
+        files.append(DataFile(name, {"p": "a" if i < 7 else "b"}, dv, None if i == 2 else 2))
+    one_by_one = [r for f in files for r in read_file(store, spec, f).to_pylist()]
+    assert [len(run) for run in file_runs(files, 4)] == [2, 3, 2, 2]  # a file without numRecords counts for little
+    for readers in (1, 2, 4):
+        batches = list(live_batches(store, spec, files, readers=readers, run_rows=4))
+        assert [r for b in batches for r in b.to_pylist()] == one_by_one
+        assert all(b.schema == spec.schema for b in batches)
