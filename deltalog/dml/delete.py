@@ -132,7 +132,7 @@ def delete(
         else row_filter(predicate, snap.schema_json, snap.partition_columns, session_time_zone)
     )
     dvs = deletion_vectors.new_dvs_allowed(snap.protocol, snap.configuration)
-    rules.check_up_front(snap, ctx.location, (DV_DELETE, DELETE) if dvs else (REWRITE, DELETE))
+    rules.check_up_front(snap, ctx.location, (DV_DELETE, DELETE) if dvs else (REWRITE, DELETE), identity_preserved=True)
     txn.read(chosen)
     if chosen is None:
         matches = _whole_table(snap)
@@ -144,7 +144,9 @@ def delete(
         return skipped(txn, OPERATION)
     removal = remove_matches(snap, matches, chosen, ctx.now_ms(), workers)
     try:
-        actions, declared = removal.actions, rules.Declared(copies_rows=removal.copies_rows)
+        actions = removal.actions
+        # copies keep their identity values (Rewriter.keep)
+        declared = rules.Declared(copies_rows=removal.copies_rows, identity_preserved=True)
         txn.read_files(a.path for a in removal.touched)
     except BaseException:
         delete_files(ctx.store, removal.written)
