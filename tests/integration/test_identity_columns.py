@@ -27,6 +27,7 @@ from deltalog.storage.local import LocalLogStore
 from deltalog.table import identity_rebase
 from tests.integration.dml_kit import assert_everyone_reads
 from tests.integration.modern_kit import KINDS, checked
+from tests.integration.restore_kit import data_file
 from tests.peers import try_duckdb_insert
 
 SCHEMA = pa.schema([("id", pa.int64()), ("v", pa.string())])
@@ -349,12 +350,14 @@ def test_merge_keeps_matched_ids_and_gives_inserts_fresh_ones_above_the_mark(
         ]
 
 
-def test_replace_where_keeps_the_copied_ids_and_numbers_the_new_rows(tmp_path: Path) -> None:
-    root, log = numbered(tmp_path, dvs=False)
+@pytest.mark.parametrize("dvs", [False, True], ids=["rewrite", "deletion vectors"])
+def test_replace_where_keeps_the_copied_ids_and_numbers_the_new_rows(tmp_path: Path, dvs: bool) -> None:
+    root, log = numbered(tmp_path, dvs)
     deltalog.write(
         pa.table({"v": ["c"], "n": pa.array([9], pa.int64())}), root, mode="overwrite", replace_where="v = 'c'"
     )
-    assert log.history(1)[0].commit_info["operationMetrics"]["numCopiedRows"] == "2"  # a and b, from c's file
+    copied = log.history(1)[0].commit_info["operationMetrics"].get("numCopiedRows")
+    assert copied == ("0" if dvs else "2")  # a and b, from c's file, unless a deletion vector leaves them there
     assert mark(log) == 6
     rows = [{"id": i, "v": v, "n": 0} for i, v in zip([1, 2, 4, 5], "abde", strict=True)]
     assert_everyone_reads(root, [*rows, {"id": 6, "v": "c", "n": 9}])
@@ -367,6 +370,28 @@ def test_optimize_keeps_every_id(tmp_path: Path) -> None:
     assert result.num_files_removed == 2 and result.num_files_added == 1
     assert len(list(log.snapshot().add_actions())) == 1 and mark(log) == 5
     assert_everyone_reads(root, [{"id": i, "v": v, "n": 0} for i, v in zip([1, 3, 4, 5], "acde", strict=True)])
+
+
+def test_a_commit_that_copies_rows_must_declare_their_identity_values_kept(tmp_path: Path) -> None:
+    """The commit path holds any writer to the obligation: a rewrite's copies (kind rewrite, or an overwrite that
+    says it copies rows) are refused naming identityColumns unless the writer declares their values kept."""
+    root, log = numbered(tmp_path, dvs=False)
+    first = next(a for a in log.snapshot().add_actions() if 'numRecords":3' in (a.stats or "").replace(" ", ""))
+    copy = data_file(
+        root,
+        "copy.parquet",
+        pa.table({"id": pa.array([1, 2], pa.int64()), "v": ["a", "b"], "n": pa.array([0, 0], pa.int64())}),
+    )
+    actions = [first.remove(log.now_ms(), True), copy]
+    version = log.snapshot().version
+    for operation, extra in (("DELETE", {}), ("WRITE", {"copies_rows": True})):
+        with pytest.raises(UnsupportedFeatureError, match="keep their identity values") as info:
+            log.start_transaction().commit(actions, operation=operation, data_validated="checked", **extra)
+        assert info.value.feature == "identityColumns"
+    assert log.snapshot().version == version
+    log.start_transaction().commit(actions, operation="DELETE", data_validated="checked", identity_preserved=True)
+    assert ids_by_value(log) == {"a": 1, "b": 2, "d": 4, "e": 5} and mark(log) == 5
+    checked(root, [1, 2, 4, 5])
 
 
 @pytest.mark.parametrize(
