@@ -355,8 +355,9 @@ def _commit(run: _Run, applied: Applied, tracking: Materialized | None) -> Commi
         txn.abort()
         raise
     cdc = any(isinstance(a, A.Cdc) for a in removal.actions)
-    metadata = identity.metadata_with_marks(run.metadata or run.snap.metadata, applied.identity_marks)
-    metadata = run.metadata if metadata is run.snap.metadata else metadata
+    metadata = run.metadata  # the evolved schema, if any, with the marks the inserted rows' values reached
+    if applied.identity_marks:
+        metadata = identity.metadata_with_marks(run.metadata or run.snap.metadata, applied.identity_marks)
     actions = [*([metadata] if metadata is not None else []), *removal.actions]
     declared = rules.Declared(
         copies_rows=removal.copies_rows or counts.updated > 0,
