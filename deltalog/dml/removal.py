@@ -201,15 +201,18 @@ class Rewriter:
         """Rows the table held (copied, or updated): into data files, their identity values as they are."""
         self.data.write(batch, kept=True)
 
-    def insert(self, batch: pa.RecordBatch) -> pa.RecordBatch:
-        """New rows: given their identity values, into data files and, as inserts, into change files where a
-        change writer is on; the rows as written (identity values included)."""
+    def numbered(self, batch: pa.RecordBatch) -> pa.RecordBatch:
+        """New rows with their identity values (generated above the mark where the rows lack them), which the
+        data and the change files then both hold as they are."""
         values = self.data.preparer.identity
-        if values:
-            batch = values.complete(batch)
-        self.data.write(batch, kept=True)
+        return values.complete(batch) if values else batch
+
+    def insert(self, batch: pa.RecordBatch) -> None:
+        """New rows (:meth:`numbered`): into data files and, as inserts, into change files where a change writer
+        is on."""
+        batch = self.numbered(batch)
+        self.keep(batch)
         self.changed(batch, "insert")
-        return batch
 
     def insert_all(self, batches: Iterable[pa.RecordBatch]) -> None:
         """New rows (:meth:`insert`). Without a change writer, batches are prepared on a worker thread while

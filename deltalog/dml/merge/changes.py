@@ -133,9 +133,7 @@ class ChangeWriter:
     def inserted(self, rows: pa.RecordBatch) -> None:
         """New rows: identity columns the clause left out get values generated above the mark (in the data and
         the change files alike)."""
-        values = self.rewriter.data.preparer.identity
-        if values:
-            rows = values.complete(rows)
+        rows = self.rewriter.numbered(rows)
         self._data(rows)
         self.rewriter.changed(self._rows(rows), "insert")
 
