@@ -118,10 +118,10 @@ class DataFileWriter:
         return data_file_key(data_file_name(codec), names, values, self.prefix_length)
 
     # ------------------------------------------------------------------------------------------ batches in
-    def write(self, batch: pa.RecordBatch) -> None:
+    def write(self, batch: pa.RecordBatch, *, kept: bool = False) -> None:
         """Check ``batch`` against the table's rules, then buffer or write it; raises before writing any of
-        it when a rule fails."""
-        self.accept(self.prepare(batch))
+        it when a rule fails. ``kept``: rows whose identity values are kept as they are (:meth:`prepare`)."""
+        self.accept(self.prepare(batch, kept=kept))
 
     def write_all(self, batches: Iterable[pa.RecordBatch]) -> None:
         """:meth:`write` every batch, preparing the next one (reading it, checking it, splitting it by
@@ -143,10 +143,10 @@ class DataFileWriter:
                     pending.cancel()
                     raise
 
-    def prepare(self, batch: pa.RecordBatch) -> Prepared:
+    def prepare(self, batch: pa.RecordBatch, *, kept: bool = False) -> Prepared:
         """``batch`` checked and split (:meth:`BatchPreparer.prepare`); may run on another thread than
         :meth:`accept` (one prepare at a time)."""
-        return self.preparer.prepare(batch)
+        return self.preparer.prepare(batch, kept=kept)
 
     def accept(self, prepared: Prepared) -> None:
         """Buffer a prepared batch's rows per partition; full buffers become row groups."""

@@ -5,6 +5,11 @@ mark the writer's table had, in input order across batches (the writer prepares 
 that has the column gives explicit values: refused by name unless the column allows explicit inserts, else
 kept and remembered, since they move the mark too (:meth:`~deltalog.core.features.identity.IdentityColumn.synced`).
 What was generated, and the marks the commit must record, are read back once the files are written.
+
+Rows the table already held (a rewrite's copies, an update's new values of existing rows) are not new rows: the
+writer passes them by (:meth:`~deltalog.data.prepare.BatchPreparer.prepare` with ``kept``), their values as they
+are, neither generated again nor taken as explicit values, and they move no mark. New rows that must also go
+into change files get their values first (:meth:`IdentityValues.complete`), so that both files hold the same.
 """
 
 from __future__ import annotations
@@ -39,17 +44,31 @@ class IdentityValues:
             index = batch.schema.get_field_index(col.physical)
             if col.name not in missing:
                 self._explicit_values(col, batch.column(index))
-                continue
-            n = batch.num_rows
-            if n == 0:
-                continue
-            first, last = col.values(n, self._next[col.name])
-            values = pa.array(np.arange(n, dtype=np.int64) * np.int64(col.step) + np.int64(first), pa.int64())
-            self._next[col.name] = last + col.step
-            done = self._generated.get(col.name)
-            self._generated[col.name] = identity.Run(col.name, done.first if done else first, last)
-            batch = batch.set_column(index, batch.schema.field(index), values)
+            elif batch.num_rows:
+                batch = batch.set_column(index, batch.schema.field(index), self._generate(col, batch.num_rows))
         return batch
+
+    def complete(self, batch: pa.RecordBatch) -> pa.RecordBatch:
+        """``batch`` of new rows (logical names, matched regardless of case) with generated values appended for
+        the identity columns it lacks, explicit values checked: rows the writer then takes as they are."""
+        names = {n.lower(): i for i, n in enumerate(batch.schema.names)}
+        for col in self.columns:
+            index = names.get(col.name.lower())
+            if index is not None:
+                self._explicit_values(col, batch.column(index))
+            else:
+                batch = batch.append_column(pa.field(col.name, pa.int64()), self._generate(col, batch.num_rows))
+        return batch
+
+    def _generate(self, col: identity.IdentityColumn, n: int) -> pa.Array:
+        """The next ``n`` values of ``col``, remembered as generated."""
+        if n == 0:
+            return pa.array([], pa.int64())
+        first, last = col.values(n, self._next[col.name])
+        self._next[col.name] = last + col.step
+        done = self._generated.get(col.name)
+        self._generated[col.name] = identity.Run(col.name, done.first if done else first, last)
+        return pa.array(np.arange(n, dtype=np.int64) * np.int64(col.step) + np.int64(first), pa.int64())
 
     def _explicit_values(self, col: identity.IdentityColumn, values: pa.Array) -> None:
         if not col.allow_explicit_insert:

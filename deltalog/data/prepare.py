@@ -87,12 +87,14 @@ class BatchPreparer:
         #: identity values this writer generates (none for change files, or rows whose rules a caller checked)
         self.identity = IdentityValues({} if rules_checked or change_data else target.schema)
 
-    def prepare(self, batch: pa.RecordBatch) -> Prepared:
-        """``batch`` checked against the table's rules and split by partition."""
+    def prepare(self, batch: pa.RecordBatch, *, kept: bool = False) -> Prepared:
+        """``batch`` checked against the table's rules and split by partition. ``kept``: rows whose identity
+        values stay as they are (rows the table held, copied or updated; new rows already given values by
+        :meth:`~deltalog.data.identity_values.IdentityValues.complete`), neither generated nor taken as explicit."""
         if not isinstance(batch, pa.RecordBatch):
             raise InvalidArgumentError(f"write() takes a pyarrow RecordBatch, not {type(batch).__name__}")
         physical, missing = self._conform(batch)
-        if self.identity:
+        if self.identity and not kept:
             physical = self.identity.fill(physical, missing)
         physical = fill_columns(self.rules, physical, self.plans, missing)
         for plan, column in zip(self.stored, physical.columns[: len(self.stored)], strict=True):

@@ -214,7 +214,7 @@ def delete(
         else row_filter(predicate, snap.schema_json, snap.partition_columns, session_time_zone)
     )
     dvs = deletion_vectors.new_dvs_allowed(snap.protocol, snap.configuration)
-    rules.check_up_front(snap, ctx.location, (DV_DELETE, DELETE) if dvs else (REWRITE, DELETE))
+    rules.check_up_front(snap, ctx.location, (DV_DELETE, DELETE) if dvs else (REWRITE, DELETE), identity_preserved=True)
     txn.read(chosen)
     work = work_of(snap, chosen, ctx.now_ms())
     adds = list(snap.add_actions())
@@ -237,7 +237,9 @@ def delete(
             return skipped(txn, OPERATION)
         removal = remove_found(ctx.store, work, matches.files, workers)
     try:
-        actions, declared = removal.actions, rules.Declared(copies_rows=removal.copies_rows)
+        actions = removal.actions
+        # copies keep their identity values (Rewriter.keep)
+        declared = rules.Declared(copies_rows=removal.copies_rows, identity_preserved=True)
         txn.read_files(a.path for a in removal.touched)
     except BaseException:
         delete_files(ctx.store, removal.written)

@@ -10,9 +10,9 @@ rows). A file left without live rows is removed outright. No change files are ne
 the vectors.
 
 Without them, a touched file is removed and its surviving rows are copied into new files by the data-file
-writer (the table's rules apply to them again); on a change-data-feed table the removed rows go into change
-files (``_change_type = 'delete'``) under ``_change_data/``, every one of them, since a version with change
-files is read from those only.
+writer (the table's rules apply to them again; identity values stay as they are); on a change-data-feed table
+the removed rows go into change files (``_change_type = 'delete'``) under ``_change_data/``, every one of them,
+since a version with change files is read from those only.
 
 Nothing here commits. Every file written is listed in :attr:`Removal.written`, and a failure part way deletes
 what was written so far before it propagates.
@@ -198,17 +198,30 @@ class Rewriter:
         )
 
     def keep(self, batch: pa.RecordBatch) -> None:
-        self.data.write(batch)
+        """Rows the table held (copied, or updated): into data files, their identity values as they are."""
+        self.data.write(batch, kept=True)
+
+    def numbered(self, batch: pa.RecordBatch) -> pa.RecordBatch:
+        """New rows with their identity values (generated above the mark where the rows lack them), which the
+        data and the change files then both hold as they are."""
+        values = self.data.preparer.identity
+        return values.complete(batch) if values else batch
+
+    def insert(self, batch: pa.RecordBatch) -> None:
+        """New rows (:meth:`numbered`): into data files and, as inserts, into change files where a change writer
+        is on."""
+        batch = self.numbered(batch)
+        self.keep(batch)
+        self.changed(batch, "insert")
 
     def insert_all(self, batches: Iterable[pa.RecordBatch]) -> None:
-        """New rows: into data files, and into change files as inserts where a change writer is on. Without
-        one, batches are prepared on a worker thread while earlier ones are written (two cores)."""
+        """New rows (:meth:`insert`). Without a change writer, batches are prepared on a worker thread while
+        earlier ones are written (two cores)."""
         if self.change is None:
             self.data.write_all(batches)
             return
         for batch in batches:
-            self.keep(batch)
-            self.changed(batch, "insert")
+            self.insert(batch)
 
     def changed(self, batch: pa.RecordBatch, kind: str) -> None:
         if self.change is not None and batch.num_rows:

@@ -27,13 +27,19 @@ if TYPE_CHECKING:
 
 
 def check_up_front(
-    snap: Snapshot | NewTable, location: str, operations: Sequence[str], *, row_ids_preserved: bool = False
+    snap: Snapshot | NewTable,
+    location: str,
+    operations: Sequence[str],
+    *,
+    row_ids_preserved: bool = False,
+    identity_preserved: bool = False,
 ) -> None:
     """Refuse, before any file is written, the operations the table's features forbid (typed
     :class:`~deltalog.errors.UnsupportedFeatureError` naming the feature); ``row_ids_preserved``: the writer
-    will keep copied rows' ids in the materialized columns (:class:`Declared`)."""
+    will keep copied rows' ids in the materialized columns, ``identity_preserved``: their identity values
+    (:class:`Declared`)."""
     source = f"{location}/_delta_log (version {snap.version})"
-    implemented = Declarations(row_ids_preserved=row_ids_preserved).implemented
+    implemented = Declarations(row_ids_preserved=row_ids_preserved, identity_preserved=identity_preserved).implemented
     for operation in operations:
         check_operation(operation, snap.protocol, snap.configuration, snap.schema_json, source, implemented=implemented)
 
@@ -49,6 +55,8 @@ class Declared:
     row_ids_preserved: bool = False
     #: the identity values the data-file writer generated
     identity_runs: tuple[Run, ...] = ()
+    #: rows copied into new files kept their identity values (the data-file writer's copies: :meth:`Rewriter.keep`)
+    identity_preserved: bool = False
 
     def as_kwargs(self) -> dict[str, Any]:
         # The data-file writer evaluated every row rule; a rewrite's change files cover each change it makes.
@@ -59,6 +67,7 @@ class Declared:
             "cdc_covers_all": covers,
             "row_ids_preserved": self.row_ids_preserved,
             "identity_runs": self.identity_runs,
+            "identity_preserved": self.identity_preserved,
         }
 
 

@@ -9,7 +9,11 @@ files that hold them (:func:`deltalog.data.identity_rewrite.shifted_file`), and 
 own values in a metaData built on the winner's schema. Every attempt starts again from the files the writer
 wrote, so several winners cost one rewrite per attempt, never a chain.
 
-A rewrite reads and writes every file of the attempt, so it is bounded: past :data:`REBASE_LIMIT_BYTES` of
+Only a commit whose files hold nothing but new rows can be moved so: one that also removes files or writes change
+files (a MERGE that inserts and updates, a ``replace_where`` that copies rows) holds rows whose values must stay
+as they are, beside the new ones, and change files that repeat them; it fails with
+:class:`~deltalog.errors.MetadataChangedError` naming the identity column, as Delta Spark's would, its files
+deleted. A rewrite reads and writes every file of the attempt, so it is bounded: past :data:`REBASE_LIMIT_BYTES` of
 files the commit fails with :class:`~deltalog.errors.MetadataChangedError` naming the identity column, as
 Delta Spark's would, and nothing stays written.
 """
@@ -83,6 +87,13 @@ class IdentityRebase:
             marks[run.column] = last
         adds = [a for a in actions if isinstance(a, A.Add)]
         self._originals = [resolve(self.store, a.path) for a in adds]
+        if shifts and any(isinstance(a, (A.Remove, A.Cdc)) for a in actions):
+            column = next(r.column for r in self.runs if columns[r.column].physical in shifts)
+            raise MetadataChangedError(
+                f"identity column {column!r}: another writer committed values this write also generated, and its "
+                "files also hold rows it kept or change files, whose values cannot move with the new ones; nothing "
+                "was committed: run it again"
+            )
         if shifts:
             size = sum(a.size for a in adds)
             if size > self.limit_bytes:

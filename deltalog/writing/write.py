@@ -86,14 +86,6 @@ def _precheck(store: LogStore, target: WriteTarget, schema: pa.Schema) -> None:
     DataFileWriter(store, target).write(pa.RecordBatch.from_pylist([], schema=schema))
 
 
-def with_identity_marks(metadata: A.Metadata | None, marks: Mapping[str, int]) -> A.Metadata | None:
-    """``metadata`` with the identity high-water marks this write's values reached (itself without any)."""
-    if metadata is None or not marks:
-        return metadata
-    schema = identity.with_marks(orjson.loads(metadata.schema_string or "{}"), marks)
-    return dataclasses.replace(metadata, schema_string=orjson.dumps(schema).decode())
-
-
 # ---------------------------------------------------------------------------------------------- write
 def _check_arguments(
     mode: str, replace_where: Any, app_id: str | None, app_version: int | None, schema_mode: str | None
@@ -234,7 +226,7 @@ def _write(
     removal, where, rewriter = Removal(), None, None
     rows = 0
     try:
-        rules.check_up_front(snap, log.location, sorted(operations))
+        rules.check_up_front(snap, log.location, sorted(operations), identity_preserved=True)
         if isinstance(snap, NewTable) and identity.columns(target.schema):
             raise InvalidArgumentError(
                 f"{log.location}: a table with identity columns is created first (DeltaLog.create(identity=...)), "
@@ -250,7 +242,7 @@ def _write(
                 log.store, txn, snap, replace_where, rewriter_for, now, session_time_zone
             )
             operations |= removal.operations
-            rules.check_up_front(snap, log.location, sorted(operations))
+            rules.check_up_front(snap, log.location, sorted(operations), identity_preserved=True)
         else:
             rewriter = rewriter_for(False)
         counted = [0]
@@ -266,10 +258,12 @@ def _write(
         rows = counted[0]
         values = rewriter.data.preparer.identity
         finish(removal, rewriter)
-        marked = with_identity_marks(merged or snap.metadata, values.marks()) if values else merged
+        marked = identity.metadata_with_marks(merged or snap.metadata, values.marks()) if values else merged
         staged = [*([marked] if marked is not None else []), *removal.actions]
         actions = staged
-        declared = rules.Declared(copies_rows=removal.copies_rows, identity_runs=values.generated)
+        declared = rules.Declared(
+            copies_rows=removal.copies_rows, identity_runs=values.generated, identity_preserved=True
+        )
         txn.read_files(a.path for a in removal.touched)
     except BaseException:
         if rewriter is not None:

@@ -54,6 +54,8 @@ class Declarations:
     ``row_ids_preserved``: rows copied into new files carry their row ids and commit versions in the table's
     materialized row-tracking columns (what a rewrite owes a table with row tracking enabled).
     ``identity_runs``: the identity values the data writer generated (:class:`~deltalog.core.features.identity.Run`).
+    ``identity_preserved``: rows copied into new files keep their identity values as they were, and only new rows
+    got generated ones (what a rewrite owes a table with identity columns: deltalog's data writer does it).
     """
 
     copies_rows: bool | None = None
@@ -64,14 +66,17 @@ class Declarations:
     #: the identity values the data writer generated into the commit's files (moved when another writer's
     #: commit took them first)
     identity_runs: tuple[identity.Run, ...] = ()
+    identity_preserved: bool = False
 
     @property
     def implemented(self) -> frozenset[str]:
-        """The feature checks this commit meets: every commit's, plus the preservation of row ids when the writer
-        declared it (:data:`~deltalog.core.features.row_tracking.ROW_ID_PRESERVATION`)."""
-        if self.row_ids_preserved:
-            return DEFAULT_IMPLEMENTED | {row_tracking.ROW_ID_PRESERVATION}
-        return DEFAULT_IMPLEMENTED
+        """The feature checks this commit meets: every commit's, plus the preservation of row ids and of identity
+        values when the writer declared it (:data:`~deltalog.core.features.row_tracking.ROW_ID_PRESERVATION`,
+        :data:`~deltalog.core.features.identity.PRESERVATION`)."""
+        extra = {row_tracking.ROW_ID_PRESERVATION} if self.row_ids_preserved else set()
+        if self.identity_preserved:
+            extra.add(identity.PRESERVATION)
+        return DEFAULT_IMPLEMENTED | extra if extra else DEFAULT_IMPLEMENTED
 
 
 NOTHING_DECLARED = Declarations()
@@ -113,6 +118,17 @@ def new_files(actions: Sequence[A.Action], operation: str) -> list[A.Add]:
         return []
     removed = {path_key(a.path) for a in actions if isinstance(a, A.Remove)}
     return [a for a in actions if isinstance(a, A.Add) and path_key(a.path) not in removed]
+
+
+def _copies(actions: Sequence[A.Action], stated: bool | None) -> bool:
+    """Whether the commit copies rows into new files: as the writer states it, else whenever it removes files
+    with ``dataChange=true`` and adds others (what the log alone cannot rule out)."""
+    if stated is not None:
+        return stated and any(isinstance(a, A.Add) and a.data_change for a in actions)
+    removed = {path_key(a.path) for a in actions if isinstance(a, A.Remove) and a.data_change}
+    return bool(removed) and any(
+        isinstance(a, A.Add) and a.data_change and path_key(a.path) not in removed for a in actions
+    )
 
 
 def _physical_partition_keys(schema: Mapping[str, Any], partition_columns: Sequence[str], mode: str) -> list[str]:
@@ -202,17 +218,25 @@ def check_commit(
             feature=clustering.FEATURE,
         )
 
-    # identity columns: only deltalog's data writer generates their values and advances the mark
-    if not restore and fresh and declared.rows_validated != constraints.CHECKED:
-        named = identity.columns(schema)
-        if named:
-            raise UnsupportedFeatureError(
-                f"cannot write {source}: identity column {named[0].name!r} ({identity.FEATURE}): new rows need "
-                f"values generated above {identity.HIGH_WATER_MARK} and the mark advanced in the same commit; "
-                "write them with deltalog.write, which does both (a commit of files written elsewhere cannot)",
-                feature=identity.FEATURE,
-                path=source,
-            )
+    # identity columns: only deltalog's data writer generates their values and advances the mark, and keeps the
+    # values of the rows a rewrite copies (a dataChange=false re-add moves the same rows: it owes nothing)
+    named = identity.columns(schema) if not restore else ()
+    if named and any(a.data_change for a in fresh) and declared.rows_validated != constraints.CHECKED:
+        raise UnsupportedFeatureError(
+            f"cannot write {source}: identity column {named[0].name!r} ({identity.FEATURE}): new rows need "
+            f"values generated above {identity.HIGH_WATER_MARK} and the mark advanced in the same commit; "
+            "write them with deltalog.write, which does both (a commit of files written elsewhere cannot)",
+            feature=identity.FEATURE,
+            path=source,
+        )
+    if named and _copies(actions, declared.copies_rows) and not declared.identity_preserved:
+        raise UnsupportedFeatureError(
+            f"cannot write {source}: identity column {named[0].name!r} ({identity.FEATURE}): rows this commit copies "
+            "into new files must keep their identity values, which only deltalog's DELETE, UPDATE, MERGE and "
+            "replace_where vouch for (identity_preserved)",
+            feature=identity.FEATURE,
+            path=source,
+        )
 
     # row rules: new rows validated by someone, rules added to a table with rows validated against its rows
     if not restore:

@@ -27,9 +27,9 @@ import orjson
 
 from deltalog.core import actions as A
 from deltalog.core.features.configuration import TableConfiguration
-from deltalog.core.features.kinds import NEW_ROWS, NONE, REWRITE, Obligation, Rule, refuse
+from deltalog.core.features.kinds import NEW_ROWS, NONE, REWRITE, Obligation, Rule
 from deltalog.core.schema import PHYSICAL_NAME, top_level_fields, walk_fields
-from deltalog.errors import InvalidArgumentError, SchemaError
+from deltalog.errors import InvalidArgumentError, SchemaError, UnsupportedFeatureError
 
 START = "delta.identity.start"
 STEP = "delta.identity.step"
@@ -227,6 +227,14 @@ def with_marks(schema: Mapping[str, Any], marks: Mapping[str, int]) -> dict[str,
     return out
 
 
+def metadata_with_marks(metadata: A.Metadata | None, marks: Mapping[str, int]) -> A.Metadata | None:
+    """``metadata`` with the identity high-water marks a write's values reached (itself without any)."""
+    if metadata is None or not marks:
+        return metadata
+    schema = with_marks(orjson.loads(metadata.schema_string or "{}"), marks)
+    return dataclasses.replace(metadata, schema_string=orjson.dumps(schema).decode())
+
+
 def _without_marks(schema: Mapping[str, Any]) -> Any:
     out: dict[str, Any] = orjson.loads(orjson.dumps(schema))
     for f in top_level_fields(out):
@@ -266,22 +274,51 @@ def tagged(tags: Iterable[tuple[str, Any]]) -> bool:
     return any(k == SCHEMA_UPDATE_TAG and str(v).lower() == "true" for k, v in tags)
 
 
+#: the check a rewrite owes a table with identity columns: rows copied into new files keep their identity values as
+#: they are (neither generated again nor taken as explicit inserts), new rows get values generated above the mark,
+#: and only those advance it. Met only by a commit whose writer declares it (``identity_preserved``: deltalog's
+#: DELETE, UPDATE, MERGE and ``replace_where`` write their copies so), never by default: a commit of files it did
+#: not write cannot say what they hold
+PRESERVATION = "identity_preservation"
+
+
 def obligation(kind: str, table: TableConfiguration) -> Obligation:
     """New rows need values generated above the mark and the mark advanced: the check of deltalog's data writer
     and commit (:func:`~deltalog.core.features.commit_checks.check_commit` refuses new rows it did not write).
-    Rows a rewrite copies must keep their values, which deltalog's rewrites do not do yet."""
+    Rows a rewrite copies must also keep their values (:data:`PRESERVATION`, met where the writer declares it).
+    A rearrangement (OPTIMIZE) moves the same rows, values and all: it owes nothing."""
     if kind not in NEW_ROWS or not table.column_metadata(PREFIX):
         return NONE
     if kind == REWRITE:
-        return refuse(
-            "identity columns: rows copied by a rewrite must keep their identity values, which deltalog's "
-            "rewrites do not do yet (deletes with deletion vectors and appends do)"
+        return Obligation(
+            "identity columns: rows copied by a rewrite keep their identity values and new rows get values above "
+            "delta.identity.highWaterMark, which deltalog's DELETE, UPDATE, MERGE and replace_where write",
+            PRESERVATION,
         )
     return Obligation(
         "identity columns: deltalog's data writer generates values above delta.identity.highWaterMark and the "
         "commit advances the mark",
         "identity",
     )
+
+
+def check_assignment(col: IdentityColumn, *, update: bool, where: str) -> None:
+    """Refuse giving identity column ``col`` a value in ``where`` (a clause of a MERGE, an UPDATE), as Delta
+    Spark refuses it (``IdentityColumn.blockIdentityColumnUpdate`` / ``blockExplicitIdentityColumnInsert``):
+    an update never; an insert unless the column allows explicit inserts."""
+    if update:
+        raise UnsupportedFeatureError(
+            f"{where}: column {col.name!r} is an identity column, whose values are never updated "
+            "(DELTA_IDENTITY_COLUMNS_UPDATE_NOT_SUPPORTED); leave it out of the assignments",
+            feature=FEATURE,
+        )
+    if not col.allow_explicit_insert:
+        raise UnsupportedFeatureError(
+            f"{where}: column {col.name!r} is an identity column, which generates its own values "
+            f"({ALLOW_EXPLICIT_INSERT} is false: DELTA_IDENTITY_COLUMNS_EXPLICIT_INSERT_NOT_SUPPORTED); leave it "
+            "out of the insert",
+            feature=FEATURE,
+        )
 
 
 OBLIGATIONS: Mapping[str, Rule] = {FEATURE: obligation}
@@ -293,6 +330,7 @@ __all__ = [
     "HIGH_WATER_MARK",
     "OBLIGATIONS",
     "PREFIX",
+    "PRESERVATION",
     "SCHEMA_UPDATE_TAG",
     "START",
     "STEP",
@@ -300,11 +338,13 @@ __all__ = [
     "Run",
     "next_after",
     "obligation",
+    "check_assignment",
     "check_definitions",
     "columns",
     "is_identity",
     "marks_only_update",
     "marks_of",
+    "metadata_with_marks",
     "only_marks_changed",
     "tagged",
     "with_definitions",

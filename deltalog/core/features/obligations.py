@@ -88,7 +88,8 @@ OBLIGATIONS: Mapping[str, Rule] = {
 #: checkpoint writer meets V2 checkpoints (``checkpoint``) and log cleanup checkpoint protection
 #: (``checkpoint_protection``, which also gates a checkpoint on its own version's protocol). Wiring a feature
 #: module into a path adds its name. A check outside this set is met only where the writer declares it did what it
-#: asks (a rewrite that kept its copied rows' ids: :data:`~deltalog.core.features.row_tracking.ROW_ID_PRESERVATION`).
+#: asks (a rewrite that kept its copied rows' ids: :data:`~deltalog.core.features.row_tracking.ROW_ID_PRESERVATION`;
+#: their identity values: :data:`~deltalog.core.features.identity.PRESERVATION`).
 DEFAULT_IMPLEMENTED: frozenset[str] = frozenset(
     {
         "append_only",

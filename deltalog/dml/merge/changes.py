@@ -13,7 +13,8 @@ On a change-data-feed table, change files record every change of the commit: ``u
 ``update_postimage`` for every row an update clause applied to (even when its values did not change, as Spark
 does), ``delete`` for deleted rows, ``insert`` for inserted ones. On a table with row tracking enabled, updated
 rows keep their row ids and take the commit's version, copied rows keep both, inserted rows get fresh ones
-(:mod:`deltalog.data.row_ids`).
+(:mod:`deltalog.data.row_ids`). Identity columns keep their values in copied and updated rows; inserted rows get
+values generated above the high-water mark, or the explicit ones a clause gives where the column allows them.
 
 Nothing here commits; the files written are the writer's (:class:`ChangeWriter`), deleted again by the caller
 if the commit does not happen.
@@ -130,6 +131,9 @@ class ChangeWriter:
             self.rewriter.changed(self._rows(rows), "delete")
 
     def inserted(self, rows: pa.RecordBatch) -> None:
+        """New rows: identity columns the clause left out get values generated above the mark (in the data and
+        the change files alike)."""
+        rows = self.rewriter.numbered(rows)
         self._data(rows)
         self.rewriter.changed(self._rows(rows), "insert")
 

@@ -4,9 +4,11 @@ The transaction starts first and everything is decided on its snapshot. In order
 file is written:
 
 1. the source is materialized (:mod:`deltalog.dml.merge.source`; a MERGE only) and the statement bound
-   (:mod:`deltalog.dml.merge.plan`): names, aliases, types, clause order, identity columns;
+   (:mod:`deltalog.dml.merge.plan`): names, aliases, types, clause order, identity columns (never updated,
+   inserted only where explicit values are allowed);
 2. the table's features are asked (append-only refuses a merge that can remove or change rows, row tracking
-   enabled is met by carrying row ids, identity columns refuse new rows, ...);
+   enabled is met by carrying row ids, identity columns by keeping copied rows' values and generating inserted
+   rows' above the mark, ...);
 3. the read is recorded as Delta Spark records it (the condition's target-only conjuncts, the whole table with
    a ``NOT MATCHED BY SOURCE`` clause) and the candidate files chosen by it (partitions, statistics), then
    narrowed by the source's key values (:mod:`deltalog.dml.merge.prune`);
@@ -32,7 +34,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -42,7 +44,7 @@ import pyarrow as pa
 
 from deltalog.actions import Add
 from deltalog.core import actions as A
-from deltalog.core.features import deletion_vectors
+from deltalog.core.features import deletion_vectors, identity
 from deltalog.core.features.cdf import enabled as change_data_feed
 from deltalog.core.features.kinds import APPEND, DELETE, DV_DELETE, METADATA, REWRITE
 from deltalog.data.predicate import RowFilter, tree_filter
@@ -63,7 +65,7 @@ from deltalog.dml.merge.prune import by_source_keys
 from deltalog.dml.merge.scan import FileActions, scan_group
 from deltalog.dml.merge.source import MergeSource, materialize, normalised_schema
 from deltalog.dml.removal import Removal
-from deltalog.errors import InvalidArgumentError
+from deltalog.errors import InvalidArgumentError, UnsupportedFeatureError
 from deltalog.storage.base import LogStore
 from deltalog.table.commit import CommitResult
 
@@ -257,6 +259,9 @@ class Applied:
     scanned: float
     source_rows: int | None = None
     materialize_ms: int = 0
+    #: the identity values generated for inserted rows, and the high-water marks they (and explicit ones) reach
+    identity_runs: tuple[identity.Run, ...] = ()
+    identity_marks: Mapping[str, int] = dataclasses.field(default_factory=dict)
 
 
 #: runs both passes of a statement elsewhere: (work, candidate files, the source) -> what was done; the
@@ -273,7 +278,14 @@ def _execute(run: _Run) -> CommitResult:
     if plan.removes_rows:
         check_removable(snap, run.operation)
     ops = _operations(plan, dvs, run.metadata is not None)
-    rules.check_up_front(snap, ctx.location, ops, row_ids_preserved=tracking is not None)
+    rules.check_up_front(snap, ctx.location, ops, row_ids_preserved=tracking is not None, identity_preserved=True)
+    if run.passes is not None and plan.not_matched and identity.columns(plan.schema):
+        raise UnsupportedFeatureError(
+            f"{ctx.location}: a MERGE whose passes run elsewhere (Spark's executors) cannot insert into a table "
+            f"with identity column {identity.columns(plan.schema)[0].name!r}: each place would generate values "
+            "from the same high-water mark; run it with deltalog's own merge (DeltaLog.merge)",
+            feature=identity.FEATURE,
+        )
     files = run.read()
     if run.passes is not None:
         target = dataclasses.replace(target_of(snap), schema=plan.schema, session_time_zone=plan.session_time_zone)
@@ -332,7 +344,10 @@ def _execute(run: _Run) -> CommitResult:
         discard(ctx, removal.written)
         txn.abort()
         raise
-    return _commit(run, Applied(removal, counts, scanned), tracking)
+    values = writer.rewriter.data.preparer.identity
+    return _commit(
+        run, Applied(removal, counts, scanned, identity_runs=values.generated, identity_marks=values.marks()), tracking
+    )
 
 
 def _skip(run: _Run, counts: Counts) -> CommitResult:
@@ -353,11 +368,16 @@ def _commit(run: _Run, applied: Applied, tracking: Materialized | None) -> Commi
         txn.abort()
         raise
     cdc = any(isinstance(a, A.Cdc) for a in removal.actions)
-    actions = [*([run.metadata] if run.metadata is not None else []), *removal.actions]
+    metadata = run.metadata  # the evolved schema, if any, with the marks the inserted rows' values reached
+    if applied.identity_marks:
+        metadata = identity.metadata_with_marks(run.metadata or run.snap.metadata, applied.identity_marks)
+    actions = [*([metadata] if metadata is not None else []), *removal.actions]
     declared = rules.Declared(
         copies_rows=removal.copies_rows or counts.updated > 0,
         cdc_covers_all=cdc,
         row_ids_preserved=tracking is not None,
+        identity_runs=applied.identity_runs,
+        identity_preserved=True,
     )
     scanned = applied.scanned
     times = Times(_ms(run.started), run.materialize_ms, int((scanned - run.started) * 1000), _ms(scanned))

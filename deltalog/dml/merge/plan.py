@@ -2,7 +2,8 @@
 
 Binding happens once, before any row is read, so every mistake is refused by name with nothing written: a
 column that does not exist or carries the wrong alias, an ambiguous unqualified name, an ``updates`` key the
-table lacks, a value Spark's store assignment refuses for its column, an assignment to an identity column.
+table lacks, a value Spark's store assignment refuses for its column, an update of an identity column, or an
+insert of one that does not allow explicit values.
 
 Scopes are Spark's: the merge condition and ``WHEN MATCHED`` clauses see the target (relation 0) and the
 source (relation 1) under their aliases; ``WHEN NOT MATCHED`` sees the source alone and ``WHEN NOT MATCHED BY
@@ -34,7 +35,7 @@ from deltalog.data.constraints import DEFAULT, GENERATION
 from deltalog.data.expressions import fold
 from deltalog.data.filters import source as filter_source
 from deltalog.dml.merge import clauses as C
-from deltalog.errors import InvalidArgumentError, InvalidExpressionError, UnsupportedFeatureError
+from deltalog.errors import InvalidArgumentError, InvalidExpressionError
 from deltalog.expr import Relation, Scope, bind, bind_assignment, bind_predicate, parse
 from deltalog.expr import tree as X
 from deltalog.expr import types as T
@@ -89,6 +90,7 @@ class Column:
     type: T.DataType
     generated: X.Expr | None = None
     default: X.Expr | None = None
+    identity: identities.IdentityColumn | None = None
 
 
 @dataclass(frozen=True)
@@ -200,6 +202,7 @@ def _columns(schema: Mapping[str, Any], tz: str) -> tuple[Column, ...]:
     """Every top-level column with its generated expression or default, bound over the table's logical scope
     and typed as the column (Spark stores the value cast to the column's type)."""
     scope = Scope.of_schema(schema, physical=False)
+    identity = {c.name: c for c in identities.columns(schema)}
     out = []
     for f in top_level_fields(schema):
         meta = f.get("metadata") or {}
@@ -209,7 +212,7 @@ def _columns(schema: Mapping[str, Any], tz: str) -> tuple[Column, ...]:
             generated = fold(_typed(bind(str(meta[GENERATION]), scope), t), tz)
         elif DEFAULT in meta:
             default = fold(_typed(bind(str(meta[DEFAULT]), scope), t), tz)
-        out.append(Column(str(f["name"]), t, generated, default))
+        out.append(Column(str(f["name"]), t, generated, default, identity.get(str(f["name"]))))
     return tuple(out)
 
 
@@ -219,10 +222,6 @@ def _typed(e: X.Expr, t: T.DataType) -> X.Expr:
     if isinstance(e, X.Literal) and e.value is None:
         return X.Literal(None, t)
     return X.Cast(e, t, False, True)
-
-
-def identity_columns(schema: Mapping[str, Any]) -> set[str]:
-    return {str(f["name"]).lower() for f in top_level_fields(schema) if identities.is_identity(f)}
 
 
 def _column_named(key: str, columns: Sequence[Column], target_alias: str | None, clause: C.Clause) -> Column:
@@ -253,7 +252,6 @@ def _assignments(
     target_alias: str | None,
     source_alias: str | None,
     evolving: bool,
-    identity: set[str],
     tz: str = "UTC",
 ) -> tuple[tuple[str, X.Expr], ...]:
     if clause.action == C.DELETE:
@@ -265,8 +263,8 @@ def _assignments(
         for col in columns:
             name = given.get(col.name.lower())
             if name is None:
-                if col.generated is not None or evolving:
-                    continue  # computed from the row / left as it is (UPDATE) or its default (INSERT)
+                if col.generated is not None or col.identity is not None or evolving:
+                    continue  # computed from the row or generated / left as it is (UPDATE) or its default (INSERT)
                 raise InvalidExpressionError(
                     f"{clause.shown}: the source has no column {col.name!r}, which the table has; the source has "
                     f"{list(source.names)} (schema_mode='merge' leaves missing columns unchanged on update and "
@@ -288,12 +286,8 @@ def _assignments(
             pairs.append((col, value, value if isinstance(value, str) else X.to_sql(value)))
     out = []
     for col, value, text in pairs:
-        if col.name.lower() in identity:
-            raise UnsupportedFeatureError(
-                f"{clause.shown}: column {col.name!r} is an identity column, whose values only the table generates "
-                "(Delta Spark refuses to update or insert it)",
-                feature="identityColumns",
-            )
+        if col.identity is not None:  # Delta Spark's: never updated; inserted only where explicit values are allowed
+            identities.check_assignment(col.identity, update=clause.action == C.UPDATE, where=clause.shown)
         tree = parse(value) if isinstance(value, str) else value
         if not isinstance(tree, (X.Column, X.Field, X.Literal, X.Call, X.Cast, X.Case)):
             tree = X.literal_of(tree)
@@ -401,7 +395,6 @@ def plan_merge(
     found = scopes(schema, source, target_alias, source_alias)
     bound_condition, text = bind_condition(condition, found[PAIR], "the merge condition", tz)
     columns = _columns(schema, tz)
-    identity = identity_columns(schema)
     bound: list[BoundClause] = []
     for kind in C.KINDS:
         for c in (c for c in clauses if c.kind == kind):
@@ -409,7 +402,7 @@ def plan_merge(
             cond, cond_text = (None, None)
             if c.condition is not None:
                 cond, cond_text = bind_condition(c.condition, scope, f"the condition of {c.shown}", tz)
-            pairs = _assignments(c, scope, columns, source, target_alias, source_alias, evolving, identity, tz)
+            pairs = _assignments(c, scope, columns, source, target_alias, source_alias, evolving, tz)
             bound.append(BoundClause(kind, c.action, _SCOPES[kind], cond, cond_text, pairs, c.shown))
     keys, residual = split_keys(bound_condition)
     matched = [b for b in bound if b.kind == C.MATCHED]
@@ -454,7 +447,7 @@ def plan_update(
     tz = session_time_zone or "UTC"
     cond, text = (None, None) if predicate is None else bind_condition(predicate, scope, "the UPDATE predicate", tz)
     columns = _columns(schema, tz)
-    pairs = _assignments(clause, scope, columns, None, None, None, False, identity_columns(schema), tz)
+    pairs = _assignments(clause, scope, columns, None, None, None, False, tz)
     bound = BoundClause(C.NOT_MATCHED_BY_SOURCE, C.UPDATE, TARGET, cond, text, pairs, shown)
     return MergePlan(
         schema=schema,
@@ -477,7 +470,6 @@ __all__ = [
     "KeyPair",
     "MergePlan",
     "bind_condition",
-    "identity_columns",
     "on_relation",
     "plan_merge",
     "plan_update",

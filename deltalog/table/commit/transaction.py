@@ -299,6 +299,7 @@ class Transaction:
         cdc_covers_all: bool = False,
         row_ids_preserved: bool = False,
         identity_runs: Sequence[Run] = (),
+        identity_preserved: bool = False,
     ) -> CommitResult:
         """Commit the staged actions plus ``actions`` as one new version.
 
@@ -324,7 +325,9 @@ class Transaction:
         tracking enabled, ``row_ids_preserved=True`` says rows copied into new files carry their row ids and
         commit versions in the materialized columns (which lets a rewrite commit there). ``identity_runs`` are
         the identity values deltalog's data writer generated into the files (another writer's commit taking
-        them first moves them: :mod:`deltalog.table.identity_rebase`).
+        them first moves them: :mod:`deltalog.table.identity_rebase`); ``identity_preserved=True`` says rows
+        copied into new files kept their identity values (which lets a rewrite commit on a table with identity
+        columns).
         """
         declared = Declarations(
             copies_rows=copies_rows,
@@ -333,6 +336,7 @@ class Transaction:
             rows_validated=validation(data_validated, "data_validated"),
             existing_rows_validated=validation(existing_data_validated, "existing_data_validated"),
             identity_runs=tuple(identity_runs),
+            identity_preserved=identity_preserved,
         )
         commit = partial(self._commit, actions, operation, operation_parameters, user_metadata, operation_metrics)
         try:

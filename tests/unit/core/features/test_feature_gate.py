@@ -11,6 +11,7 @@ import pytest
 
 from deltalog.core.actions import Protocol
 from deltalog.core.features import obligations as G
+from deltalog.core.features.commit_checks import Declarations
 from deltalog.core.features.configuration import TableConfiguration
 from deltalog.core.features.obligations import check_writable
 from deltalog.core.features.protocol import check_readable
@@ -157,15 +158,18 @@ def test_catalog_managed_tables_are_refused_before_any_gate() -> None:
 
 
 # ---------------------------------------------------------------------------------------------- commits by kind
-def test_identity_columns_need_the_identity_module_for_new_rows_and_refuse_copies() -> None:
+def test_identity_columns_need_the_identity_module_for_new_rows_and_a_declaration_for_copies() -> None:
     protocol = proto("identityColumns")
     sch = schema(col("id", **{"delta.identity.start": 1, "delta.identity.step": 1, "delta.identity.highWaterMark": 4}))
     for op in (G.APPEND, G.OVERWRITE):
         assert blocked(op, protocol, {}, sch, implemented=G.ALL_MODULES) == []
         assert blocked(op, protocol, {}, sch, implemented=G.ALL_MODULES - {"identity"}) == ["identityColumns"]
+    # a rewrite's copies keep their values only where the writer declares it did (deltalog's DML does)
     with pytest.raises(UnsupportedFeatureError, match="keep their identity values") as info:
         G.check_operation(G.REWRITE, protocol, {}, sch, SRC, implemented=G.ALL_MODULES)
     assert info.value.feature == "identityColumns"
+    declared = Declarations(identity_preserved=True).implemented
+    assert blocked(G.REWRITE, protocol, {}, sch, implemented=declared) == []
     for op in (G.DELETE, G.METADATA, G.RESTORE, G.REARRANGE):
         assert blocked(op, protocol, {}, sch, implemented=G.ALL_MODULES) == []
     assert allowed(G.APPEND, protocol)  # supported but no identity column: nothing to generate
