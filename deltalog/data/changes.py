@@ -39,6 +39,7 @@ from deltalog.core.features.change_feed import (
 )
 from deltalog.core.schema import top_level_fields
 from deltalog.data.dv import read_deletion_vector
+from deltalog.data.memory import DATA_POOL
 from deltalog.data.parallel import ordered
 from deltalog.data.predicate import row_filter
 from deltalog.data.read import BATCH_ROWS, DataFile, ReadSchema, read_batches, read_schema
@@ -162,9 +163,9 @@ def read_change_file(
         n = batch.num_rows
         arrays = dict(zip(batch.schema.names, batch.columns, strict=True))
         if kind is not None:
-            arrays[CHANGE_TYPE] = pa.repeat(kind, n)
-        arrays[COMMIT_VERSION] = pa.repeat(version_value, n)
-        arrays[COMMIT_TIMESTAMP] = pa.repeat(time_value, n)
+            arrays[CHANGE_TYPE] = pa.repeat(kind, n, memory_pool=DATA_POOL)
+        arrays[COMMIT_VERSION] = pa.repeat(version_value, n, memory_pool=DATA_POOL)
+        arrays[COMMIT_TIMESTAMP] = pa.repeat(time_value, n, memory_pool=DATA_POOL)
         if filter is not None:
             kept = filter.rows(pa.RecordBatch.from_arrays(list(arrays.values()), names=list(arrays)))
             if not kept.num_rows:

@@ -31,6 +31,7 @@ from deltalog.core.state.columns import bool_array
 from deltalog.data.conform import Column, conform, match, plan_field
 from deltalog.data.dv import read_deletion_vector
 from deltalog.data.locate import failures_named, native_path, open_input, resolve
+from deltalog.data.memory import DATA_POOL, parquet_file
 from deltalog.errors import CorruptDataError, InvalidArgumentError, UnsupportedFeatureError
 from deltalog.storage.base import LogStore
 
@@ -223,7 +224,7 @@ class _Piece:
     def rows(self, spec: ReadSchema) -> pa.RecordBatch:
         p = self.plan
         out = _assemble(spec, self.batch, p.found, p.position, p.partitions, p.source, self.ids)
-        return out if self.keep is None else out.filter(self.keep)
+        return out if self.keep is None else pc.filter(out, self.keep, memory_pool=DATA_POOL)
 
 
 def _pieces(
@@ -252,7 +253,7 @@ def _pieces(
                 else stack.enter_context(open_input(store, where, source))
             )
             # pre-buffering coalesces ranged reads, which pays on object stores and costs on a local disk
-            parquet = pq.ParquetFile(handle, coerce_int96_timestamp_unit="us", pre_buffer=local is None)
+            parquet = parquet_file(handle, coerce_int96_timestamp_unit="us", pre_buffer=local is None)
             stack.callback(parquet.close)
             num_rows = parquet.metadata.num_rows
             file_fields = list(parquet.schema_arrow)
@@ -442,7 +443,7 @@ def _assemble(
     arrays = []
     for column in spec.columns:
         if column.name in partitions:
-            arrays.append(pa.repeat(partitions[column.name], n))
+            arrays.append(pa.repeat(partitions[column.name], n, memory_pool=DATA_POOL))
             continue
         i = found.get(column.name)
         if i is None:
