@@ -29,6 +29,7 @@ from deltalog.core.files.partitions import PartitionValueError, parse_value
 from deltalog.core.schema import top_level_fields
 from deltalog.core.state.columns import bool_array
 from deltalog.data.conform import Column, conform, match, plan_field
+from deltalog.data.constants import Constants
 from deltalog.data.dv import read_deletion_vector
 from deltalog.data.locate import failures_named, native_path, open_input, resolve
 from deltalog.data.memory import DATA_POOL, parquet_file
@@ -210,8 +211,8 @@ class _Plan:
 @dataclass(frozen=True)
 class _Piece:
     """One raw batch of a file (the file's own columns and types), how to assemble it, the columns the spec adds
-    after the table's (stable row ids and commit versions, physical positions), and which of its rows to keep
-    (None: all of them).
+    after the table's (stable row ids and commit versions, physical positions), which of its rows to keep
+    (None: all of them), and where its partition columns come from.
 
     The mask is applied after assembling, in the table's types: pyarrow cannot filter some of a file's types
     (a ``string_view`` column deltalake wrote)."""
@@ -220,15 +221,21 @@ class _Piece:
     batch: pa.RecordBatch
     ids: list[pa.Array] | None
     keep: pa.Array | None
+    constants: Constants | None = None
 
     def rows(self, spec: ReadSchema) -> pa.RecordBatch:
         p = self.plan
-        out = _assemble(spec, self.batch, p.found, p.position, p.partitions, p.source, self.ids)
+        out = _assemble(spec, self.batch, p.found, p.position, p.partitions, p.source, self.ids, self.constants)
         return out if self.keep is None else pc.filter(out, self.keep, memory_pool=DATA_POOL)
 
 
 def _pieces(
-    store: LogStore, spec: ReadSchema, file: DataFile, batch_rows: int, rows: np.ndarray | None = None
+    store: LogStore,
+    spec: ReadSchema,
+    file: DataFile,
+    batch_rows: int,
+    rows: np.ndarray | None = None,
+    constants: Constants | None = None,
 ) -> Iterator[_Piece]:
     """The file's raw batches that hold live rows (or, with ``rows``, rows among those), each with how to
     assemble it and which of its rows to keep."""
@@ -281,7 +288,7 @@ def _pieces(
                 ids = None if spec.row_tracking is None else _row_ids(file, batch, tracked, position, start)
                 if spec.positions is not None:
                     ids = [*(ids or ()), pa.array(np.arange(start, start + n, dtype=np.int64))]
-                yield _Piece(plan, batch, ids, keep)
+                yield _Piece(plan, batch, ids, keep, constants)
 
 
 def read_batches(
@@ -290,17 +297,19 @@ def read_batches(
     file: DataFile,
     batch_rows: int = BATCH_ROWS,
     rows: np.ndarray | None = None,
+    constants: Constants | None = None,
 ) -> Iterator[pa.RecordBatch]:
     """The file's live rows in ``spec``'s schema, batch by batch (deleted rows dropped, empty batches skipped).
 
     ``rows`` (sorted, distinct ``int64`` physical row indexes) reads only those of the live rows, decoding only
     the row groups that hold one: what a change reader wants of a file whose deletion vector changed, and what
-    a MERGE or UPDATE reads of the rows it acts on.
+    a MERGE or UPDATE reads of the rows it acts on. ``constants`` (one per read of many files) makes the
+    partition columns of files with equal values share their buffers.
 
     Every failure is typed and names the file: missing or corrupt data or DV files, a DV that disagrees
     with the file, a partition value that is not of its column's type.
     """
-    for piece in _pieces(store, spec, file, batch_rows, rows):
+    for piece in _pieces(store, spec, file, batch_rows, rows, constants):
         out = piece.rows(spec)
         if out.num_rows:
             yield out
@@ -318,6 +327,7 @@ def read_many(
     held_plan: _Plan | None = None
     held_key: tuple[Any, ...] | None = None
     count = 0
+    constants = Constants()
 
     def flush() -> Iterator[pa.RecordBatch]:
         nonlocal held, count
@@ -325,11 +335,11 @@ def read_many(
             joined = pa.Table.from_batches(held).combine_chunks()
             p = held_plan
             for raw in joined.to_batches(max_chunksize=batch_rows):
-                yield _assemble(spec, raw, p.found, p.position, p.partitions, p.source)
+                yield _assemble(spec, raw, p.found, p.position, p.partitions, p.source, constants=constants)
         held, count = [], 0
 
     for file in files:
-        for piece in _pieces(store, spec, file, batch_rows):
+        for piece in _pieces(store, spec, file, batch_rows, constants=constants):
             if piece.ids is not None or piece.keep is not None:
                 yield from flush()
                 out = piece.rows(spec)
@@ -438,12 +448,16 @@ def _assemble(
     partitions: Mapping[str, pa.Scalar],
     source: str,
     ids: Sequence[pa.Array] | None = None,
+    constants: Constants | None = None,
 ) -> pa.RecordBatch:
     n = batch.num_rows
     arrays = []
     for column in spec.columns:
         if column.name in partitions:
-            arrays.append(pa.repeat(partitions[column.name], n, memory_pool=DATA_POOL))
+            value = partitions[column.name]
+            arrays.append(
+                constants.column(value, n) if constants is not None else pa.repeat(value, n, memory_pool=DATA_POOL)
+            )
             continue
         i = found.get(column.name)
         if i is None:
