@@ -377,7 +377,7 @@ def _file_batches(
         start = int(offsets[i])
         if sizes[i] <= batch_rows:
             table = parquet.read_row_group(i, columns=columns, use_threads=False)
-            parts = table.combine_chunks().to_batches(max_chunksize=batch_rows) if table.num_rows else []
+            parts = table.combine_chunks(DATA_POOL).to_batches(max_chunksize=batch_rows) if table.num_rows else []
         else:
             parts = parquet.iter_batches(batch_size=batch_rows, row_groups=[i], columns=columns)
         for batch in parts:
