@@ -5,8 +5,8 @@ default pool is left as it is (a library does not choose a process's allocator).
 hands freed pages back to the OS and takes fresh ones for the next allocation: a writer paid a third of its
 CPU faulting zeroed pages in again batch after batch, and a reader paid more, because mimalloc backs its
 arenas with transparent huge pages, whose first touch can stall while the kernel compacts memory to find one
-(a change-feed read of 1.7M rows took 0.15 s of CPU in a quiet moment and 0.45 s in a fragmented one; the
-system allocator took 0.20 s every time).
+(decoding the 3.2M rows of a change-feed read took 0.15 s of CPU in a quiet moment and 0.45 s in a fragmented
+one; the system allocator took 0.20 s every time).
 
 pyarrow's ``ParquetFile`` always decodes into the default pool; only the reader underneath it takes a pool.
 :func:`parquet_file` opens a file as ``ParquetFile`` would, with that reader bound to :data:`DATA_POOL`; should
