@@ -41,6 +41,9 @@ _COMMIT_MODULES = (
     "deltalog.table.prepare",
 )
 
+#: the module ``DeltaLog.changes`` imports on first use (since issue 28)
+_CHANGES_MODULE = "deltalog.dml.changes"
+
 
 def _raw_files(snapshots: Any, snap: Any) -> Any:
     """A snapshot's adds with stats: a function of ``deltalog.table.snapshot`` since issue 24, a method before
@@ -106,6 +109,9 @@ def _deltalog(spec: dict[str, Any]) -> tuple[Callable[[], Any], Callable[[Any], 
 
         return merge, _merged(spec, source)
     if case == "changes":
+        # the change reader's modules, which the first call imports: before the clock, as deltalake's are
+        if importlib.util.find_spec(_CHANGES_MODULE) is not None:
+            importlib.import_module(_CHANGES_MODULE)
         return lambda: DeltaLog.for_table(table).changes(0).read_all(), _change_rows
     if case in ("optimize-compact", "optimize-zorder", "purge"):
         log = DeltaLog.for_table(table)

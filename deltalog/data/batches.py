@@ -18,14 +18,10 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from deltalog.data.frames import frame_to_arrow, is_pandas_frame
+from deltalog.data.memory import DATA_POOL
 from deltalog.errors import InvalidArgumentError
 
 TABLE_CHUNK_ROWS = 262_144  # an in-memory table is taken in slices of this many rows (zero-copy)
-
-#: where a writer's copies of the rows (grouped by partition, encoded into row groups) are allocated: the
-#: system allocator keeps freed pages for the next batch, where Arrow's default (mimalloc) hands them back to
-#: the OS at once, so each batch paid again for fresh, zeroed pages (a third of a partitioned write's CPU)
-WRITE_POOL = pa.system_memory_pool()
 
 
 #: up to this many groups in a batch, each group is taken by one filter pass; beyond, by one sort and one take
@@ -69,10 +65,10 @@ def group_rows(keys: pa.RecordBatch, data: pa.RecordBatch) -> Iterator[tuple[Seq
         return
     if len(present) <= FILTER_GROUPS:
         for code, key in zip(present, values, strict=True):
-            yield list(key), pc.filter(data, pc.equal(codes, code), memory_pool=WRITE_POOL)
+            yield list(key), pc.filter(data, pc.equal(codes, code), memory_pool=DATA_POOL)
         return
     order = pc.sort_indices(codes)
-    taken, ordered = pc.take(data, order, memory_pool=WRITE_POOL), np.asarray(codes.take(order).to_numpy())
+    taken, ordered = pc.take(data, order, memory_pool=DATA_POOL), np.asarray(codes.take(order).to_numpy())
     bounds = [0, *(np.flatnonzero(np.diff(ordered)) + 1).tolist(), len(ordered)]
     by_code = dict(zip(present, values, strict=True))
     for start, end in itertools.pairwise(bounds):
@@ -127,4 +123,4 @@ def input_stream(data: Any, preserve_index: bool | None = None) -> tuple[pa.Sche
     return first.schema, itertools.chain([first], stream)
 
 
-__all__ = ["FILTER_GROUPS", "TABLE_CHUNK_ROWS", "WRITE_POOL", "batches", "group_rows", "input_stream"]
+__all__ = ["FILTER_GROUPS", "TABLE_CHUNK_ROWS", "batches", "group_rows", "input_stream"]

@@ -12,8 +12,8 @@ A filter works as it does in a scan (one place for it: :class:`ChangeFilter`): f
 values and statistics through the scan's :class:`~deltalog.data.skipping.FilterPlan`, and rows that survive are
 filtered. It may name the three change columns too, which prune nothing but filter rows.
 
-Files are read in groups (consecutive files of one version, their batches handed over in runs of up to a full
-batch's rows) ``workers`` groups at a time, and the batches handed out in order
+Files are read in groups (consecutive files, of one version or several, their batches handed over in runs of up
+to a full batch's rows) ``workers`` groups at a time, and the batches handed out in order
 (:func:`deltalog.data.parallel.ordered`): versions in order, a version's files in its actions' order, with memory
 bounded by the queue. A table of many small commits would otherwise pay a thread hand-over per file.
 """
@@ -38,6 +38,7 @@ from deltalog.core.features.change_feed import (
     VersionChanges,
 )
 from deltalog.core.schema import top_level_fields
+from deltalog.data.constants import Constants
 from deltalog.data.dv import read_deletion_vector
 from deltalog.data.parallel import ordered
 from deltalog.data.predicate import row_filter
@@ -149,22 +150,27 @@ def read_change_file(
     version: int,
     timestamp: int,
     filter: ChangeFilter | None = None,
+    constants: Constants | None = None,
 ) -> Iterator[pa.RecordBatch]:
     """One file's change rows of ``version`` (committed at ``timestamp`` ms) in ``spec.schema``, batch by batch,
-    those ``filter`` keeps. Failures are typed and name the file (a missing data, change or DV file: vacuumed)."""
+    those ``filter`` keeps; ``constants`` (one per read of many files) makes the columns of one value share
+    their buffers across files. Failures are typed and name the file (a missing data, change or DV file:
+    vacuumed)."""
+    if constants is None:
+        constants = Constants()
     rows = None if file.selected_by is None else read_deletion_vector(store, file.selected_by)
     reading = spec.change_rows if file.is_change_file else spec.rows
     version_value = pa.scalar(version, pa.int64())
     time_value = pa.scalar(timestamp * 1000, spec.schema.field(COMMIT_TIMESTAMP).type)
     kind = None if file.change_type is None else pa.scalar(file.change_type, pa.string())
     names = list(spec.schema.names)
-    for batch in read_batches(store, reading, _data_file(file), rows=rows):
+    for batch in read_batches(store, reading, _data_file(file), rows=rows, constants=constants):
         n = batch.num_rows
         arrays = dict(zip(batch.schema.names, batch.columns, strict=True))
         if kind is not None:
-            arrays[CHANGE_TYPE] = pa.repeat(kind, n)
-        arrays[COMMIT_VERSION] = pa.repeat(version_value, n)
-        arrays[COMMIT_TIMESTAMP] = pa.repeat(time_value, n)
+            arrays[CHANGE_TYPE] = constants.column(kind, n)
+        arrays[COMMIT_VERSION] = constants.column(version_value, n)
+        arrays[COMMIT_TIMESTAMP] = constants.column(time_value, n)
         if filter is not None:
             kept = filter.rows(pa.RecordBatch.from_arrays(list(arrays.values()), names=list(arrays)))
             if not kept.num_rows:
@@ -173,17 +179,26 @@ def read_change_file(
         yield pa.RecordBatch.from_arrays([arrays[n] for n in names], schema=spec.schema)
 
 
-def _groups(files: Sequence[ChangeFile]) -> list[list[ChangeFile]]:
-    """Consecutive files in groups of at most :data:`GROUP_FILES` files or :data:`GROUP_BYTES` bytes."""
-    out: list[list[ChangeFile]] = []
-    group: list[ChangeFile] = []
+@dataclass(frozen=True)
+class _Read:
+    """One file of one version to read."""
+
+    version: int
+    timestamp: int
+    file: ChangeFile
+
+
+def _groups(reads: Sequence[_Read]) -> list[list[_Read]]:
+    """Consecutive reads in groups of at most :data:`GROUP_FILES` files or :data:`GROUP_BYTES` bytes."""
+    out: list[list[_Read]] = []
+    group: list[_Read] = []
     size = 0
-    for f in files:
-        if group and (len(group) >= GROUP_FILES or size + (f.size or 0) > GROUP_BYTES):
+    for r in reads:
+        if group and (len(group) >= GROUP_FILES or size + (r.file.size or 0) > GROUP_BYTES):
             out.append(group)
             group, size = [], 0
-        group.append(f)
-        size += f.size or 0
+        group.append(r)
+        size += r.file.size or 0
     if group:
         out.append(group)
     return out
@@ -192,17 +207,16 @@ def _groups(files: Sequence[ChangeFile]) -> list[list[ChangeFile]]:
 def _read_group(
     store: LogStore,
     spec: ChangeSchema,
-    files: Sequence[ChangeFile],
-    version: int,
-    timestamp: int,
+    reads: Sequence[_Read],
     filter: ChangeFilter | None,
+    constants: Constants,
 ) -> Iterator[list[pa.RecordBatch]]:
-    """The change rows of a group of one version's files, in runs of batches holding up to
+    """The change rows of a group of files, in runs of batches holding up to
     :data:`~deltalog.data.read.BATCH_ROWS` rows: one hand-over to the consumer per run, not per file."""
     pending: list[pa.RecordBatch] = []
     rows = 0
-    for file in files:
-        for batch in read_change_file(store, spec, file, version, timestamp, filter):
+    for r in reads:
+        for batch in read_change_file(store, spec, r.file, r.version, r.timestamp, filter, constants):
             if rows and rows + batch.num_rows > BATCH_ROWS:
                 yield pending
                 pending, rows = [], 0
@@ -227,13 +241,12 @@ def read_changes(
     """The change rows of ``versions`` (in order) as one stream in ``spec.schema``: files pruned by ``filter``,
     read in groups ``workers`` at a time, batches handed out in version and file order (a batch never holds
     two versions' rows)."""
-    producers = []
+    reads = []
     for v in versions:
         files = list(v.files) if filter is None else filter.surviving(list(v.files))
-        producers += [
-            functools.partial(_read_group, store, spec, group, v.version, v.timestamp, filter)
-            for group in _groups(files)
-        ]
+        reads += [_Read(v.version, v.timestamp, f) for f in files]
+    constants = Constants()
+    producers = [functools.partial(_read_group, store, spec, group, filter, constants) for group in _groups(reads)]
     return pa.RecordBatchReader.from_batches(spec.schema, _flat(ordered(producers, workers, QUEUE_DEPTH)))
 
 

@@ -24,6 +24,7 @@ import pyarrow.compute as pc
 
 from deltalog.arrow.schema import arrow_type
 from deltalog.core.schema import COLUMN_ID, PHYSICAL_NAME
+from deltalog.data.memory import DATA_POOL
 from deltalog.errors import CorruptDataError, UnsupportedFeatureError
 
 FIELD_ID = b"PARQUET:field_id"
@@ -128,7 +129,7 @@ def _cast(arr: pa.Array, column: Column, source: str) -> pa.Array:
             path=source,
         )
     try:
-        return arr.cast(column.type)
+        return pc.cast(arr, column.type, memory_pool=DATA_POOL)
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError) as exc:
         raise CorruptDataError(
             f"{source}: column {column.name!r} holds {arr.type}, which does not read as the table's {column.type}: "

@@ -31,10 +31,11 @@ from deltalog.core.files.partitions import PartitionValueError, parse_value
 from deltalog.core.files.pathkeys import needs_canonicalizing
 from deltalog.core.schema import top_level_fields
 from deltalog.core.state.columns import bool_array
-from deltalog.data.batches import WRITE_POOL
 from deltalog.data.conform import Column, conform, match, plan_field
+from deltalog.data.constants import Constants
 from deltalog.data.dv import read_deletion_vector
 from deltalog.data.locate import native_path, open_input, resolve, typed_failure
+from deltalog.data.memory import DATA_POOL, parquet_file
 from deltalog.errors import CorruptDataError, InvalidArgumentError, UnsupportedFeatureError
 from deltalog.storage.base import LogStore
 
@@ -224,9 +225,11 @@ class FileReads:
     working these out again for every file cost as much as decoding it. Safe to share between reader threads:
     each entry is worked out whole before it is stored, and two threads at most work one out twice."""
 
-    def __init__(self, store: LogStore, spec: ReadSchema) -> None:
+    def __init__(self, store: LogStore, spec: ReadSchema, constants: Constants | None = None) -> None:
         self.store = store
         self.spec = spec
+        #: the partition columns of files with equal values share their buffers
+        self.constants = constants if constants is not None else Constants()
         self.local_root = store.root if store.capabilities.local else None
         self._partitions: dict[tuple[tuple[str, str | None], ...], dict[str, pa.Scalar]] = {}
         self._layouts: list[tuple[pa.Schema, _Layout]] = []
@@ -295,10 +298,11 @@ class _Piece:
     batch: pa.RecordBatch
     ids: list[pa.Array] | None
     keep: pa.Array | None
+    constants: Constants | None = None
 
     def rows(self, spec: ReadSchema) -> pa.RecordBatch:
-        out = _assemble(spec, self.batch, self.plan, self.ids)
-        return out if self.keep is None else out.filter(self.keep)
+        out = _assemble(spec, self.batch, self.plan, self.ids, self.constants)
+        return out if self.keep is None else pc.filter(out, self.keep, memory_pool=DATA_POOL)
 
 
 def _pieces(reads: FileReads, file: DataFile, batch_rows: int, rows: np.ndarray | None = None) -> Iterator[_Piece]:
@@ -324,7 +328,7 @@ def _pieces(reads: FileReads, file: DataFile, batch_rows: int, rows: np.ndarray 
     try:
         with _ParquetErrors(source):
             # pre-buffering coalesces ranged reads, which pays on object stores and costs on a local disk
-            parquet = pq.ParquetFile(handle, coerce_int96_timestamp_unit="us", pre_buffer=local is None)
+            parquet = parquet_file(handle, coerce_int96_timestamp_unit="us", pre_buffer=local is None)
             num_rows = parquet.metadata.num_rows
             schema = parquet.schema_arrow
         _check_rows(file, deleted, num_rows, source)
@@ -344,7 +348,7 @@ def _pieces(reads: FileReads, file: DataFile, batch_rows: int, rows: np.ndarray 
                 ids = None if spec.row_tracking is None else _row_ids(file, batch, layout, start)
                 if spec.positions is not None:
                     ids = [*(ids or ()), pa.array(np.arange(start, start + n, dtype=np.int64))]
-                yield _Piece(plan, batch, ids, keep)
+                yield _Piece(plan, batch, ids, keep, reads.constants)
     finally:
         handle.close()
 
@@ -356,6 +360,7 @@ def read_batches(
     batch_rows: int = BATCH_ROWS,
     rows: np.ndarray | None = None,
     reads: FileReads | None = None,
+    constants: Constants | None = None,
 ) -> Iterator[pa.RecordBatch]:
     """The file's live rows in ``spec``'s schema, batch by batch (deleted rows dropped, empty batches skipped).
 
@@ -364,12 +369,13 @@ def read_batches(
     a MERGE or UPDATE reads of the rows it acts on.
 
     ``reads``, a :class:`FileReads` of the same store and spec, is what a reader of many files shares between
-    them.
+    them; ``constants`` (one per read of many files, when it reads them with different specs) makes the
+    partition columns of files with equal values share their buffers.
 
     Every failure is typed and names the file: missing or corrupt data or DV files, a DV that disagrees
     with the file, a partition value that is not of its column's type.
     """
-    for piece in _pieces(reads or FileReads(store, spec), file, batch_rows, rows):
+    for piece in _pieces(reads or FileReads(store, spec, constants), file, batch_rows, rows):
         out = piece.rows(spec)
         if out.num_rows:
             yield out
@@ -393,15 +399,15 @@ def read_many(
         """The held rows assembled; unless ``whole``, only the first ``batch_rows`` of them (the rest stay held)."""
         nonlocal held, count
         if held and held_plan is not None:
-            # joined in the system allocator, as a writer's copies are: the joined rows are what a compaction
-            # buffers for its row groups (see :data:`~deltalog.data.batches.WRITE_POOL`)
-            joined = pa.Table.from_batches(held).combine_chunks(memory_pool=WRITE_POOL) if len(held) > 1 else None
+            # joined in the data plane's pool (:mod:`deltalog.data.memory`): the joined rows are what a compaction
+            # buffers for its row groups
+            joined = pa.Table.from_batches(held).combine_chunks(memory_pool=DATA_POOL) if len(held) > 1 else None
             raw = held[0] if joined is None else joined.to_batches()[0]
             held, count = [], 0
             if not whole and raw.num_rows > batch_rows:
                 held, count = [raw.slice(batch_rows)], raw.num_rows - batch_rows
                 raw = raw.slice(0, batch_rows)
-            yield _assemble(spec, raw, held_plan)
+            yield _assemble(spec, raw, held_plan, constants=reads.constants)
 
     for file in files:
         for piece in _pieces(reads, file, batch_rows):
@@ -442,7 +448,7 @@ def _file_batches(
         start = offsets[i]
         if sizes[i] <= batch_rows:
             table = parquet.read_row_group(i, columns=columns, use_threads=False)
-            parts = table.combine_chunks().to_batches(max_chunksize=batch_rows) if table.num_rows else []
+            parts = table.combine_chunks(DATA_POOL).to_batches(max_chunksize=batch_rows) if table.num_rows else []
         else:
             parts = parquet.iter_batches(batch_size=batch_rows, row_groups=[i], columns=columns)
         for batch in parts:
@@ -496,14 +502,21 @@ def _check_rows(file: DataFile, deleted: np.ndarray | None, rows: int, source: s
 
 
 def _assemble(
-    spec: ReadSchema, batch: pa.RecordBatch, plan: _Plan, ids: Sequence[pa.Array] | None = None
+    spec: ReadSchema,
+    batch: pa.RecordBatch,
+    plan: _Plan,
+    ids: Sequence[pa.Array] | None = None,
+    constants: Constants | None = None,
 ) -> pa.RecordBatch:
     n = batch.num_rows
     found, position, partitions, source = plan.layout.found, plan.layout.position, plan.partitions, plan.source
     arrays = []
     for column in spec.columns:
         if column.name in partitions:
-            arrays.append(pa.repeat(partitions[column.name], n))
+            value = partitions[column.name]
+            arrays.append(
+                constants.column(value, n) if constants is not None else pa.repeat(value, n, memory_pool=DATA_POOL)
+            )
             continue
         i = found.get(column.name)
         if i is None:

@@ -28,8 +28,8 @@ import pyarrow.parquet as pq
 
 from deltalog.arrow.stats import StatsCollector, dumps
 from deltalog.core.actions import Add
-from deltalog.data.batches import WRITE_POOL
 from deltalog.data.encoding import dictionary_columns
+from deltalog.data.memory import DATA_POOL
 from deltalog.data.output import Output, delete_files, write_failures
 from deltalog.data.paths import log_path
 from deltalog.storage.base import LogStore
@@ -100,7 +100,7 @@ class PartitionFiles:
         self.written.append(key)
         output = Output(spec.store, key)
         with _discarded_on_failure(output), write_failures(spec.store, key):
-            self._writer = pq.ParquetWriter(output.stream, spec.schema, memory_pool=WRITE_POOL, **options)
+            self._writer = pq.ParquetWriter(output.stream, spec.schema, memory_pool=DATA_POOL, **options)
         self._output = output
         self._stats = StatsCollector(spec.schema, spec.stats_leaves)
 

@@ -17,6 +17,7 @@ from deltalake import DeltaTable
 import deltalog
 from deltalog import DeltaLog
 from deltalog import actions as A
+from deltalog.data.parallel import default_workers
 from deltalog.errors import CorruptDataError, InvalidArgumentError
 from tests.integration.change_oracle import PerVersion, per_version, protocol_rows
 from tests.integration.dml_kit import assert_everyone_reads, hand_commit
@@ -186,3 +187,18 @@ def test_columns_and_filter_prune_files_by_partition_and_statistics(tmp_path: Pa
         log.changes(filter=pc.field("nope") == 1)
     with pytest.raises(InvalidArgumentError, match="'nope'"):
         log.changes(columns=["nope"])
+
+
+def test_columns_of_one_value_share_their_buffers_across_files(tmp_path: Path) -> None:
+    """A partition value, a change type: built once per reading thread, not once per file (memory, and the
+    zeroed pages behind it); the rows are still everyone's."""
+    root = tmp_path / "t"
+    cdf_table(root, 1, 2)
+    for i in range(1, 30):
+        deltalog.write(numbers(10 * i, 10 * i + 1), root)  # one file in each partition
+    table = DeltaLog.for_table(root).changes(0).read_all()
+    assert per_version(table) == lake(root)
+    for name, values in (("p", 2), ("_change_type", 1)):
+        chunks = table.column(name).chunks
+        assert len(chunks) >= 60
+        assert len({chunk.buffers()[-1].address for chunk in chunks}) <= values * default_workers()
