@@ -54,6 +54,13 @@ def materialized(protocol: Protocol, configuration: Mapping[str, str]) -> Materi
     return Materialized(str(row_id), str(version))
 
 
+def kept_columns(protocol: Protocol, configuration: Mapping[str, str]) -> tuple[str, str] | None:
+    """The names (:meth:`Materialized.names`) a rewrite's data files carry so that copied rows keep their ids
+    (a :class:`~deltalog.data.target.WriteTarget`'s ``row_tracking``), or None where copies get fresh ids."""
+    columns = materialized(protocol, configuration)
+    return None if columns is None else columns.names
+
+
 def stable_ids(batch: pa.RecordBatch, columns: Materialized) -> tuple[pa.Array, pa.Array]:
     """The row ids and row commit versions of ``batch``'s rows, read with a spec
     :func:`~deltalog.data.read.with_row_tracking` (which refuses a file whose ids cannot be known)."""
@@ -75,4 +82,4 @@ def carrying(
     return batch
 
 
-__all__ = ["Materialized", "carrying", "materialized", "stable_ids"]
+__all__ = ["Materialized", "carrying", "kept_columns", "materialized", "stable_ids"]

@@ -5,8 +5,9 @@ The caller starts the transaction (the facade, on the latest snapshot) and every
 It reads as a delete reads: the predicate's partition conditions (when it was given in the ``where`` form; the
 whole table otherwise) and every file it touches, so a concurrent commit that removes or rewrites one of them, or
 adds rows where the delete looked, is a conflict (:mod:`deltalog.core.commit.conflicts`). The table's features are
-asked before any file is written (an append-only table refuses; row tracking refuses rewrites; ...), and the rule
-modules those features name run on the staged actions (:mod:`deltalog.dml.rules`).
+asked before any file is written (an append-only table refuses; ...), and the rule modules those features name run
+on the staged actions (:mod:`deltalog.dml.rules`). Where row tracking is enabled, a rewrite's copies keep their
+row ids and commit versions in the materialized columns (:func:`work_of`), which the commit declares.
 
 ``commitInfo`` is Delta Spark's: operation ``DELETE``, ``operationParameters.predicate`` a JSON list of the
 predicate's text, and its metrics (``numDeletedRows``, ``numCopiedRows``, ``numRemovedFiles``,
@@ -17,6 +18,7 @@ A predicate matching no row commits nothing: the result has ``version`` None and
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -34,6 +36,7 @@ from deltalog.data.locate import resolve
 from deltalog.data.output import delete_files
 from deltalog.data.predicate import RowFilter, every_row, row_filter
 from deltalog.data.read import DataFile
+from deltalog.data.row_ids import kept_columns
 from deltalog.data.scan import TableDescription
 from deltalog.dml import rules
 from deltalog.dml.commit import commit_files, skipped
@@ -105,7 +108,8 @@ def work_of(snap: Snapshot, row_filter: RowFilter | None, now_ms: int) -> Delete
         snap.schema_json,
         tuple(snap.partition_columns),
         snap.column_mapping_mode,
-        target_of(snap),
+        # a rewrite's copies keep their row ids where the table tracks them (PROTOCOL "Row Tracking")
+        dataclasses.replace(target_of(snap), row_tracking=kept_columns(snap.protocol, snap.configuration)),
         deletion_vectors.new_dvs_allowed(snap.protocol, snap.configuration),
         change_data_feed(snap.protocol, snap.configuration),
         now_ms,
@@ -213,10 +217,12 @@ def delete(
         if predicate is None
         else row_filter(predicate, snap.schema_json, snap.partition_columns, session_time_zone)
     )
-    dvs = deletion_vectors.new_dvs_allowed(snap.protocol, snap.configuration)
-    rules.check_up_front(snap, ctx.location, (DV_DELETE, DELETE) if dvs else (REWRITE, DELETE), identity_preserved=True)
-    txn.read(chosen)
     work = work_of(snap, chosen, ctx.now_ms())
+    dvs = work.deletion_vectors
+    kept_ids = work.target.row_tracking is not None
+    ops = (DV_DELETE, DELETE) if dvs else (REWRITE, DELETE)
+    rules.check_up_front(snap, ctx.location, ops, row_ids_preserved=kept_ids, identity_preserved=True)
+    txn.read(chosen)
     adds = list(snap.add_actions())
     if passes is not None:
         files = adds if chosen is None else candidates(adds, describe(snap), chosen)
@@ -238,8 +244,10 @@ def delete(
         removal = remove_found(ctx.store, work, matches.files, workers)
     try:
         actions = removal.actions
-        # copies keep their identity values (Rewriter.keep)
-        declared = rules.Declared(copies_rows=removal.copies_rows, identity_preserved=True)
+        # copies keep their identity values (Rewriter.keep), and their row ids where the table tracks them
+        declared = rules.Declared(
+            copies_rows=removal.copies_rows, row_ids_preserved=removal.row_ids_preserved, identity_preserved=True
+        )
         txn.read_files(a.path for a in removal.touched)
     except BaseException:
         delete_files(ctx.store, removal.written)

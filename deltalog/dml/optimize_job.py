@@ -31,7 +31,7 @@ from deltalog.data.files import WriteTarget
 from deltalog.data.prepare import BatchPreparer
 from deltalog.data.read import ReadSchema, with_row_tracking
 from deltalog.data.rearrange import KEEP_ORDER, Layout
-from deltalog.data.row_ids import materialized
+from deltalog.data.row_ids import kept_columns
 from deltalog.data.target import positive, target_file_size
 from deltalog.dml import rules
 from deltalog.dml.delete import describe, target_of
@@ -77,7 +77,7 @@ class Shape:
             snap.metadata.schema_string,
             tuple(snap.partition_columns),
             snap.column_mapping_mode,
-            _tracked_columns(snap),
+            kept_columns(snap.protocol, snap.configuration),
             _clustering(snap),
         )
 
@@ -119,13 +119,6 @@ def _clustering(snap: Snapshot) -> tuple[tuple[str, ...], ...]:
     if not clustering.clustered(snap.protocol):
         return ()
     return clustering.columns_of(snap.domain_metadata.values())
-
-
-def _tracked_columns(snap: Snapshot) -> tuple[str, str] | None:
-    """The materialized row-id and commit-version columns a rewrite must fill, or None when the table does not
-    keep stable ids (row tracking not enabled, or suspended)."""
-    columns = materialized(snap.protocol, snap.configuration)
-    return None if columns is None else columns.names
 
 
 def _check_zorder(snap: Snapshot, target: WriteTarget, columns: Sequence[str]) -> tuple[str, ...]:
@@ -171,7 +164,7 @@ def job_for(snap: Snapshot, request: Request) -> Job:
         raise InvalidArgumentError(
             f"{location} is a clustered table: OPTIMIZE on it takes no partition predicate (it has no partitions)"
         )
-    tracked = _tracked_columns(snap)
+    tracked = kept_columns(snap.protocol, snap.configuration)
     zorder: tuple[str, ...] = ()
     kind = REARRANGE_KEEPING_IDS if tracked is not None else REARRANGE
     rules.check_up_front(snap, location, (kind,))

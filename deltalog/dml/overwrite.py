@@ -20,6 +20,7 @@ from deltalog.core.features import deletion_vectors
 from deltalog.core.features.cdf import enabled as change_data_feed
 from deltalog.core.schema import top_level_fields
 from deltalog.data.predicate import RowFilter, row_filter
+from deltalog.data.row_ids import kept_columns
 from deltalog.dml.delete import check_removable, describe
 from deltalog.dml.matching import find_matches
 from deltalog.dml.removal import Removal, Rewriter, by_rewriting, with_deletion_vectors
@@ -82,19 +83,22 @@ def replaced(
     tz: str | None = None,
 ) -> tuple[Removal, RowFilter | None, Rewriter]:
     """What an overwrite removes (every file, the files of matching partitions, or the matching rows by
-    deletion vectors or rewrites) and the writer its new rows go through: ``rewriter_for(changes)`` makes it,
-    ``changes`` saying whether it writes change files for the rows it copies. ``where`` is ``replace_where``
-    (None: the whole table) in any filter form; ``tz`` the session time zone its text is read in."""
+    deletion vectors or rewrites) and the writer its new rows go through: ``rewriter_for(changes, tracking)``
+    makes it, ``changes`` saying whether it writes change files for the rows it copies, ``tracking`` the
+    materialized row-tracking columns its data files carry (a rewrite on a table with row tracking enabled: the
+    copies keep their row ids, new rows get fresh ones; else None). ``where`` is ``replace_where`` (None: the
+    whole table) in any filter form; ``tz`` the session time zone its text is read in."""
     check_removable(snap, "an overwrite")
     chosen = None if where is None else row_filter(where, snap.schema_json, snap.partition_columns, tz)
     if chosen is None or _partition_only(chosen):
-        return whole_files(txn, snap, chosen, now_ms), chosen, rewriter_for(False)
+        return whole_files(txn, snap, chosen, now_ms), chosen, rewriter_for(False, None)
     txn.read(chosen)
     matches = find_matches(store, list(snap.add_actions()), describe(snap), chosen)
     if deletion_vectors.new_dvs_allowed(snap.protocol, snap.configuration):
-        return with_deletion_vectors(store, matches.files, now_ms), chosen, rewriter_for(False)
+        return with_deletion_vectors(store, matches.files, now_ms), chosen, rewriter_for(False, None)
     copies = any(not m.all_gone for m in matches.files)
-    rewriter = rewriter_for(copies and change_data_feed(snap.protocol, snap.configuration))
+    tracking = kept_columns(snap.protocol, snap.configuration) if copies else None
+    rewriter = rewriter_for(copies and change_data_feed(snap.protocol, snap.configuration), tracking)
     try:
         return by_rewriting(rewriter, describe(snap), matches.files, chosen, now_ms), chosen, rewriter
     except BaseException:

@@ -10,7 +10,8 @@ rows). A file left without live rows is removed outright. No change files are ne
 the vectors.
 
 Without them, a touched file is removed and its surviving rows are copied into new files by the data-file
-writer (the table's rules apply to them again; identity values stay as they are); on a change-data-feed table
+writer (the table's rules apply to them again; identity values stay as they are; where row tracking is enabled
+they keep their row ids and commit versions in the materialized columns); on a change-data-feed table
 the removed rows go into change files (``_change_type = 'delete'``) under ``_change_data/``, every one of them,
 since a version with change files is read from those only.
 
@@ -38,7 +39,7 @@ from deltalog.data.files import DataFileWriter, WriteTarget
 from deltalog.data.locate import resolve
 from deltalog.data.parallel import ordered
 from deltalog.data.predicate import RowFilter
-from deltalog.data.read import DataFile, read_batches
+from deltalog.data.read import DataFile, read_batches, with_row_tracking
 from deltalog.data.scan import TableDescription
 from deltalog.dml.matching import FileMatch
 from deltalog.storage.base import LogStore
@@ -55,6 +56,8 @@ class Removal:
     touched: list[A.Add] = field(default_factory=list)
     operations: set[str] = field(default_factory=set)
     copies_rows: bool = False
+    #: the copied rows carry their row ids and commit versions in the materialized columns (:class:`Rewriter`)
+    row_ids_preserved: bool = False
     deleted_rows: int = 0
     copied_rows: int = 0
     removed_files: int = 0
@@ -74,6 +77,7 @@ class Removal:
         self.touched.extend(other.touched)
         self.operations |= other.operations
         self.copies_rows = self.copies_rows or other.copies_rows
+        self.row_ids_preserved = self.row_ids_preserved or other.row_ids_preserved
         for name in _COUNTS:
             setattr(self, name, getattr(self, name) + getattr(other, name))
 
@@ -166,8 +170,15 @@ def _change_target(target: WriteTarget) -> WriteTarget:
     return dataclasses.replace(target, schema={"type": "struct", "fields": fields}, row_tracking=None)
 
 
-def _file_batches(store: LogStore, description: TableDescription, add: A.Add) -> Iterator[pa.RecordBatch]:
-    yield from read_batches(store, description.read_schema(), DataFile.of(add))
+def _file_batches(
+    store: LogStore, description: TableDescription, add: A.Add, tracking: tuple[str, str] | None
+) -> Iterator[pa.RecordBatch]:
+    """The file's live rows; with ``tracking``, each also carrying its stable row id and commit version under
+    the materialized columns' names (what the copies keep)."""
+    spec = description.read_schema()
+    if tracking is not None:
+        spec = with_row_tracking(spec, *tracking)
+    yield from read_batches(store, spec, DataFile.of(add))
 
 
 def with_change_type(batch: pa.RecordBatch, kind: str) -> pa.RecordBatch:
@@ -178,7 +189,11 @@ def with_change_type(batch: pa.RecordBatch, kind: str) -> pa.RecordBatch:
 @dataclass
 class Rewriter:
     """The writers of one rewrite: surviving rows into new data files, removed rows into change files (on a
-    change-data-feed table). Also what a ``replace_where`` on data columns writes its new rows through."""
+    change-data-feed table). Also what a ``replace_where`` on data columns writes its new rows through.
+
+    A ``target`` whose ``row_tracking`` names the materialized columns (a table with row tracking enabled)
+    makes the data files hold them: rows handed in with those columns keep their row ids and commit versions,
+    rows without them (new rows) get fresh ones from their file. Change files never hold them (as MERGE's)."""
 
     store: LogStore
     target: WriteTarget
@@ -223,9 +238,18 @@ class Rewriter:
         for batch in batches:
             self.insert(batch)
 
+    @property
+    def tracking(self) -> tuple[str, str] | None:
+        """The materialized row-tracking columns the data files carry, or None."""
+        return self.target.row_tracking
+
     def changed(self, batch: pa.RecordBatch, kind: str) -> None:
-        if self.change is not None and batch.num_rows:
-            self.change.write(with_change_type(batch, kind))
+        """Rows into change files as ``kind`` (the materialized row-tracking columns left out)."""
+        if self.change is None or not batch.num_rows:
+            return
+        if self.tracking is not None:
+            batch = batch.drop_columns([n for n in self.tracking if n in batch.schema.names])
+        self.change.write(with_change_type(batch, kind))
 
     def close(self) -> tuple[list[A.Add], list[A.Cdc]]:
         adds = self.data.close()
@@ -252,18 +276,23 @@ def by_rewriting(
 ) -> Removal:
     """Each touched file removed and its other live rows copied into new files (files left empty only
     removed); on a change-data-feed table, the removed rows recorded in change files (when some file is partly
-    rewritten, or ``log_every_removed``). The caller closes (or aborts) ``rewriter`` and adds what it wrote
-    (:func:`finish`)."""
+    rewritten, or ``log_every_removed``). Where ``rewriter`` carries the materialized row-tracking columns, the
+    copies keep their row ids and commit versions (read with them: PROTOCOL "Row Tracking"). The caller closes
+    (or aborts) ``rewriter`` and adds what it wrote (:func:`finish`)."""
     removal = Removal()
     store = rewriter.store
     partial = [m for m in matches if not m.all_gone]
     whole = [m for m in matches if m.all_gone]
     removal.copies_rows = bool(partial)
+    removal.row_ids_preserved = rewriter.tracking is not None
     for m in whole:
         _remove(removal, m.add, now_ms, len(m.matched))
     # a version with change files is read from them only: once any rows are copied, every removed row goes in
     logged = list(matches) if (rewriter.changes and (partial or log_every_removed)) else []
-    readers = {id(m): functools.partial(_file_batches, store, description, m.add) for m in [*partial, *logged]}
+    tracking = rewriter.tracking
+    readers = {
+        id(m): functools.partial(_file_batches, store, description, m.add, tracking) for m in [*partial, *logged]
+    }
     order = list(dict.fromkeys(id(m) for m in [*partial, *logged]))
     by_id = {id(m): m for m in matches}
     batches = ordered([_tagged(readers[i], i) for i in order], workers)

@@ -51,7 +51,7 @@ class Declared:
     copies_rows: bool = False
     #: the commit's change files hold every change it makes (a rewrite's always do; a merge's when it wrote any)
     cdc_covers_all: bool | None = None
-    #: copied and updated rows carry their row ids in the materialized columns (MERGE and UPDATE write them)
+    #: copied and updated rows carry their row ids in the materialized columns (MERGE, UPDATE, rewrites write them)
     row_ids_preserved: bool = False
     #: the identity values the data-file writer generated
     identity_runs: tuple[Run, ...] = ()

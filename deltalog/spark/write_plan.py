@@ -436,8 +436,8 @@ def _removal(log: DeltaLog, txn: Any, plan: WritePlan, adds: Sequence[A.Add], no
             out.removed_bytes += part.removed_bytes
         return out
 
-    def rewriter_for(changes: bool) -> Rewriter:
-        return Rewriter(log.store, plan.target, changes, None)
+    def rewriter_for(changes: bool, tracking: tuple[str, str] | None = None) -> Rewriter:
+        return Rewriter(log.store, dataclasses.replace(plan.target, row_tracking=tracking), changes, None)
 
     tz = plan.target.session_time_zone
     removal, _, rewriter = replaced(log.store, txn, snap, plan.replace_where, rewriter_for, now, tz)
@@ -514,7 +514,7 @@ def commit_write(plan: WritePlan, tasks: Sequence[TaskFiles | None], app_version
         plan.operation,
         {**plan.parameters, **({"epochId": version} if plan.operation != OPERATION else {})},
         _metrics(adds, rows, removal),
-        Declared(copies_rows=removal.copies_rows),
+        Declared(copies_rows=removal.copies_rows, row_ids_preserved=removal.row_ids_preserved),
         landed=batch_landed,
         user_metadata=plan.user_metadata,
     )

@@ -220,8 +220,8 @@ def _write(
     operations = {OVERWRITE if overwrite else APPEND} | ({METADATA} if merged is not None else set())
     now = log.now_ms()
 
-    def rewriter_for(changes: bool) -> Rewriter:
-        return Rewriter(log.store, target, changes, target_file_size)
+    def rewriter_for(changes: bool, tracking: tuple[str, str] | None = None) -> Rewriter:
+        return Rewriter(log.store, dataclasses.replace(target, row_tracking=tracking), changes, target_file_size)
 
     removal, where, rewriter = Removal(), None, None
     rows = 0
@@ -242,7 +242,10 @@ def _write(
                 log.store, txn, snap, replace_where, rewriter_for, now, session_time_zone
             )
             operations |= removal.operations
-            rules.check_up_front(snap, log.location, sorted(operations), identity_preserved=True)
+            preserved = removal.row_ids_preserved  # the copies kept their row ids (row tracking enabled)
+            rules.check_up_front(
+                snap, log.location, sorted(operations), row_ids_preserved=preserved, identity_preserved=True
+            )
         else:
             rewriter = rewriter_for(False)
         counted = [0]
@@ -262,7 +265,10 @@ def _write(
         staged = [*([marked] if marked is not None else []), *removal.actions]
         actions = staged
         declared = rules.Declared(
-            copies_rows=removal.copies_rows, identity_runs=values.generated, identity_preserved=True
+            copies_rows=removal.copies_rows,
+            row_ids_preserved=removal.row_ids_preserved,
+            identity_runs=values.generated,
+            identity_preserved=True,
         )
         txn.read_files(a.path for a in removal.touched)
     except BaseException:

@@ -90,19 +90,13 @@ def test_identity_tables_of_every_kind_take_appends_and_deletes_and_read_alike(
     assert {ids[v] for v in "abc"} == {1, 2, 3} and {ids[v] for v in "de"} == {4, 5}  # the second above the mark
     checked(root, [1, 2, 3, 4, 5])
     files = parquet_files(root)
-    if kind == "row tracking":  # a delete's copies would need their row ids kept, which it does not do (yet)
-        with pytest.raises(UnsupportedFeatureError, match="rowTracking") as info:
-            log.delete("v = 'c'")
-        assert info.value.feature == "rowTracking" and parquet_files(root) == files
-        kept = [1, 2, 3, 4, 5]
-    else:
-        log.delete("v = 'c'")  # a shares its file, partitioned or not
-        kept = [1, 2, 4, 5]
-        assert {r["v"]: r["id"] for r in log.snapshot().to_arrow().to_pylist()} == {"a": 1, "b": 2, "d": 4, "e": 5}
+    log.delete("v = 'c'")  # a shares its file, partitioned or not
+    kept = [1, 2, 4, 5]
+    assert {r["v"]: r["id"] for r in log.snapshot().to_arrow().to_pylist()} == {"a": 1, "b": 2, "d": 4, "e": 5}
     if kind == "deletion vectors":  # a deletion vector keeps every other row, and so its id, where it is
         assert parquet_files(root) == files
         assert [a.deletion_vector is not None for a in log.snapshot().add_actions()].count(True) == 1
-    elif kind != "row tracking":  # a rewrite copies a into a new file with its id as it was
+    else:  # a rewrite copies a into a new file with its id (and, with row tracking, its row id) as it was
         assert parquet_files(root) > files
     assert field(log)["metadata"][identity.HIGH_WATER_MARK] == 5  # copies move no mark
     checked(root, kept)

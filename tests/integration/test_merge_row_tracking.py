@@ -56,7 +56,8 @@ def ids_of(root: Path) -> dict[int, tuple[int, int]]:
     return out
 
 
-def _table(root: Path, configuration: dict[str, str]) -> DeltaLog:
+def three_files(root: Path, configuration: dict[str, str]) -> DeltaLog:
+    """Ids 0..29 in three files of ten rows (three commits)."""
     log = DeltaLog.for_table(root)
     log.create(rows(range(0)).schema, configuration=configuration)
     for start in (0, 10, 20):
@@ -67,7 +68,7 @@ def _table(root: Path, configuration: dict[str, str]) -> DeltaLog:
 @pytest.mark.parametrize("configuration", [ENABLED, {**ENABLED, **DV}], ids=["rewrite", "deletion-vectors"])
 def test_merged_and_updated_rows_keep_their_row_ids(tmp_path: Path, configuration: dict[str, str]) -> None:
     root = tmp_path / "t"
-    log = _table(root, configuration)
+    log = three_files(root, configuration)
     before = ids_of(root)
     mark = max(i for i, _ in before.values())
     source = pa.table({"id": pa.array([1, 12, 100, 101], pa.int64()), "v": pa.array([-1, -12, -100, -101], pa.int64())})
@@ -103,7 +104,7 @@ def test_merged_and_updated_rows_keep_their_row_ids(tmp_path: Path, configuratio
 
 def test_where_row_tracking_is_only_supported_rewritten_rows_get_fresh_ids(tmp_path: Path) -> None:
     root = tmp_path / "t"
-    log = _table(root, {"delta.feature.rowTracking": "supported"})
+    log = three_files(root, {"delta.feature.rowTracking": "supported"})
     before = ids_of(root)
     mark = max(i for i, _ in before.values())
     result = log.update({"v": "0"}, "id = 3")

@@ -355,8 +355,9 @@ def check_enablement(
 
 
 #: the check a rewrite owes a table with row tracking enabled: copied rows keep their row ids and commit versions
-#: in the materialized columns. Met only by a commit whose writer declares it wrote them (MERGE, UPDATE; the
-#: ``row_ids_preserved`` declaration), never by default: a commit of files it did not write cannot say what they hold
+#: in the materialized columns. Met only by a commit whose writer declares it wrote them (MERGE, UPDATE, and the
+#: rewrites of DELETE and replace_where; the ``row_ids_preserved`` declaration), never by default: a commit of files
+#: it did not write cannot say what they hold
 ROW_ID_PRESERVATION = "row_id_preservation"
 
 
@@ -368,7 +369,8 @@ def obligation(kind: str, table: TableConfiguration) -> Obligation:
     if kind in COPIES_ROWS and kind != REARRANGE_KEEPING_IDS and table.properties.enable_row_tracking:
         return Obligation(
             "row tracking is enabled: rows copied to new files must keep their row ids and commit "
-            "versions in materialized columns, which only deltalog's MERGE, UPDATE and OPTIMIZE write",
+            "versions in materialized columns, which only deltalog's data writers (MERGE, UPDATE, DELETE, "
+            "replace_where, OPTIMIZE) write",
             ROW_ID_PRESERVATION,
         )
     return Obligation(
