@@ -81,6 +81,21 @@ def test_delete_runs_on_the_executors_and_commits_what_the_core_commits(
     assert DeltaLog.for_table(ours).snapshot().to_arrow().num_rows == 0
 
 
+def test_a_delete_on_the_executors_keeps_row_ids_as_the_core_does(tmp_path: Path, spark: Any) -> None:
+    """Without deletion vectors, the tasks' rewrites copy rows with their row ids and commit versions too."""
+    ours = tmp_path / "spark"
+    make_table(ours, {"delta.enableRowTracking": "true"}, files=3, rows=20)
+    before = ids_of(ours)
+    core = twin(ours, tmp_path / "core")
+    DeltaTable.forPath(spark, str(ours)).delete("id % 7 = 3")
+    core.delete("id % 7 = 3")
+    same_result(ours, tmp_path / "core")
+    after = ids_of(ours)
+    assert after == {k: v for k, v in before.items() if k % 7 != 3} == ids_of(tmp_path / "core")
+    assert commit_info(ours)["operationMetrics"]["numCopiedRows"] != "0"
+    assert_everyone_reads(ours, DeltaLog.for_table(tmp_path / "core").snapshot().to_arrow())
+
+
 @pytest.mark.parametrize("configuration", [{**DV, **CDF}, CDF], ids=["deletion_vectors", "rewrite"])
 def test_a_change_feed_delete_logs_removed_rows_only_where_the_core_does(
     tmp_path: Path, spark: Any, configuration: dict[str, str]
