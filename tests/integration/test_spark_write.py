@@ -22,6 +22,7 @@ from deltalog.errors import NotNullViolationError, VersionNotFoundError
 from deltalog.spark.gate import Gate
 from deltalog.spark.reader import read
 from deltalog.spark.writer import SchemaMismatchError, WriteResult, write
+from tests.integration.test_merge_row_tracking import ids_of, three_files
 from tests.peers import deltalake_view, duckdb_connection, duckdb_view
 from tests.protocol_checker import assert_valid
 
@@ -329,3 +330,20 @@ def test_exactly_once_batch_committed_meanwhile_is_skipped_and_cleaned(spark: An
     assert DeltaLog.for_table(table).latest_version() == 1
     assert len(data_files(table)) == 1 + other.num_files
     assert rows_at(spark, table) == sorted(expected("2026-11-01", 0, 1) + expected("2026-11-05", 7, 2))
+
+
+def test_replace_where_on_a_row_tracking_table_keeps_the_copied_rows_ids(spark: Any, tmp_path: Path) -> None:
+    """The sink's replace_where copies the unmatched rows of the files it touches with their row ids and commit
+    versions, as deltalog.write's does; the rows it writes get fresh ids."""
+    table = tmp_path / "rt"
+    three_files(table, {"delta.enableRowTracking": "true"})
+    before = ids_of(table)
+    new = spark.createDataFrame([(i, -i) for i in range(5, 15)], "id long, v long").repartition(2)
+    result = write(new, str(table), mode="overwrite", replace_where="id >= 5 AND id < 15")
+    after = ids_of(table)
+    kept = [k for k in range(30) if not 5 <= k < 15]
+    assert {k: after[k] for k in kept} == {k: before[k] for k in kept}
+    assert {after[k][1] for k in range(5, 15)} == {result.version}
+    assert len({i for i, _ in after.values()}) == len(after) == 30
+    assert_valid(table)
+    assert deltalake_view(table).rows == duckdb_view(table).rows == 30
