@@ -228,6 +228,12 @@ def test_removes_and_rewrites_keep_or_refuse_row_ids(tmp_path: Path) -> None:
     with pytest.raises(UnsupportedFeatureError, match="materialized") as info:
         txn.commit([data_file(enabled, "x2")], operation="UPDATE")  # copies rows without their ids
     assert info.value.feature == "rowTracking" and log_files(enabled) == before
+    # an overwrite's name does not let copies through: a writer that says it copied rows must have kept their ids
+    overwrite = on.start_transaction()
+    overwrite.remove_files(["x.parquet"])
+    with pytest.raises(UnsupportedFeatureError, match="materialized") as info:
+        overwrite.commit([data_file(enabled, "x2")], operation="WRITE", copies_rows=True)
+    assert info.value.feature == "rowTracking" and log_files(enabled) == before
     delete = on.start_transaction()
     delete.remove_files(["x.parquet"])
     deleted = delete.commit(operation="DELETE")  # whole-file deletes copy no row

@@ -238,6 +238,11 @@ def check_commit(
             path=source,
         )
 
+    # row tracking: rows the writer says it copied keep their ids, whatever kind the operation's name makes the
+    # commit (a WRITE that removes and adds files counts as an overwrite, which copies nothing, unless it says so)
+    if not restore and declared.copies_rows and _copies(actions, True) and not declared.row_ids_preserved:
+        row_tracking.check_rewrite(protocol, metadata.configuration)
+
     # row rules: new rows validated by someone, rules added to a table with rows validated against its rows
     if not restore:
         record.update(
