@@ -73,22 +73,26 @@ def kernel_dates_arrivals(timeout_s: float = 5.0) -> bool:
                 _data, ancillary, _flags, _addr = rx.recvmsg(16, _ANC_SIZE)
             except TimeoutError:
                 continue
-            read_real = time.time()
-            for level, kind, data in ancillary:
-                if level == socket.SOL_SOCKET and kind == _TIMESTAMPNS and len(data) >= _STAMP.size:
-                    sec, nsec = _STAMP.unpack_from(data)
-                    if read_real - (sec + nsec / 1e9) >= 0.004:
-                        return True
+            stamp = _kernel_stamp(ancillary)
+            if stamp is not None and time.time() - stamp >= 0.004:
+                return True
     return False
 
 
-def _monotonic_of(ancillary: list[tuple[int, int, bytes]], now_real: float, now_mono: float) -> float:
+def _kernel_stamp(ancillary: list[tuple[int, int, bytes]]) -> float | None:
+    """The kernel's receive time (``time.time()`` seconds) in a ``recvmsg`` answer's ancillary data, if any."""
     for level, kind, data in ancillary:
         if level == socket.SOL_SOCKET and kind == _TIMESTAMPNS and len(data) >= _STAMP.size:
             sec, nsec = _STAMP.unpack_from(data)
-            # never later than now: the two clocks are read a few microseconds apart
-            return min(now_mono, now_mono - (now_real - (sec + nsec / 1e9)))
-    return now_mono
+            return float(sec + nsec / 1e9)
+    return None
+
+
+def _monotonic_of(ancillary: list[tuple[int, int, bytes]], now_real: float, now_mono: float) -> float:
+    stamp = _kernel_stamp(ancillary)
+    if stamp is None:
+        return now_mono
+    return min(now_mono, now_mono - (now_real - stamp))  # never later than now: the clocks are read microseconds apart
 
 
 class ArrivalConnection:
